@@ -1,0 +1,69 @@
+#include "kcache/status.h"
+
+#include <gtest/gtest.h>
+
+#include "kcache/status_or.h"
+
+namespace kcache {
+namespace {
+
+TEST(StatusTest, OkHasNoMessage) {
+  Status s;
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kOk);
+  EXPECT_EQ(s.message(), "");
+  EXPECT_EQ(s.ToString(), "OK");
+}
+
+TEST(StatusTest, ErrorCarriesCodeAndMessage) {
+  Status s = Status::NotFound("pods \"a\" not found");
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(s.IsNotFound());
+  EXPECT_EQ(s.ToString(), "NotFound: pods \"a\" not found");
+  Status copy = s;
+  EXPECT_EQ(copy, s);
+  EXPECT_EQ(s.WithContext("lister").message(), "lister: pods \"a\" not found");
+  EXPECT_TRUE(Status().WithContext("x").ok());
+}
+
+Status FailIfNegative(int v) {
+  return v < 0 ? Status::InvalidArgument("negative") : Status::OK();
+}
+
+Status Chain(int v) {
+  KCACHE_RETURN_IF_ERROR(FailIfNegative(v));
+  return Status::OK();
+}
+
+StatusOr<int> Half(int v) {
+  if (v % 2) return Status::InvalidArgument("odd");
+  return v / 2;
+}
+
+StatusOr<int> Quarter(int v) {
+  KCACHE_ASSIGN_OR_RETURN(int h, Half(v));
+  return Half(h);
+}
+
+TEST(StatusTest, MacrosPropagate) {
+  EXPECT_TRUE(Chain(1).ok());
+  EXPECT_TRUE(Chain(-1).IsInvalidArgument());
+  EXPECT_EQ(*Quarter(8), 2);
+  EXPECT_EQ(Quarter(6).status().message(), "odd");
+  EXPECT_EQ(Quarter(5).status().message(), "odd");
+}
+
+TEST(StatusOrTest, OkStatusBecomesInternalError) {
+  StatusOr<int> v = Status::OK();
+  EXPECT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kInternal);
+  EXPECT_EQ(v.value_or(7), 7);
+}
+
+TEST(StatusOrDeathTest, ValueOfErrorAborts) {
+  StatusOr<int> v = Status::NotFound("x");
+  EXPECT_DEATH({ (void)v.value(); }, "");
+}
+
+}  // namespace
+}  // namespace kcache
