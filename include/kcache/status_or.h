@@ -47,13 +47,15 @@ class [[nodiscard]] StatusOr {
     Check();
     return *value_;
   }
-  T&& value() && {
+  // Returns by value, so that `for (auto& x : *Call())` does not bind a
+  // reference into a destroyed temporary.
+  T value() && {
     Check();
     return std::move(*value_);
   }
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T operator*() && { return std::move(*this).value(); }
   const T* operator->() const { return &value(); }
   T* operator->() { return &value(); }
 

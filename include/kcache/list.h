@@ -1,0 +1,45 @@
+// ListOptions and ObjectList: the request and response of a LIST call.
+//
+// Thread-safety: plain values.
+
+#ifndef KCACHE_LIST_H_
+#define KCACHE_LIST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kcache/object.h"
+
+namespace kcache {
+
+// Query parameters of a list or watch request (metav1.ListOptions). Empty
+// strings and unset optionals are not sent.
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;
+  // "", "NotOlderThan" or "Exact".
+  std::string resource_version_match;
+  // Page size; 0 = no limit.
+  int64_t limit = 0;
+  std::string continue_token;
+  std::optional<int64_t> timeout_seconds;
+  bool allow_watch_bookmarks = false;
+  std::optional<bool> send_initial_events;
+};
+
+// One page of a list response.
+struct ObjectList {
+  std::vector<ObjectPtr> items;
+  // The list's resourceVersion: the point in time it describes.
+  std::string resource_version;
+  // Non-empty when more pages follow.
+  std::string continue_token;
+  std::optional<int64_t> remaining_item_count;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_LIST_H_

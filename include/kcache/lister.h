@@ -1,0 +1,70 @@
+// Listers: read-only, selector-aware queries over an Indexer (client-go's
+// generic listers).
+//
+// Lists use the namespace index when the indexer has one and fall back to a
+// scan otherwise; both give the same result. Results are in key order.
+//
+// Thread-safety: safe for concurrent use; as safe as the Indexer beneath.
+
+#ifndef KCACHE_LISTER_H_
+#define KCACHE_LISTER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kcache/indexer.h"
+#include "kcache/label_selector.h"
+#include "kcache/resource.h"
+
+namespace kcache {
+
+// Called for each match; return false to stop.
+using ObjectVisitor = std::function<bool(const ObjectPtr&)>;
+
+// Streams every object of `store` matching `selector` to `visit`.
+Status ListAll(const Store& store, const LabelSelector& selector, const ObjectVisitor& visit);
+
+// Streams the objects of `ns` ("" = all namespaces) matching `selector`.
+Status ListAllByNamespace(const Indexer& indexer, std::string_view ns,
+                          const LabelSelector& selector, const ObjectVisitor& visit);
+
+class NamespaceLister;
+
+class Lister {
+ public:
+  Lister(std::shared_ptr<const Indexer> indexer, GroupResource resource)
+      : indexer_(std::move(indexer)), resource_(std::move(resource)) {}
+
+  // Every object in every namespace matching `selector`.
+  StatusOr<std::vector<ObjectPtr>> List(const LabelSelector& selector) const;
+  // A cluster-scoped object by name. NotFound `<resource> "<name>" not found`.
+  StatusOr<ObjectPtr> Get(std::string_view name) const;
+  NamespaceLister Namespace(std::string ns) const;
+
+ private:
+  std::shared_ptr<const Indexer> indexer_;
+  GroupResource resource_;
+};
+
+class NamespaceLister {
+ public:
+  StatusOr<std::vector<ObjectPtr>> List(const LabelSelector& selector) const;
+  // The object `namespace/name`. NotFound `<resource> "<name>" not found`.
+  StatusOr<ObjectPtr> Get(std::string_view name) const;
+
+ private:
+  friend class Lister;
+  NamespaceLister(std::shared_ptr<const Indexer> indexer, GroupResource resource, std::string ns)
+      : indexer_(std::move(indexer)), resource_(std::move(resource)), ns_(std::move(ns)) {}
+
+  std::shared_ptr<const Indexer> indexer_;
+  GroupResource resource_;
+  std::string ns_;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_LISTER_H_

@@ -1,0 +1,61 @@
+// ListPager: a paginated LIST (client-go's tools/pager).
+//
+// Each page after the first is requested with the previous page's continue
+// token and without resourceVersion/resourceVersionMatch (the server rejects
+// both together). The result carries the first page's resourceVersion. When
+// a continue token expires (410), the pager retries once as one unpaginated
+// list at the originally requested resourceVersion.
+//
+// Thread-safety: a ListPager is immutable after construction and may be
+// used from several threads if its page function allows it.
+
+#ifndef KCACHE_PAGER_H_
+#define KCACHE_PAGER_H_
+
+#include <functional>
+
+#include "kcache/list.h"
+#include "kcache/status_or.h"
+
+namespace kcache {
+
+// Fetches one page. Must return an Expired status for an expired token.
+using ListPageFunc = std::function<StatusOr<ObjectList>(const ListOptions&)>;
+
+struct ListPagerOptions {
+  // Used when the request's limit is 0. Default: 500 (client-go's).
+  int64_t page_size = 500;
+  // On an expired continue token, retry once without pagination.
+  // Default: true.
+  bool full_list_if_expired = true;
+};
+
+class ListPager {
+ public:
+  struct Result {
+    ObjectList list;  // continue_token empty
+    bool paginated = false;  // more than one page was requested
+  };
+
+  explicit ListPager(ListPageFunc page_fn, ListPagerOptions options = {})
+      : page_fn_(std::move(page_fn)), options_(options) {}
+
+  // Fetches every page and returns all items.
+  StatusOr<Result> List(ListOptions options) const;
+
+  // Streams every item to `fn` page by page, holding one page at a time.
+  // An expired continue token is returned as an Expired error: items
+  // already delivered cannot be taken back, so the caller restarts.
+  // `fn` returning an error stops the walk with that error. On success,
+  // `*resource_version` is the list's resourceVersion.
+  Status EachListItem(ListOptions options, const std::function<Status(const ObjectPtr&)>& fn,
+                      std::string* resource_version, bool* paginated = nullptr) const;
+
+ private:
+  ListPageFunc page_fn_;
+  ListPagerOptions options_;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_PAGER_H_

@@ -1,0 +1,136 @@
+// Store: a keyed collection of objects with a resume resourceVersion
+// (client-go's cache.Store, plus atomic batches and a Replace that reports
+// what it changed).
+//
+// Every store commits each call atomically: readers see all of a Commit or
+// Replace or none of it, and the resume resourceVersion moves with the
+// objects it describes. Reads return shared immutable objects; a returned
+// ObjectPtr stays valid after the store changes.
+//
+// Thread-safety: implementations are safe for concurrent use by multiple
+// threads without external synchronization.
+
+#ifndef KCACHE_STORE_H_
+#define KCACHE_STORE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kcache/key.h"
+#include "kcache/object.h"
+#include "kcache/status_or.h"
+
+namespace kcache {
+
+// Walks objects in key order. Obtained from a store; must not outlive it.
+// A walk sees each key at most once and reflects changes made while it
+// runs only for keys it has not reached yet.
+//
+// Thread-safety: one iterator is used by one thread at a time.
+class ObjectIterator {
+ public:
+  virtual ~ObjectIterator() = default;
+  // False at the end or after an error (see status()).
+  virtual bool Valid() const = 0;
+  // REQUIRES: Valid().
+  virtual void Next() = 0;
+  // REQUIRES: Valid(). The current key and object.
+  virtual const std::string& key() const = 0;
+  virtual const ObjectPtr& object() const = 0;
+  // OK unless reading failed; check it once Valid() turns false.
+  virtual Status status() const = 0;
+};
+
+// A batch of changes for Store::Commit.
+struct Transaction {
+  enum class OpType { kAdd, kUpdate, kDelete };
+  struct Op {
+    OpType type;
+    ObjectPtr object;  // for kDelete may be null when `key` is set
+    std::string key;   // kDelete only: deletes this key; empty = key of object
+  };
+
+  std::vector<Op> ops;
+  // The resume point committed with the ops. Unset: the resourceVersion of
+  // the last op's object that has one (client-go's "last written" rule).
+  std::optional<std::string> resource_version;
+
+  void Add(ObjectPtr obj) { ops.push_back({OpType::kAdd, std::move(obj), {}}); }
+  void Update(ObjectPtr obj) { ops.push_back({OpType::kUpdate, std::move(obj), {}}); }
+  void Delete(ObjectPtr obj) { ops.push_back({OpType::kDelete, std::move(obj), {}}); }
+  void DeleteKey(std::string key) { ops.push_back({OpType::kDelete, nullptr, std::move(key)}); }
+};
+
+// Which ops of a Transaction were committed.
+struct TransactionResult {
+  std::vector<size_t> successful_indices;
+};
+
+// One change made by Replace.
+struct StoreChange {
+  enum class Type { kAdded, kUpdated, kDeleted };
+  Type type;
+  std::string key;
+  ObjectPtr old_object;  // null for kAdded
+  ObjectPtr new_object;  // null for kDeleted
+};
+
+// What Replace did. Objects whose resourceVersion did not change are neither
+// rewritten nor listed in `changes`, only counted.
+struct ReplaceResult {
+  std::vector<StoreChange> changes;
+  size_t unchanged = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Insert or overwrite the object under its key. The store's resume
+  // resourceVersion becomes the object's, if it has one. A key function
+  // error is InvalidArgument "couldn't create key for object ...: <cause>"
+  // and changes nothing.
+  virtual Status Add(ObjectPtr object) = 0;
+  // Same as Add.
+  virtual Status Update(ObjectPtr object) = 0;
+  // Removes the object's key (absent: no error, no change).
+  virtual Status Delete(const ObjectPtr& object) = 0;
+  // Removes `key` (absent: no error, no change); the resume point is kept.
+  virtual Status DeleteKey(std::string_view key) = 0;
+
+  // Applies every op whose key can be computed, and the resume point, as one
+  // atomic write. If some ops failed, returns the first failure (naming its
+  // index) and lists the committed ones in `result` (may be null).
+  virtual Status Commit(const Transaction& txn, TransactionResult* result) = 0;
+
+  // Makes the store hold exactly `objects`, with `resource_version` as the
+  // resume point, atomically. Reports what changed.
+  virtual StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> objects,
+                                          std::string resource_version) = 0;
+
+  // Null if no object has that key.
+  virtual StatusOr<ObjectPtr> Get(const Object& object) const = 0;
+  virtual StatusOr<ObjectPtr> GetByKey(std::string_view key) const = 0;
+
+  // Everything, in key order. Prefer NewIterator() for large stores.
+  virtual StatusOr<std::vector<ObjectPtr>> List() const = 0;
+  virtual StatusOr<std::vector<std::string>> ListKeys() const = 0;
+  virtual std::unique_ptr<ObjectIterator> NewIterator() const = 0;
+  virtual StatusOr<size_t> Size() const = 0;
+
+  // The resume resourceVersion: the one last committed. "" when none.
+  virtual std::string LastSyncResourceVersion() const = 0;
+
+  // A no-op for stores; queues use it to re-deliver their contents.
+  virtual Status Resync() = 0;
+
+  // The key this store files `object` under.
+  virtual StatusOr<std::string> KeyOf(const Object& object) const = 0;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_STORE_H_

@@ -1,0 +1,35 @@
+// Every public header compiles on its own and reaches no private header:
+// the include path of this test holds include/ only (see tests/meson.build).
+
+#include "kcache/field_selector.h"
+#include "kcache/indexer.h"
+#include "kcache/key.h"
+#include "kcache/label_selector.h"
+#include "kcache/labels.h"
+#include "kcache/list.h"
+#include "kcache/lister.h"
+#include "kcache/object.h"
+#include "kcache/pager.h"
+#include "kcache/resource.h"
+#include "kcache/status.h"
+#include "kcache/status_or.h"
+#include "kcache/store.h"
+
+#include <gtest/gtest.h>
+
+#if __has_include("json/json_error.h") || __has_include("store/key_error.h")
+#error "a private header is reachable from the public include path"
+#endif
+
+namespace {
+
+TEST(PublicHeadersTest, UsableWithoutPrivateHeaders) {
+  auto store = kcache::NewMemoryIndexer();
+  auto obj = kcache::Object::Parse(R"({"metadata":{"name":"a","namespace":"b"}})");
+  ASSERT_TRUE(obj.ok());
+  ASSERT_TRUE(store->Add(*obj).ok());
+  kcache::Lister lister(std::move(store), {"", "pods"});
+  EXPECT_EQ((*lister.Namespace("b").Get("a"))->name(), "a");
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+// Readers and writers on one in-memory Indexer at once. Each reader checks
+// that what it sees is consistent (every index entry matches its object,
+// iterators move forward); the final state must equal what the writers did.
+// Run under ThreadSanitizer by the test command.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "kcache/indexer.h"
+#include "testing/objects.h"
+
+namespace kcache {
+namespace {
+
+using testing::Pod;
+
+constexpr int kWriters = 4;
+constexpr int kReaders = 3;
+constexpr int kOpsPerWriter = 3000;
+constexpr int kKeysPerWriter = 50;
+
+StatusOr<std::vector<std::string>> ByGen(const Object& o) {
+  auto it = o.labels().find("gen");
+  if (it == o.labels().end()) return std::vector<std::string>{};
+  return std::vector<std::string>{it->second};
+}
+
+StatusOr<std::vector<std::string>> ByWriter(const Object& o) {
+  return std::vector<std::string>{o.labels().at("writer")};
+}
+
+// What writer `w` leaves behind for key `k`: -1 if deleted, else its gen.
+int FinalGen(int w, int k) {
+  int last = -1;
+  for (int i = 0; i < kOpsPerWriter; ++i) {
+    if (i % kKeysPerWriter != k) continue;
+    last = (i + w) % 7 == 0 ? -1 : i % 5;
+  }
+  return last;
+}
+
+TEST(MemoryIndexerConcurrencyTest, ReadersSeeConsistentIndexesWhileWritersRun) {
+  std::unique_ptr<Indexer> store = NewMemoryIndexer({.indexers = {{"gen", ByGen}}});
+  std::atomic<int> writers_done{0};
+  std::atomic<long> reads{0};
+  std::vector<std::thread> threads;
+
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      struct Done {
+        std::atomic<int>* n;
+        ~Done() { ++*n; }
+      } done{&writers_done};
+      const std::string ns = "w" + std::to_string(w);
+      for (int i = 0; i < kOpsPerWriter; ++i) {
+        std::string name = "p" + std::to_string(i % kKeysPerWriter);
+        if ((i + w) % 7 == 0) {
+          ASSERT_TRUE(store->DeleteKey(ns + "/" + name).ok());
+        } else {
+          ASSERT_TRUE(store->Update(Pod(name, ns, std::to_string(i),
+                                        {{"gen", std::to_string(i % 5)}, {"writer", ns}}))
+                          .ok());
+        }
+        if (w == 0 && i == kOpsPerWriter / 2) {
+          ASSERT_TRUE(store->AddIndexers({{"writer", ByWriter}}).ok());
+        }
+      }
+    });
+  }
+  for (int r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      while (writers_done.load() < kWriters) {
+        std::string gen = std::to_string(r % 5);
+        auto objs = store->ByIndex("gen", gen);
+        ASSERT_TRUE(objs.ok());
+        for (const ObjectPtr& o : *objs) ASSERT_EQ(o->labels().at("gen"), gen);
+        auto ns = store->ByIndex(kNamespaceIndex, "w" + std::to_string(r));
+        ASSERT_TRUE(ns.ok());
+        for (const ObjectPtr& o : *ns) ASSERT_EQ(o->namespace_(), "w" + std::to_string(r));
+        std::string last;
+        for (auto it = store->NewIterator(); it->Valid(); it->Next()) {
+          ASSERT_LT(last, it->key());
+          last = it->key();
+        }
+        ASSERT_LE(*store->Size(), size_t{kWriters * kKeysPerWriter});
+        reads++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_GT(reads.load(), 0);
+
+  // The final contents are exactly what the writers left.
+  size_t want_total = 0;
+  for (int w = 0; w < kWriters; ++w) {
+    for (int k = 0; k < kKeysPerWriter; ++k) {
+      std::string key = "w" + std::to_string(w) + "/p" + std::to_string(k);
+      ObjectPtr got = *store->GetByKey(key);
+      int gen = FinalGen(w, k);
+      if (gen < 0) {
+        EXPECT_EQ(got, nullptr) << key;
+      } else {
+        ++want_total;
+        ASSERT_NE(got, nullptr) << key;
+        EXPECT_EQ(got->labels().at("gen"), std::to_string(gen)) << key;
+      }
+    }
+  }
+  EXPECT_EQ(*store->Size(), want_total);
+  // Every index entry matches its object, and every object is indexed once.
+  for (const char* index : {"gen", "writer", kNamespaceIndex}) {
+    size_t entries = 0;
+    for (const std::string& v : *store->ListIndexFuncValues(index)) {
+      for (const ObjectPtr& o : *store->ByIndex(index, v)) {
+        std::string have = std::string(index) == kNamespaceIndex ? o->namespace_()
+                                                                 : o->labels().at(index);
+        EXPECT_EQ(have, v) << index;
+        ++entries;
+      }
+    }
+    EXPECT_EQ(entries, want_total) << index;
+  }
+}
+
+}  // namespace
+}  // namespace kcache
