@@ -19,16 +19,24 @@ dom::parser& ThreadDomParser() {
   return parser;
 }
 
+// Copies `s` into a buffer of exactly its size plus simdjson's padding
+// (reserve() on a full string would double its capacity instead).
+void Repad(std::string* s) {
+  std::string padded;
+  padded.reserve(s->size() + simdjson::SIMDJSON_PADDING);
+  padded.append(*s);
+  *s = std::move(padded);
+}
+
 void EnsurePadding(std::string* s) {
-  if (s->capacity() < s->size() + simdjson::SIMDJSON_PADDING) {
-    s->reserve(s->size() + simdjson::SIMDJSON_PADDING);
-  }
+  if (s->capacity() < s->size() + simdjson::SIMDJSON_PADDING) Repad(s);
 }
 
 // Parses `json` with simdjson's validating parser; on failure, names the
 // byte where it went wrong.
 Status ParseDom(const std::string& json, dom::element* root) {
-  auto err = ThreadDomParser().parse(json.data(), json.size(), /*realloc_if_needed=*/false).get(*root);
+  bool padded = json.capacity() >= json.size() + simdjson::SIMDJSON_PADDING;
+  auto err = ThreadDomParser().parse(json.data(), json.size(), /*realloc_if_needed=*/!padded).get(*root);
   if (!err) return Status::OK();
   Status located = json::DescribeJsonError(json);
   if (!located.ok()) return located;
@@ -207,8 +215,11 @@ StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options)
     }
     KCACHE_RETURN_IF_ERROR(st);
   }
+  // Keep simdjson's padding (64 bytes) so later reads parse in place, and
+  // give back any larger surplus (left by dropping managedFields, or by a
+  // caller's oversized buffer).
+  if (json.capacity() > json.size() + 2 * simdjson::SIMDJSON_PADDING) Repad(&json);
   obj->json_ = std::move(json);
-  obj->json_.shrink_to_fit();
   return ObjectPtr(std::move(obj));
 }
 
@@ -219,11 +230,8 @@ StatusOr<nlohmann::json> Object::Document() const {
 }
 
 StatusOr<std::string> Object::FieldValue(std::string_view dotted_path) const {
-  std::string padded;
-  padded.reserve(json_.size() + simdjson::SIMDJSON_PADDING);
-  padded = json_;
   dom::element e;
-  KCACHE_RETURN_IF_ERROR(ParseDom(padded, &e));
+  KCACHE_RETURN_IF_ERROR(ParseDom(json_, &e));  // Parse() left the padding in place
   std::string_view rest = dotted_path;
   while (true) {
     size_t dot = rest.find('.');

@@ -85,7 +85,7 @@ class MemoryIndexer final : public Indexer {
 
   StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> objects,
                                   std::string resource_version) override {
-    std::map<std::string, ObjectPtr, std::less<>> next;
+    Items next;
     for (ObjectPtr& obj : objects) {
       if (!obj) return Status::InvalidArgument("Replace with a null object");
       StatusOr<std::string> key = key_func_(*obj);
@@ -111,15 +111,7 @@ class MemoryIndexer final : public Indexer {
     }
     // Rebuild every index over the new contents before touching state, so
     // an index function error leaves the store as it was.
-    std::map<std::string, IndexMap, std::less<>> indices;
-    for (const auto& [name, fn] : indexers_) {
-      IndexMap& index = indices[name];
-      for (const auto& [key, obj] : next) {
-        StatusOr<std::vector<std::string>> values = fn(*obj);
-        if (!values.ok()) return IndexError(key, name, values.status());
-        for (std::string& v : *values) index[std::move(v)].insert(key);
-      }
-    }
+    KCACHE_ASSIGN_OR_RETURN(auto indices, BuildIndices(indexers_, next));
     items_ = std::move(next);
     indices_ = std::move(indices);
     rv_ = std::move(resource_version);
@@ -230,15 +222,7 @@ class MemoryIndexer final : public Indexer {
       if (indexers_.count(name)) conflicts += (conflicts.empty() ? "" : ", ") + name;
     }
     if (!conflicts.empty()) return Status::InvalidArgument("indexer conflict: [" + conflicts + "]");
-    std::map<std::string, IndexMap, std::less<>> built;
-    for (const auto& [name, fn] : indexers) {
-      IndexMap& index = built[name];
-      for (const auto& [key, obj] : items_) {
-        StatusOr<std::vector<std::string>> values = fn(*obj);
-        if (!values.ok()) return IndexError(key, name, values.status());
-        for (const std::string& v : *values) index[v].insert(key);
-      }
-    }
+    KCACHE_ASSIGN_OR_RETURN(auto built, BuildIndices(indexers, items_));
     for (auto& [name, index] : built) indices_[name] = std::move(index);
     for (const auto& [name, fn] : indexers) indexers_.emplace(name, fn);
     return Status::OK();
@@ -273,6 +257,23 @@ class MemoryIndexer final : public Indexer {
   }
 
  private:
+  using Items = std::map<std::string, ObjectPtr, std::less<>>;
+  using Indices = std::map<std::string, IndexMap, std::less<>>;
+
+  // Builds `indexers` over `items` from scratch.
+  static StatusOr<Indices> BuildIndices(const Indexers& indexers, const Items& items) {
+    Indices out;
+    for (const auto& [name, fn] : indexers) {
+      IndexMap& index = out[name];
+      for (const auto& [key, obj] : items) {
+        StatusOr<std::vector<std::string>> values = fn(*obj);
+        if (!values.ok()) return IndexError(key, name, values.status());
+        for (std::string& v : *values) index[std::move(v)].insert(key);
+      }
+    }
+    return out;
+  }
+
   Status Put(ObjectPtr object) {
     if (!object) return Status::InvalidArgument("Add of a null object");
     StatusOr<std::string> key = key_func_(*object);
@@ -363,8 +364,8 @@ class MemoryIndexer final : public Indexer {
   mutable RWMutex mu_;
   // State below is protected by mu_.
   Indexers indexers_;
-  std::map<std::string, IndexMap, std::less<>> indices_;
-  std::map<std::string, ObjectPtr, std::less<>> items_;
+  Indices indices_;
+  Items items_;
   std::string rv_;
 };
 
