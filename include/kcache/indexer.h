@@ -29,6 +29,11 @@ using Indexers = std::map<std::string, IndexFunc, std::less<>>;
 inline constexpr char kNamespaceIndex[] = "namespace";
 StatusOr<std::vector<std::string>> MetaNamespaceIndexFunc(const Object& object);
 
+// The label index: one value "key=value" per label. Listers use it for
+// selectors with an =, == or in requirement.
+inline constexpr char kLabelIndex[] = "kcache.io/labels";
+StatusOr<std::vector<std::string>> MetaLabelIndexFunc(const Object& object);
+
 class Indexer : public Store {
  public:
   // Objects sharing any index value with `object` under index `name`.
@@ -63,6 +68,8 @@ struct MemoryIndexerOptions {
   // Maintain kNamespaceIndex (MetaNamespaceIndexFunc) unless `indexers`
   // defines that name itself. Default: true.
   bool namespace_index = true;
+  // Maintain kLabelIndex. Default: false (a scan of memory is cheap).
+  bool label_index = false;
 };
 
 // A thread-safe in-memory Indexer (client-go's NewIndexer over a

@@ -26,8 +26,9 @@
 namespace kcache {
 
 // Walks objects in key order. Obtained from a store; must not outlive it.
-// A walk sees each key at most once and reflects changes made while it
-// runs only for keys it has not reached yet.
+// A walk sees each key at most once. Whether it sees changes made after it
+// was created depends on the store: the in-memory store shows them for keys
+// not reached yet, the RocksDB store reads a consistent snapshot.
 //
 // Thread-safety: one iterator is used by one thread at a time.
 class ObjectIterator {

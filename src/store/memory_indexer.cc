@@ -21,6 +21,13 @@ StatusOr<std::vector<std::string>> MetaNamespaceIndexFunc(const Object& object) 
   return std::vector<std::string>{object.namespace_()};
 }
 
+StatusOr<std::vector<std::string>> MetaLabelIndexFunc(const Object& object) {
+  std::vector<std::string> out;
+  out.reserve(object.labels().size());
+  for (const auto& [k, v] : object.labels()) out.push_back(k + "=" + v);
+  return out;
+}
+
 namespace {
 
 using KeySet = std::set<std::string, std::less<>>;
@@ -36,6 +43,9 @@ class MemoryIndexer final : public Indexer {
       : key_func_(std::move(options.key_func)), indexers_(std::move(options.indexers)) {
     if (options.namespace_index && !indexers_.count(kNamespaceIndex)) {
       indexers_.emplace(kNamespaceIndex, MetaNamespaceIndexFunc);
+    }
+    if (options.label_index && !indexers_.count(kLabelIndex)) {
+      indexers_.emplace(kLabelIndex, MetaLabelIndexFunc);
     }
     for (const auto& [name, fn] : indexers_) indices_[name];
   }

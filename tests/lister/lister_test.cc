@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "testing/counting_indexer.h"
 #include "testing/objects.h"
 
 namespace kcache {
@@ -71,11 +72,13 @@ TEST(ListerTest, GetAndNotFound) {
   EXPECT_TRUE(nodes.Get("node-2").status().IsNotFound());
 }
 
-// IX-12: ListAllByNamespace with and without the namespace index.
+// IX-12: ListAllByNamespace with and without the namespace and label indexes
+// gives the same answers.
 TEST(ListerTest, ListAllByNamespace) {
-  for (bool with_index : {true, false}) {
-    SCOPED_TRACE(with_index ? "indexed" : "scan");
-    std::shared_ptr<Indexer> store = NewMemoryIndexer({.namespace_index = with_index});
+  for (int mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(mode == 0 ? "scan" : mode == 1 ? "namespace index" : "label index");
+    std::shared_ptr<Indexer> store =
+        NewMemoryIndexer({.namespace_index = mode >= 1, .label_index = mode == 2});
     ASSERT_TRUE(store->Add(Pod("a", "ns1", "", {{"app", "x"}})).ok());
     ASSERT_TRUE(store->Add(Pod("b", "ns1", "", {{"app", "y"}})).ok());
     ASSERT_TRUE(store->Add(Pod("c", "ns2", "", {{"app", "x"}})).ok());
@@ -86,6 +89,9 @@ TEST(ListerTest, ListAllByNamespace) {
     EXPECT_THAT(Names(*pods.Namespace("").List(Sel("app=x"))), ElementsAre("a", "c"));
     EXPECT_THAT(Names(*pods.List(Sel("app=x"))), ElementsAre("a", "c"));
     EXPECT_THAT(Names(*pods.Namespace("ns1").List(LabelSelector::Nothing())), IsEmpty());
+    EXPECT_THAT(Names(*pods.List(Sel("app in (y,x)"))), ElementsAre("a", "b", "c"));
+    EXPECT_THAT(Names(*pods.List(Sel("app in (y,x),app!=y"))), ElementsAre("a", "c"));
+    EXPECT_THAT(Names(*pods.Namespace("ns2").List(Sel("app=y"))), IsEmpty());
     // A visitor can stop early.
     int seen = 0;
     ASSERT_TRUE(ListAllByNamespace(*store, "ns1", LabelSelector::Everything(),
@@ -93,6 +99,27 @@ TEST(ListerTest, ListAllByNamespace) {
                     .ok());
     EXPECT_EQ(seen, 1);
   }
+}
+
+// With the label index, a selector with an equality or in requirement reads
+// only its matches; other selectors scan.
+TEST(ListerTest, LabelIndexTouchesOnlyMatches) {
+  auto inner = NewMemoryIndexer({.label_index = true});
+  for (int i = 0; i < 1000; ++i) {
+    std::string app = i % 100 == 0 ? "rare" : i % 100 == 1 ? "odd" : "common";
+    ASSERT_TRUE(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 2), "",
+                               {{"app", app}}))
+                    .ok());
+  }
+  auto store = std::make_shared<testing::CountingIndexer>(std::move(inner));
+  Lister pods(store, {"", "pods"});
+  EXPECT_EQ(pods.List(Sel("app=rare"))->size(), 10u);
+  EXPECT_EQ(pods.List(Sel("app in (rare,odd)"))->size(), 20u);
+  EXPECT_EQ(pods.Namespace("ns1").List(Sel("app=odd,app!=x"))->size(), 10u);
+  EXPECT_EQ(store->indexed(), 40u);
+  EXPECT_EQ(store->scanned(), 0u);
+  EXPECT_EQ(pods.List(Sel("app!=common"))->size(), 20u);  // no equality: a scan
+  EXPECT_EQ(store->scanned(), 1000u);
 }
 
 }  // namespace

@@ -412,20 +412,10 @@ TEST_P(IndexerConformanceTest, IteratorsWalkInKeyOrder) {
   EXPECT_TRUE(it->status().ok());
   EXPECT_THAT(keys, ElementsAre("ns1/a", "ns1/b", "ns1/c", "ns2/z"));
 
-  // A key deleted before the walk reaches it is not seen; one added ahead is.
-  auto walk = store->NewIterator();
-  ASSERT_TRUE(walk->Valid());
-  EXPECT_EQ(walk->key(), "ns1/a");
-  ASSERT_TRUE(store->DeleteKey("ns1/b").ok());
-  ASSERT_TRUE(store->Add(Pod("y", "ns2")).ok());
-  keys.clear();
-  for (; walk->Valid(); walk->Next()) keys.push_back(walk->key());
-  EXPECT_THAT(keys, ElementsAre("ns1/a", "ns1/c", "ns2/y", "ns2/z"));
-
-  auto ns = store->NewIndexIterator(kNamespaceIndex, "ns2");
+  auto ns = store->NewIndexIterator(kNamespaceIndex, "ns1");
   keys.clear();
   for (; ns->Valid(); ns->Next()) keys.push_back(ns->object()->name());
-  EXPECT_THAT(keys, ElementsAre("y", "z"));
+  EXPECT_THAT(keys, ElementsAre("a", "b", "c"));
   EXPECT_FALSE(store->NewIndexIterator(kNamespaceIndex, "none")->Valid());
 }
 
