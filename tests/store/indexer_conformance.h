@@ -23,11 +23,11 @@ struct IndexerSpec {
   bool namespace_index = true;
 };
 
-using IndexerFactory = std::function<std::unique_ptr<Indexer>(const IndexerSpec&)>;
+using IndexerFactory = std::function<std::shared_ptr<Indexer>(const IndexerSpec&)>;
 
 class IndexerConformanceTest : public ::testing::TestWithParam<IndexerFactory> {
  protected:
-  std::unique_ptr<Indexer> Make(IndexerSpec spec = {}) { return GetParam()(spec); }
+  std::shared_ptr<Indexer> Make(IndexerSpec spec = {}) { return GetParam()(spec); }
 };
 
 }  // namespace kcache::testing

@@ -1,0 +1,115 @@
+// Cache: one RocksDB database in a directory, holding the stores of many
+// resources (keyspaces) with their indexes and resume points.
+//
+// Every Commit of a keyspace's Indexer writes its objects, their index
+// entries and the resume resourceVersion in one RocksDB WriteBatch: after a
+// crash at any instant the reopened store is exactly the one at its last
+// resume point. A Replace (relist) is written in chunks between a
+// "relist in progress" marker and a final batch that moves the resume point;
+// a crash in between leaves the marker, and the reopened store then reports
+// no resume point ("") so that its owner relists.
+//
+// The on-disk layout is specified in docs/storage-format.md.
+//
+// Thread-safety: a Cache and the Indexers it hands out are safe for
+// concurrent use by multiple threads. Indexers keep the database open and
+// may outlive the Cache object.
+
+#ifndef KCACHE_CACHE_H_
+#define KCACHE_CACHE_H_
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kcache/indexer.h"
+
+namespace kcache {
+
+enum class SyncMode {
+  // A commit is in RocksDB's write-ahead log (in the page cache) when it
+  // returns: it survives a crash of the process, not of the machine.
+  kNone,
+  // A commit is fsynced before it returns; RocksDB groups concurrent
+  // commits into one fsync (group commit).
+  kEveryCommit,
+};
+
+struct CacheOptions {
+  // Create the directory and an empty cache if there is none. Default: true.
+  bool create_if_missing = true;
+  // Default: SyncMode::kNone.
+  SyncMode sync = SyncMode::kNone;
+  // LRU block cache shared by all keyspaces; index and filter blocks are
+  // charged to it too. Default: 64 MiB.
+  size_t block_cache_bytes = size_t{64} << 20;
+  // Memory for memtables across all column families. Default: 64 MiB.
+  size_t memtable_bytes = size_t{64} << 20;
+  // Background flush and compaction threads. Default: 2 (these machines
+  // have 2 cores; reads collapse when compaction takes more).
+  int background_jobs = 2;
+  // zstd dictionary per SST file for object blocks, trained on samples;
+  // 0 turns dictionaries off. Default: 0 (see docs/benchmarks.md).
+  size_t zstd_dictionary_bytes = 0;
+};
+
+struct KeyspaceOptions {
+  // Default: MetaNamespaceKeyFunc.
+  KeyFunc key_func = MetaNamespaceKeyFunc;
+  // Extra indexes. Default: none.
+  Indexers indexers;
+  // A version for each index in `indexers`: change it whenever the
+  // function's output changes. An index whose version is missing here, or
+  // differs from the one recorded on disk, is rebuilt when the keyspace is
+  // opened, so an index is never silently stale. Default: none (rebuild on
+  // every open).
+  std::map<std::string, std::string, std::less<>> index_versions;
+  // Maintain kNamespaceIndex. Default: true.
+  bool namespace_index = true;
+  // Maintain kLabelIndex. Default: true.
+  bool label_index = true;
+};
+
+class Cache {
+ public:
+  // Opens (or creates) the cache in `dir`. Errors: Busy if another process
+  // has it open for writing; Corruption for damaged files or a missing
+  // column family; Unimplemented for a newer format version; NotFound if
+  // absent and !create_if_missing.
+  static StatusOr<std::unique_ptr<Cache>> Open(const std::string& dir,
+                                               const CacheOptions& options = {});
+
+  // Opens `dir` for reading only, also while another process writes it
+  // (a RocksDB secondary instance). Reads see the cache as of opening or
+  // of the last Refresh(). Writes fail with FailedPrecondition.
+  static StatusOr<std::unique_ptr<Cache>> OpenReadOnly(const std::string& dir,
+                                                       const CacheOptions& options = {});
+
+  virtual ~Cache() = default;
+
+  // The store of one keyspace (a resource: "pods", "deployments.apps").
+  // Opening a keyspace checks its recorded index versions and rebuilds
+  // indexes that differ. A keyspace may be opened once per Cache.
+  virtual StatusOr<std::shared_ptr<Indexer>> OpenKeyspace(std::string_view name,
+                                                          KeyspaceOptions options = {}) = 0;
+
+  // Keyspaces that hold a resume point or objects, sorted.
+  virtual StatusOr<std::vector<std::string>> ListKeyspaces() const = 0;
+
+  // Read-only caches: catch up with the writer. No-op for writable caches.
+  virtual Status Refresh() = 0;
+
+  // Cross-checks every keyspace: each index entry has its object and its
+  // reverse entry, each object's reverse entries exist, counts match.
+  // Corruption naming the first mismatch.
+  virtual Status Verify() const = 0;
+
+  virtual const std::string& dir() const = 0;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_CACHE_H_

@@ -1,0 +1,755 @@
+#include "storage/rocks_indexer.h"
+
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <shared_mutex>
+#include <unordered_set>
+
+#include "storage/rocks_status.h"
+#include "store/key_error.h"
+
+namespace kcache::storage {
+namespace {
+
+constexpr char kNamespaceVersion[] = "kcache.io/namespace@1";
+constexpr char kLabelVersion[] = "kcache.io/labels@1";
+// Objects per batch when a write is split (Replace, rebuilds).
+constexpr size_t kChunk = 1000;
+
+std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+
+Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
+
+Status UnknownIndex(std::string_view name) {
+  return Status::NotFound("Index with name " + std::string(name) + " does not exist");
+}
+
+// Releases a snapshot when the last user goes away. Read-only (secondary)
+// instances have no snapshots; their data changes only on Refresh().
+std::shared_ptr<const rocksdb::Snapshot> TakeSnapshot(const std::shared_ptr<Db>& db) {
+  if (db->read_only) return nullptr;
+  return std::shared_ptr<const rocksdb::Snapshot>(
+      db->db->GetSnapshot(), [db](const rocksdb::Snapshot* s) { db->db->ReleaseSnapshot(s); });
+}
+
+// Iterates the objects of a keyspace, or the objects one index value lists,
+// over a snapshot.
+class RocksIterator final : public ObjectIterator {
+ public:
+  using DecodeFn = std::function<StatusOr<ObjectPtr>(std::string_view)>;
+
+  // Objects: walk `cf` from `prefix`; index: walk the index and look each
+  // key up in `objects`.
+  RocksIterator(std::shared_ptr<Db> db, rocksdb::ColumnFamilyHandle* cf, std::string prefix,
+                std::string end, bool via_index, std::string ks, DecodeFn decode)
+      : db_(std::move(db)),
+        snapshot_(TakeSnapshot(db_)),
+        prefix_(std::move(prefix)),
+        end_(std::move(end)),
+        upper_(end_),
+        via_index_(via_index),
+        ks_(std::move(ks)),
+        decode_(std::move(decode)) {
+    ro_.snapshot = snapshot_.get();
+    ro_.iterate_upper_bound = &upper_;
+    it_.reset(db_->db->NewIterator(ro_, cf));
+    it_->Seek(prefix_);
+    Load();
+  }
+
+  bool Valid() const override { return valid_; }
+  void Next() override {
+    it_->Next();
+    Load();
+  }
+  const std::string& key() const override { return key_; }
+  const ObjectPtr& object() const override { return obj_; }
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    return FromRocks(it_->status(), "iterate " + ks_);
+  }
+
+ private:
+  void Load() {
+    valid_ = false;
+    if (!it_->Valid()) return;
+    key_.assign(View(it_->key()).substr(prefix_.size()));
+    StatusOr<ObjectPtr> obj = Status::Internal("unset");
+    if (via_index_) {
+      rocksdb::PinnableSlice record;
+      rocksdb::Status s = db_->db->Get(ro_, db_->objects, ObjectKey(ks_, key_), &record);
+      if (s.IsNotFound()) {
+        status_ = Status::Corruption("keyspace " + ks_ + ": index entry for missing object " + key_);
+        return;
+      }
+      if (!s.ok()) {
+        status_ = FromRocks(s, "read " + ks_);
+        return;
+      }
+      obj = decode_(View(record));
+    } else {
+      obj = decode_(View(it_->value()));
+    }
+    if (!obj.ok()) {
+      status_ = obj.status().WithContext("object " + key_);
+      return;
+    }
+    obj_ = std::move(obj).value();
+    valid_ = true;
+  }
+
+  std::shared_ptr<Db> db_;
+  std::shared_ptr<const rocksdb::Snapshot> snapshot_;
+  std::string prefix_, end_;
+  rocksdb::Slice upper_;
+  rocksdb::ReadOptions ro_;
+  bool via_index_;
+  std::string ks_;
+  DecodeFn decode_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+  bool valid_ = false;
+  std::string key_;
+  ObjectPtr obj_;
+  Status status_;
+};
+
+// An iterator that has failed before it started.
+class ErrorIterator final : public ObjectIterator {
+ public:
+  explicit ErrorIterator(Status s) : status_(std::move(s)) {}
+  bool Valid() const override { return false; }
+  void Next() override {}
+  const std::string& key() const override { return key_; }
+  const ObjectPtr& object() const override { return obj_; }
+  Status status() const override { return status_; }
+
+ private:
+  Status status_;
+  std::string key_;
+  ObjectPtr obj_;
+};
+
+}  // namespace
+
+RocksIndexer::RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_func, Defs defs)
+    : db_(std::move(db)), ks_(std::move(ks)), key_func_(std::move(key_func)), defs_(std::move(defs)) {}
+
+StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> db, std::string ks,
+                                                           KeyspaceOptions options) {
+  KCACHE_RETURN_IF_ERROR(CheckNoZero("keyspace name", ks));
+  if (ks.empty()) return Status::InvalidArgument("keyspace name is empty");
+  Defs defs;
+  for (auto& [name, fn] : options.indexers) {
+    KCACHE_RETURN_IF_ERROR(CheckNoZero("index name", name));
+    auto v = options.index_versions.find(name);
+    defs[name] = IndexDef{fn, v == options.index_versions.end() ? "" : v->second};
+  }
+  if (options.namespace_index && !defs.count(kNamespaceIndex)) {
+    defs[kNamespaceIndex] = IndexDef{MetaNamespaceIndexFunc, kNamespaceVersion};
+  }
+  if (options.label_index && !defs.count(kLabelIndex)) {
+    defs[kLabelIndex] = IndexDef{MetaLabelIndexFunc, kLabelVersion};
+  }
+  std::shared_ptr<RocksIndexer> store(
+      new RocksIndexer(std::move(db), std::move(ks), std::move(options.key_func), std::move(defs)));
+  KCACHE_RETURN_IF_ERROR(store->LoadState());
+  if (store->db_->read_only) return store;  // trusts the indexes on disk
+
+  // Compare the recorded index versions with the configured ones.
+  std::map<std::string, std::string, std::less<>> recorded;
+  {
+    std::string prefix = IndexVersionKey(store->ks_, "");
+    std::unique_ptr<rocksdb::Iterator> it(store->db_->db->NewIterator({}, store->db_->meta));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      recorded[std::string(View(it->key()).substr(prefix.size()))] = it->value().ToString();
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index versions of " + store->ks_));
+  }
+  bool same = recorded.size() == store->defs_.size();
+  for (const auto& [name, def] : store->defs_) {
+    auto r = recorded.find(name);
+    same = same && r != recorded.end() && r->second == def.version && !def.version.empty();
+  }
+  if (!same) {
+    std::lock_guard w(store->write_mu_);
+    KCACHE_RETURN_IF_ERROR(store->RebuildIndexesLocked());
+  }
+  return store;
+}
+
+Status RocksIndexer::LoadState() {
+  auto read = [&](std::string_view kind, std::string* out, bool* found) -> Status {
+    rocksdb::Status s = db_->db->Get({}, db_->meta, MetaKey(kind, ks_), out);
+    *found = s.ok();
+    if (s.ok() || s.IsNotFound()) return Status::OK();
+    return FromRocks(s, "read " + std::string(kind) + " of " + ks_);
+  };
+  std::string rv, relist, count;
+  bool has_rv, has_relist, has_count;
+  KCACHE_RETURN_IF_ERROR(read("rv", &rv, &has_rv));
+  KCACHE_RETURN_IF_ERROR(read("relist", &relist, &has_relist));
+  KCACHE_RETURN_IF_ERROR(read("count", &count, &has_count));
+  std::lock_guard l(state_mu_);
+  rv_ = has_rv ? rv : "";
+  relist_incomplete_ = has_relist;
+  count_ = has_count ? std::strtoull(count.c_str(), nullptr, 10) : 0;
+  return Status::OK();
+}
+
+Status RocksIndexer::CheckWritable() const { return db_->read_only ? ReadOnlyError() : Status::OK(); }
+
+Status RocksIndexer::HasIndex(std::string_view name) const {
+  std::shared_lock l(defs_mu_);
+  return defs_.count(name) ? Status::OK() : UnknownIndex(name);
+}
+
+StatusOr<std::vector<IndexEntry>> RocksIndexer::EntriesOf(const Defs& defs, std::string_view key,
+                                                          const Object& object) {
+  std::vector<IndexEntry> out;
+  for (const auto& [name, def] : defs) {
+    StatusOr<std::vector<std::string>> values = def.fn(object);
+    if (!values.ok()) {
+      return Status(values.status().code(), "unable to calculate an index entry for key \"" +
+                                                std::string(key) + "\" on index \"" + name +
+                                                "\": " + std::string(values.status().message()));
+    }
+    for (std::string& v : *values) {
+      KCACHE_RETURN_IF_ERROR(CheckNoZero("index value of " + std::string(key), v));
+      out.emplace_back(name, std::move(v));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+StatusOr<std::optional<std::vector<IndexEntry>>> RocksIndexer::CurrentEntries(
+    const Pending& pending, const std::string& key) const {
+  if (auto p = pending.find(key); p != pending.end()) return p->second;
+  rocksdb::PinnableSlice record;
+  rocksdb::Status s = db_->db->Get({}, db_->rindex, ObjectKey(ks_, key), &record);
+  if (s.IsNotFound()) return std::optional<std::vector<IndexEntry>>();
+  if (!s.ok()) return FromRocks(s, "read " + ks_);
+  KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, DecodeEntries(View(record)));
+  return std::optional<std::vector<IndexEntry>>(std::move(entries));
+}
+
+void RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
+                             const Object& object, const std::optional<std::vector<IndexEntry>>& old,
+                             const std::vector<IndexEntry>& now) const {
+  static const std::vector<IndexEntry> kNone;
+  const std::vector<IndexEntry>& before = old ? *old : kNone;
+  // Both lists are sorted: remove what went, add what came.
+  std::vector<IndexEntry> gone, came;
+  std::set_difference(before.begin(), before.end(), now.begin(), now.end(), std::back_inserter(gone));
+  std::set_difference(now.begin(), now.end(), before.begin(), before.end(), std::back_inserter(came));
+  for (const auto& [index, value] : gone) batch->Delete(db_->index, IndexKey(ks_, index, value, key));
+  for (const auto& [index, value] : came) batch->Put(db_->index, IndexKey(ks_, index, value, key), "");
+  std::string okey = ObjectKey(ks_, key);
+  if (!old || !gone.empty() || !came.empty()) batch->Put(db_->rindex, okey, EncodeEntries(now));
+  batch->Put(db_->objects, okey, EncodeObject(object.resource_version(), object.json()));
+}
+
+void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
+                                const std::vector<IndexEntry>& old) const {
+  for (const auto& [index, value] : old) batch->Delete(db_->index, IndexKey(ks_, index, value, key));
+  std::string okey = ObjectKey(ks_, key);
+  batch->Delete(db_->rindex, okey);
+  batch->Delete(db_->objects, okey);
+}
+
+Status RocksIndexer::Write(rocksdb::WriteBatch* batch, std::string_view what) {
+  return FromRocks(db_->db->Write(db_->write_options, batch), std::string(what) + " " + ks_);
+}
+
+StatusOr<ObjectPtr> RocksIndexer::Decode(std::string_view record) const {
+  std::string_view rv, json;
+  KCACHE_RETURN_IF_ERROR(DecodeObject(record, &rv, &json).WithContext("keyspace " + ks_));
+  StatusOr<ObjectPtr> obj = Object::Parse(std::string(json));
+  if (!obj.ok()) return Status::Corruption("keyspace " + ks_ + ": stored object: " + std::string(obj.status().message()));
+  return obj;
+}
+
+Status RocksIndexer::Add(ObjectPtr object) {
+  Transaction txn;
+  txn.Add(std::move(object));
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  return CommitLocked(txn, nullptr, /*single=*/true);
+}
+
+Status RocksIndexer::Update(ObjectPtr object) { return Add(std::move(object)); }
+
+Status RocksIndexer::Delete(const ObjectPtr& object) {
+  Transaction txn;
+  txn.Delete(object);
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  return CommitLocked(txn, nullptr, /*single=*/true);
+}
+
+Status RocksIndexer::DeleteKey(std::string_view key) {
+  Transaction txn;
+  txn.DeleteKey(std::string(key));
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  return CommitLocked(txn, nullptr, /*single=*/true);
+}
+
+Status RocksIndexer::Commit(const Transaction& txn, TransactionResult* result) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  return CommitLocked(txn, result, /*single=*/false);
+}
+
+Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* result, bool single) {
+  Defs defs;
+  {
+    std::shared_lock l(defs_mu_);
+    defs = defs_;
+  }
+  size_t count;
+  std::string rv;
+  {
+    std::lock_guard l(state_mu_);
+    count = count_;
+    rv = rv_;
+  }
+  rocksdb::WriteBatch batch;
+  Pending pending;
+  Status first_error;
+  std::vector<size_t> done;
+  std::string last_rv;
+  for (size_t i = 0; i < txn.ops.size(); ++i) {
+    const Transaction::Op& op = txn.ops[i];
+    auto fail = [&](const Status& st) {
+      if (first_error.ok()) first_error = single ? st : st.WithContext("op " + std::to_string(i));
+    };
+    std::string key;
+    if (op.type == Transaction::OpType::kDelete && !op.key.empty()) {
+      key = op.key;
+    } else if (!op.object) {
+      fail(Status::InvalidArgument("null object"));
+      continue;
+    } else {
+      StatusOr<std::string> k = key_func_(*op.object);
+      if (!k.ok()) {
+        fail(KeyError(*op.object, k.status()));
+        continue;
+      }
+      key = std::move(k).value();
+    }
+    if (Status st = CheckNoZero("key", key); !st.ok()) {
+      fail(st);
+      continue;
+    }
+    std::vector<IndexEntry> now;
+    if (op.type != Transaction::OpType::kDelete) {
+      StatusOr<std::vector<IndexEntry>> e = EntriesOf(defs, key, *op.object);
+      if (!e.ok()) {
+        fail(e.status());
+        continue;
+      }
+      now = std::move(e).value();
+    }
+    // A read error leaves the outcome of the whole batch unknown: write nothing.
+    KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries(pending, key));
+    if (op.type == Transaction::OpType::kDelete) {
+      if (old) {
+        DeleteObject(&batch, key, *old);
+        --count;
+      }
+      pending[key] = std::nullopt;
+    } else {
+      PutObject(&batch, key, *op.object, old, now);
+      if (!old) ++count;
+      pending[key] = std::move(now);
+    }
+    done.push_back(i);
+    if (op.object && !op.object->resource_version().empty()) last_rv = op.object->resource_version();
+  }
+  if (txn.resource_version) {
+    rv = *txn.resource_version;
+  } else if (!last_rv.empty()) {
+    rv = last_rv;
+  }
+  if (!done.empty() || txn.resource_version) {
+    batch.Put(db_->meta, MetaKey("rv", ks_), rv);
+    batch.Put(db_->meta, MetaKey("count", ks_), std::to_string(count));
+    KCACHE_RETURN_IF_ERROR(Write(&batch, "commit to"));
+    std::lock_guard l(state_mu_);
+    rv_ = rv;
+    count_ = count;
+  }
+  if (result) result->successful_indices.insert(result->successful_indices.end(), done.begin(), done.end());
+  return first_error;
+}
+
+StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
+                                              std::string resource_version) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  Defs defs;
+  {
+    std::shared_lock l(defs_mu_);
+    defs = defs_;
+  }
+  // Keys and index entries first: a bad object fails the Replace before
+  // anything is written.
+  struct Item {
+    std::string key;
+    ObjectPtr obj;
+    std::vector<IndexEntry> entries;
+  };
+  std::vector<Item> items;
+  items.reserve(objects.size());
+  std::unordered_set<std::string> keys;
+  for (ObjectPtr& obj : objects) {
+    if (!obj) return Status::InvalidArgument("Replace with a null object");
+    StatusOr<std::string> key = key_func_(*obj);
+    if (!key.ok()) return KeyError(*obj, key.status());
+    KCACHE_RETURN_IF_ERROR(CheckNoZero("key", *key));
+    KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, EntriesOf(defs, *key, *obj));
+    if (!keys.insert(*key).second) {
+      // A later duplicate wins, as in a map.
+      for (Item& it : items) {
+        if (it.key == *key) it = Item{*key, std::move(obj), std::move(entries)};
+      }
+      continue;
+    }
+    items.push_back(Item{std::move(key).value(), std::move(obj), std::move(entries)});
+  }
+
+  std::lock_guard w(write_mu_);
+  {  // Mark the relist: until the final batch, the resume point is void.
+    rocksdb::WriteBatch mark;
+    mark.Put(db_->meta, MetaKey("relist", ks_), "1");
+    KCACHE_RETURN_IF_ERROR(Write(&mark, "start relist of"));
+    std::lock_guard l(state_mu_);
+    relist_incomplete_ = true;
+  }
+
+  ReplaceResult result;
+  size_t count = 0;
+  // Puts, a chunk at a time; unchanged resourceVersions are skipped.
+  for (size_t start = 0; start < items.size(); start += kChunk) {
+    size_t n = std::min(kChunk, items.size() - start);
+    std::vector<std::string> okeys(n);
+    std::vector<rocksdb::Slice> slices(n);
+    for (size_t i = 0; i < n; ++i) {
+      okeys[i] = ObjectKey(ks_, items[start + i].key);
+      slices[i] = okeys[i];
+    }
+    std::vector<rocksdb::PinnableSlice> records(n), reverse(n);
+    std::vector<rocksdb::Status> s1(n), s2(n);
+    db_->db->MultiGet({}, db_->objects, n, slices.data(), records.data(), s1.data());
+    db_->db->MultiGet({}, db_->rindex, n, slices.data(), reverse.data(), s2.data());
+    rocksdb::WriteBatch batch;
+    for (size_t i = 0; i < n; ++i) {
+      Item& item = items[start + i];
+      ++count;
+      if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ks_);
+      if (!s2[i].ok() && !s2[i].IsNotFound()) return FromRocks(s2[i], "relist " + ks_);
+      std::optional<std::vector<IndexEntry>> old;
+      ObjectPtr old_obj;
+      if (s1[i].ok()) {
+        std::string_view rv, json;
+        KCACHE_RETURN_IF_ERROR(DecodeObject(View(records[i]), &rv, &json));
+        if (!rv.empty() && rv == item.obj->resource_version() && s2[i].ok()) {
+          ++result.unchanged;
+          continue;
+        }
+        KCACHE_ASSIGN_OR_RETURN(old_obj, Decode(View(records[i])));
+      }
+      if (s2[i].ok()) {
+        KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(reverse[i])));
+        old = std::move(e);
+      }
+      PutObject(&batch, item.key, *item.obj, old, item.entries);
+      result.changes.push_back({old_obj ? StoreChange::Type::kUpdated : StoreChange::Type::kAdded,
+                                item.key, old_obj, item.obj});
+    }
+    KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
+  }
+
+  // Deletes: stored keys the list does not have. The iterator reads a
+  // snapshot taken after the puts.
+  {
+    std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
+    rocksdb::WriteBatch batch;
+    size_t pending = 0;
+    for (it->Seek(prefix); it->Valid(); it->Next()) {
+      std::string key(View(it->key()).substr(prefix.size()));
+      if (keys.count(key)) continue;
+      Pending none;
+      KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries(none, key));
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, Decode(View(it->value())));
+      DeleteObject(&batch, key, old ? *old : std::vector<IndexEntry>{});
+      result.changes.push_back({StoreChange::Type::kDeleted, key, std::move(old_obj), nullptr});
+      if (++pending == kChunk) {
+        KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
+        batch.Clear();
+        pending = 0;
+      }
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "relist " + ks_));
+    if (pending) KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
+  }
+
+  rocksdb::WriteBatch done;
+  done.Put(db_->meta, MetaKey("rv", ks_), resource_version);
+  done.Put(db_->meta, MetaKey("count", ks_), std::to_string(count));
+  done.Delete(db_->meta, MetaKey("relist", ks_));
+  KCACHE_RETURN_IF_ERROR(Write(&done, "finish relist of"));
+  std::lock_guard l(state_mu_);
+  rv_ = std::move(resource_version);
+  count_ = count;
+  relist_incomplete_ = false;
+  return result;
+}
+
+Status RocksIndexer::RebuildIndexesLocked() {
+  Defs defs;
+  {
+    std::shared_lock l(defs_mu_);
+    defs = defs_;
+  }
+  std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+  {
+    rocksdb::WriteBatch clear;
+    clear.DeleteRange(db_->index, prefix, end);
+    clear.DeleteRange(db_->rindex, prefix, end);
+    std::string vprefix = IndexVersionKey(ks_, "");
+    std::string vend = vprefix;
+    vend.back() = '\1';
+    clear.DeleteRange(db_->meta, vprefix, vend);
+    KCACHE_RETURN_IF_ERROR(Write(&clear, "clear indexes of"));
+  }
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
+  rocksdb::WriteBatch batch;
+  size_t pending = 0;
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    std::string key(View(it->key()).substr(prefix.size()));
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(View(it->value())));
+    KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, EntriesOf(defs, key, *obj));
+    for (const auto& [index, value] : entries) batch.Put(db_->index, IndexKey(ks_, index, value, key), "");
+    batch.Put(db_->rindex, ObjectKey(ks_, key), EncodeEntries(entries));
+    if (++pending == kChunk) {
+      KCACHE_RETURN_IF_ERROR(Write(&batch, "rebuild indexes of"));
+      batch.Clear();
+      pending = 0;
+    }
+  }
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "rebuild indexes of " + ks_));
+  for (const auto& [name, def] : defs) batch.Put(db_->meta, IndexVersionKey(ks_, name), def.version);
+  return Write(&batch, "rebuild indexes of");
+}
+
+Status RocksIndexer::AddIndexers(const Indexers& indexers) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  Defs added;
+  {
+    std::shared_lock l(defs_mu_);
+    std::string conflicts;
+    for (const auto& [name, fn] : indexers) {
+      if (defs_.count(name)) conflicts += (conflicts.empty() ? "" : ", ") + name;
+      KCACHE_RETURN_IF_ERROR(CheckNoZero("index name", name));
+      added[name] = IndexDef{fn, ""};  // unversioned: rebuilt on the next open
+    }
+    if (!conflicts.empty()) return Status::InvalidArgument("indexer conflict: [" + conflicts + "]");
+  }
+  // Backfill: compute every new entry first, so a failing function adds nothing.
+  std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
+  std::vector<rocksdb::WriteBatch> batches(1);
+  size_t pending = 0;
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    std::string key(View(it->key()).substr(prefix.size()));
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(View(it->value())));
+    KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> fresh, EntriesOf(added, key, *obj));
+    KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries({}, key));
+    std::vector<IndexEntry> all = old ? *old : std::vector<IndexEntry>{};
+    all.insert(all.end(), fresh.begin(), fresh.end());
+    std::sort(all.begin(), all.end());
+    for (const auto& [index, value] : fresh) {
+      batches.back().Put(db_->index, IndexKey(ks_, index, value, key), "");
+    }
+    batches.back().Put(db_->rindex, ObjectKey(ks_, key), EncodeEntries(all));
+    if (++pending == kChunk) {
+      batches.emplace_back();
+      pending = 0;
+    }
+  }
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "add indexes to " + ks_));
+  for (const auto& [name, def] : added) batches.back().Put(db_->meta, IndexVersionKey(ks_, name), "");
+  for (auto& b : batches) KCACHE_RETURN_IF_ERROR(Write(&b, "add indexes to"));
+  std::unique_lock l(defs_mu_);
+  for (auto& [name, def] : added) defs_.emplace(name, std::move(def));
+  return Status::OK();
+}
+
+StatusOr<ObjectPtr> RocksIndexer::Get(const Object& object) const {
+  StatusOr<std::string> key = key_func_(object);
+  if (!key.ok()) return KeyError(object, key.status());
+  return GetByKey(*key);
+}
+
+StatusOr<ObjectPtr> RocksIndexer::GetByKey(std::string_view key) const {
+  rocksdb::PinnableSlice record;
+  rocksdb::Status s = db_->db->Get({}, db_->objects, ObjectKey(ks_, key), &record);
+  if (s.IsNotFound()) return ObjectPtr();
+  if (!s.ok()) return FromRocks(s, "read " + ks_);
+  return Decode(View(record));
+}
+
+std::unique_ptr<ObjectIterator> RocksIndexer::NewIterator() const {
+  return std::make_unique<RocksIterator>(db_, db_->objects, KeyspacePrefix(ks_), KeyspaceEnd(ks_),
+                                         /*via_index=*/false, ks_,
+                                         [this](std::string_view r) { return Decode(r); });
+}
+
+std::unique_ptr<ObjectIterator> RocksIndexer::NewIndexIterator(std::string_view name,
+                                                               std::string_view value) const {
+  if (Status st = HasIndex(name); !st.ok()) return std::make_unique<ErrorIterator>(st);
+  std::string prefix = IndexValuePrefix(ks_, name, value);
+  std::string end = prefix;
+  end.back() = '\1';
+  return std::make_unique<RocksIterator>(db_, db_->index, prefix, end, /*via_index=*/true, ks_,
+                                         [this](std::string_view r) { return Decode(r); });
+}
+
+StatusOr<std::vector<ObjectPtr>> RocksIndexer::List() const {
+  std::vector<ObjectPtr> out;
+  auto it = NewIterator();
+  for (; it->Valid(); it->Next()) out.push_back(it->object());
+  KCACHE_RETURN_IF_ERROR(it->status());
+  return out;
+}
+
+StatusOr<std::vector<std::string>> RocksIndexer::ListKeys() const {
+  std::vector<std::string> out;
+  std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
+  for (it->Seek(prefix); it->Valid(); it->Next()) out.emplace_back(View(it->key()).substr(prefix.size()));
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "list keys of " + ks_));
+  return out;
+}
+
+StatusOr<size_t> RocksIndexer::Size() const {
+  if (db_->read_only) {
+    std::string count;
+    rocksdb::Status s = db_->db->Get({}, db_->meta, MetaKey("count", ks_), &count);
+    if (s.IsNotFound()) return size_t{0};
+    if (!s.ok()) return FromRocks(s, "read count of " + ks_);
+    return static_cast<size_t>(std::strtoull(count.c_str(), nullptr, 10));
+  }
+  std::lock_guard l(state_mu_);
+  return count_;
+}
+
+std::string RocksIndexer::LastSyncResourceVersion() const {
+  if (db_->read_only) {
+    std::string rv, relist;
+    if (db_->db->Get({}, db_->meta, MetaKey("relist", ks_), &relist).ok()) return "";
+    if (!db_->db->Get({}, db_->meta, MetaKey("rv", ks_), &rv).ok()) return "";
+    return rv;
+  }
+  std::lock_guard l(state_mu_);
+  return relist_incomplete_ ? "" : rv_;
+}
+
+StatusOr<std::vector<std::string>> RocksIndexer::IndexKeys(std::string_view name,
+                                                           std::string_view value) const {
+  KCACHE_RETURN_IF_ERROR(HasIndex(name));
+  std::vector<std::string> out;
+  std::string prefix = IndexValuePrefix(ks_, name, value);
+  std::string end = prefix;
+  end.back() = '\1';
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->index));
+  for (it->Seek(prefix); it->Valid(); it->Next()) out.emplace_back(View(it->key()).substr(prefix.size()));
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index of " + ks_));
+  return out;
+}
+
+StatusOr<std::vector<ObjectPtr>> RocksIndexer::ByIndex(std::string_view name,
+                                                       std::string_view value) const {
+  std::vector<ObjectPtr> out;
+  auto it = NewIndexIterator(name, value);
+  for (; it->Valid(); it->Next()) out.push_back(it->object());
+  KCACHE_RETURN_IF_ERROR(it->status());
+  return out;
+}
+
+StatusOr<std::vector<ObjectPtr>> RocksIndexer::Index(std::string_view name,
+                                                     const Object& object) const {
+  IndexFunc fn;
+  {
+    std::shared_lock l(defs_mu_);
+    auto d = defs_.find(name);
+    if (d == defs_.end()) return UnknownIndex(name);
+    fn = d->second.fn;
+  }
+  KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> values, fn(object));
+  std::vector<std::string> keys;
+  for (const std::string& v : values) {
+    KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> k, IndexKeys(name, v));
+    keys.insert(keys.end(), k.begin(), k.end());
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<ObjectPtr> out;
+  for (const std::string& k : keys) {
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr o, GetByKey(k));
+    if (o) out.push_back(std::move(o));
+  }
+  return out;
+}
+
+StatusOr<std::vector<std::string>> RocksIndexer::ListIndexFuncValues(std::string_view name) const {
+  std::vector<std::string> out;
+  if (!HasIndex(name).ok()) return out;
+  std::string prefix = IndexPrefix(ks_, name);
+  std::string end = prefix;
+  end.back() = '\1';
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->index));
+  it->Seek(prefix);
+  while (it->Valid()) {
+    std::string_view rest = View(it->key()).substr(prefix.size());
+    std::string value(rest.substr(0, rest.find('\0')));
+    out.push_back(value);
+    std::string next = prefix + value;
+    next.push_back('\1');  // past every key of this value
+    it->Seek(next);
+  }
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index of " + ks_));
+  return out;
+}
+
+Indexers RocksIndexer::GetIndexers() const {
+  std::shared_lock l(defs_mu_);
+  Indexers out;
+  for (const auto& [name, def] : defs_) out.emplace(name, def.fn);
+  return out;
+}
+
+}  // namespace kcache::storage

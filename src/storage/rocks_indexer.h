@@ -1,0 +1,112 @@
+// The Indexer of one keyspace of a Cache, stored in RocksDB.
+
+#ifndef KCACHE_SRC_STORAGE_ROCKS_INDEXER_H_
+#define KCACHE_SRC_STORAGE_ROCKS_INDEXER_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kcache/cache.h"
+#include "storage/db.h"
+#include "storage/encoding.h"
+#include "util/rw_mutex.h"
+
+namespace rocksdb {
+class WriteBatch;
+}
+
+namespace kcache::storage {
+
+class RocksIndexer final : public Indexer {
+ public:
+  // Loads the keyspace's resume point and count, and rebuilds its indexes
+  // if their recorded versions differ from `options` (writable caches only).
+  static StatusOr<std::shared_ptr<RocksIndexer>> Open(std::shared_ptr<Db> db, std::string ks,
+                                                      KeyspaceOptions options);
+
+  Status Add(ObjectPtr object) override;
+  Status Update(ObjectPtr object) override;
+  Status Delete(const ObjectPtr& object) override;
+  Status DeleteKey(std::string_view key) override;
+  Status Commit(const Transaction& txn, TransactionResult* result) override;
+  StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> objects,
+                                  std::string resource_version) override;
+  StatusOr<ObjectPtr> Get(const Object& object) const override;
+  StatusOr<ObjectPtr> GetByKey(std::string_view key) const override;
+  StatusOr<std::vector<ObjectPtr>> List() const override;
+  StatusOr<std::vector<std::string>> ListKeys() const override;
+  std::unique_ptr<ObjectIterator> NewIterator() const override;
+  StatusOr<size_t> Size() const override;
+  std::string LastSyncResourceVersion() const override;
+  Status Resync() override { return Status::OK(); }
+  StatusOr<std::string> KeyOf(const Object& object) const override { return key_func_(object); }
+
+  StatusOr<std::vector<ObjectPtr>> Index(std::string_view name, const Object& object) const override;
+  StatusOr<std::vector<std::string>> IndexKeys(std::string_view name,
+                                               std::string_view value) const override;
+  StatusOr<std::vector<ObjectPtr>> ByIndex(std::string_view name,
+                                           std::string_view value) const override;
+  std::unique_ptr<ObjectIterator> NewIndexIterator(std::string_view name,
+                                                   std::string_view value) const override;
+  StatusOr<std::vector<std::string>> ListIndexFuncValues(std::string_view name) const override;
+  Indexers GetIndexers() const override;
+  Status AddIndexers(const Indexers& indexers) override;
+
+ private:
+  struct IndexDef {
+    IndexFunc fn;
+    std::string version;
+  };
+  using Defs = std::map<std::string, IndexDef, std::less<>>;
+  // The reverse index records a write has produced so far, by key; nullopt
+  // for a key it deleted.
+  using Pending = std::map<std::string, std::optional<std::vector<IndexEntry>>, std::less<>>;
+
+  RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_func, Defs defs);
+
+  Status CheckWritable() const;
+  Status HasIndex(std::string_view name) const;
+  // The sorted index entries of `object` under `defs`.
+  static StatusOr<std::vector<IndexEntry>> EntriesOf(const Defs& defs, std::string_view key,
+                                                     const Object& object);
+  // The stored reverse record of `key` (nullopt if no object), or the
+  // pending one.
+  StatusOr<std::optional<std::vector<IndexEntry>>> CurrentEntries(const Pending& pending,
+                                                                  const std::string& key) const;
+  // Adds the writes for putting `object` under `key` to `batch`.
+  void PutObject(rocksdb::WriteBatch* batch, const std::string& key, const Object& object,
+                 const std::optional<std::vector<IndexEntry>>& old,
+                 const std::vector<IndexEntry>& now) const;
+  void DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
+                    const std::vector<IndexEntry>& old) const;
+  Status CommitLocked(const Transaction& txn, TransactionResult* result, bool single);
+  Status Write(rocksdb::WriteBatch* batch, std::string_view what);
+  StatusOr<ObjectPtr> Decode(std::string_view record) const;
+  // Rebuilds every index of the keyspace from its objects.
+  Status RebuildIndexesLocked();
+  Status LoadState();
+
+  const std::shared_ptr<Db> db_;
+  const std::string ks_;
+  const KeyFunc key_func_;
+
+  mutable RWMutex defs_mu_;
+  Defs defs_;  // guarded by defs_mu_
+
+  // One writer at a time: a write reads reverse records, then replaces them.
+  std::mutex write_mu_;
+
+  mutable std::mutex state_mu_;
+  // Below: guarded by state_mu_; mirrors of meta for writable caches.
+  std::string rv_;
+  bool relist_incomplete_ = false;
+  size_t count_ = 0;
+};
+
+}  // namespace kcache::storage
+
+#endif  // KCACHE_SRC_STORAGE_ROCKS_INDEXER_H_
