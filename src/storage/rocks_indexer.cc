@@ -430,7 +430,14 @@ StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
   }
 
   ReplaceResult result;
-  size_t count = 0;
+  // Every chunk carries the count it leaves behind, so that a relist cut
+  // short still has a true count.
+  size_t count;
+  {
+    std::lock_guard l(state_mu_);
+    count = count_;
+  }
+  const std::string count_key = MetaKey("count", ks_);
   // Puts, a chunk at a time; unchanged resourceVersions are skipped.
   for (size_t start = 0; start < items.size(); start += kChunk) {
     size_t n = std::min(kChunk, items.size() - start);
@@ -447,7 +454,6 @@ StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
     rocksdb::WriteBatch batch;
     for (size_t i = 0; i < n; ++i) {
       Item& item = items[start + i];
-      ++count;
       if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ks_);
       if (!s2[i].ok() && !s2[i].IsNotFound()) return FromRocks(s2[i], "relist " + ks_);
       std::optional<std::vector<IndexEntry>> old;
@@ -466,9 +472,11 @@ StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
         old = std::move(e);
       }
       PutObject(&batch, item.key, *item.obj, old, item.entries);
+      if (!old) ++count;
       result.changes.push_back({old_obj ? StoreChange::Type::kUpdated : StoreChange::Type::kAdded,
                                 item.key, old_obj, item.obj});
     }
+    batch.Put(db_->meta, count_key, std::to_string(count));
     KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
   }
 
@@ -489,20 +497,28 @@ StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
       KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries(none, key));
       KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, Decode(View(it->value())));
       DeleteObject(&batch, key, old ? *old : std::vector<IndexEntry>{});
+      --count;
       result.changes.push_back({StoreChange::Type::kDeleted, key, std::move(old_obj), nullptr});
       if (++pending == kChunk) {
+        batch.Put(db_->meta, count_key, std::to_string(count));
         KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
         batch.Clear();
         pending = 0;
       }
     }
     KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "relist " + ks_));
-    if (pending) KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
+    if (pending) {
+      batch.Put(db_->meta, count_key, std::to_string(count));
+      KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
+    }
+  }
+  if (count != items.size()) {
+    return Status::Internal("relist of " + ks_ + " counted " + std::to_string(count) +
+                            " objects for a list of " + std::to_string(items.size()));
   }
 
   rocksdb::WriteBatch done;
   done.Put(db_->meta, MetaKey("rv", ks_), resource_version);
-  done.Put(db_->meta, MetaKey("count", ks_), std::to_string(count));
   done.Delete(db_->meta, MetaKey("relist", ks_));
   KCACHE_RETURN_IF_ERROR(Write(&done, "finish relist of"));
   std::lock_guard l(state_mu_);
