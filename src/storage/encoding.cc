@@ -82,12 +82,16 @@ std::string IndexVersionKey(std::string_view ks, std::string_view index) {
   return out;
 }
 
-std::string EncodeObject(std::string_view rv, std::string_view json) {
+std::string EncodeObjectHeader(std::string_view rv) {
   std::string out;
-  out.reserve(1 + 5 + rv.size() + json.size());
   out.push_back(kObjectRecordVersion);
   PutVarint32(&out, static_cast<uint32_t>(rv.size()));
   out.append(rv);
+  return out;
+}
+
+std::string EncodeObject(std::string_view rv, std::string_view json) {
+  std::string out = EncodeObjectHeader(rv);
   out.append(json);
   return out;
 }

@@ -43,6 +43,8 @@ std::string IndexVersionKey(std::string_view ks, std::string_view index);
 
 // Object record: 0x01 + varint32(len(rv)) + rv + json.
 std::string EncodeObject(std::string_view rv, std::string_view json);
+// The record without its json: 0x01 + varint32(len(rv)) + rv.
+std::string EncodeObjectHeader(std::string_view rv);
 // Splits a record; Corruption if malformed.
 Status DecodeObject(std::string_view record, std::string_view* rv, std::string_view* json);
 

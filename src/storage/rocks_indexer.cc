@@ -13,6 +13,7 @@ namespace kcache::storage {
 namespace {
 
 constexpr char kNamespaceVersion[] = "kcache.io/namespace@1";
+constexpr char kNamespaceFromKeysVersion[] = "kcache.io/namespace@keys";
 constexpr char kLabelVersion[] = "kcache.io/labels@1";
 // Objects per batch when a write is split (Replace, rebuilds).
 constexpr size_t kChunk = 1000;
@@ -40,10 +41,14 @@ class RocksIterator final : public ObjectIterator {
   using DecodeFn = std::function<StatusOr<ObjectPtr>(std::string_view)>;
 
   // Objects: walk `cf` from `prefix`; index: walk the index and look each
-  // key up in `objects`.
+  // key up in `objects`. Keys are what follows the first `strip` bytes;
+  // `cluster_only` skips namespaced keys (those with a '/').
   RocksIterator(std::shared_ptr<Db> db, rocksdb::ColumnFamilyHandle* cf, std::string prefix,
-                std::string end, bool via_index, std::string ks, DecodeFn decode)
+                std::string end, size_t strip, bool via_index, bool cluster_only, std::string ks,
+                DecodeFn decode)
       : db_(std::move(db)),
+        strip_(strip),
+        cluster_only_(cluster_only),
         snapshot_(TakeSnapshot(db_)),
         prefix_(std::move(prefix)),
         end_(std::move(end)),
@@ -73,8 +78,11 @@ class RocksIterator final : public ObjectIterator {
  private:
   void Load() {
     valid_ = false;
+    while (cluster_only_ && it_->Valid() && View(it_->key()).substr(strip_).find('/') != std::string_view::npos) {
+      it_->Next();
+    }
     if (!it_->Valid()) return;
-    key_.assign(View(it_->key()).substr(prefix_.size()));
+    key_.assign(View(it_->key()).substr(strip_));
     StatusOr<ObjectPtr> obj = Status::Internal("unset");
     if (via_index_) {
       rocksdb::PinnableSlice record;
@@ -100,6 +108,8 @@ class RocksIterator final : public ObjectIterator {
   }
 
   std::shared_ptr<Db> db_;
+  size_t strip_;
+  bool cluster_only_;
   std::shared_ptr<const rocksdb::Snapshot> snapshot_;
   std::string prefix_, end_;
   rocksdb::Slice upper_;
@@ -146,7 +156,12 @@ StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> d
     defs[name] = IndexDef{fn, v == options.index_versions.end() ? "" : v->second};
   }
   if (options.namespace_index && !defs.count(kNamespaceIndex)) {
-    defs[kNamespaceIndex] = IndexDef{MetaNamespaceIndexFunc, kNamespaceVersion};
+    using Fn = StatusOr<std::string> (*)(const Object&);
+    const Fn* fn = options.key_func.target<Fn>();
+    bool namespaced_keys = fn && *fn == &MetaNamespaceKeyFunc;
+    defs[kNamespaceIndex] =
+        IndexDef{MetaNamespaceIndexFunc,
+                 namespaced_keys ? kNamespaceFromKeysVersion : kNamespaceVersion, namespaced_keys};
   }
   if (options.label_index && !defs.count(kLabelIndex)) {
     defs[kLabelIndex] = IndexDef{MetaLabelIndexFunc, kLabelVersion};
@@ -199,6 +214,12 @@ Status RocksIndexer::LoadState() {
 
 Status RocksIndexer::CheckWritable() const { return db_->read_only ? ReadOnlyError() : Status::OK(); }
 
+bool RocksIndexer::FromKeys(std::string_view name) const {
+  std::shared_lock l(defs_mu_);
+  auto d = defs_.find(name);
+  return d != defs_.end() && d->second.from_keys;
+}
+
 Status RocksIndexer::HasIndex(std::string_view name) const {
   std::shared_lock l(defs_mu_);
   return defs_.count(name) ? Status::OK() : UnknownIndex(name);
@@ -208,6 +229,7 @@ StatusOr<std::vector<IndexEntry>> RocksIndexer::EntriesOf(const Defs& defs, std:
                                                           const Object& object) {
   std::vector<IndexEntry> out;
   for (const auto& [name, def] : defs) {
+    if (def.from_keys) continue;
     StatusOr<std::vector<std::string>> values = def.fn(object);
     if (!values.ok()) {
       return Status(values.status().code(), "unable to calculate an index entry for key \"" +
@@ -248,7 +270,11 @@ void RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
   for (const auto& [index, value] : came) batch->Put(db_->index, IndexKey(ks_, index, value, key), "");
   std::string okey = ObjectKey(ks_, key);
   if (!old || !gone.empty() || !came.empty()) batch->Put(db_->rindex, okey, EncodeEntries(now));
-  batch->Put(db_->objects, okey, EncodeObject(object.resource_version(), object.json()));
+  // Header and JSON go into the batch as two parts: no intermediate copy.
+  std::string header = EncodeObjectHeader(object.resource_version());
+  rocksdb::Slice key_part(okey);
+  rocksdb::Slice value_parts[2] = {header, rocksdb::Slice(object.json().data(), object.json().size())};
+  batch->Put(db_->objects, rocksdb::SliceParts(&key_part, 1), rocksdb::SliceParts(value_parts, 2));
 }
 
 void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
@@ -316,11 +342,14 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
     count = count_;
     rv = rv_;
   }
-  rocksdb::WriteBatch batch;
-  Pending pending;
+  // Pass 1: keys and index entries; failing ops are reported and skipped.
+  struct Planned {
+    size_t index;
+    std::string key;
+    std::vector<IndexEntry> entries;
+  };
+  std::vector<Planned> planned;
   Status first_error;
-  std::vector<size_t> done;
-  std::string last_rv;
   for (size_t i = 0; i < txn.ops.size(); ++i) {
     const Transaction::Op& op = txn.ops[i];
     auto fail = [&](const Status& st) {
@@ -353,20 +382,53 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
       }
       now = std::move(e).value();
     }
-    // A read error leaves the outcome of the whole batch unknown: write nothing.
-    KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries(pending, key));
+    planned.push_back(Planned{i, std::move(key), std::move(now)});
+  }
+
+  // One MultiGet for the stored reverse records of every key touched.
+  Pending pending;
+  {
+    for (const Planned& p : planned) pending[p.key];
+    std::vector<std::string> okeys;  // in the map's order, which the loop below relies on
+    okeys.reserve(pending.size());
+    for (const auto& [key, entries] : pending) okeys.push_back(ObjectKey(ks_, key));
+    std::vector<rocksdb::Slice> slices(okeys.begin(), okeys.end());
+    std::vector<rocksdb::PinnableSlice> records(okeys.size());
+    std::vector<rocksdb::Status> statuses(okeys.size());
+    db_->db->MultiGet({}, db_->rindex, okeys.size(), slices.data(), records.data(), statuses.data());
+    size_t i = 0;
+    for (auto& [key, entries] : pending) {
+      const rocksdb::Status& st = statuses[i];
+      if (st.ok()) {
+        KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(records[i])));
+        entries = std::move(e);
+      } else if (!st.IsNotFound()) {
+        // A read error leaves the outcome of the batch unknown: write nothing.
+        return FromRocks(st, "read " + ks_);
+      }
+      ++i;
+    }
+  }
+
+  // Pass 2: the writes, in op order.
+  rocksdb::WriteBatch batch;
+  std::vector<size_t> done;
+  std::string last_rv;
+  for (Planned& p : planned) {
+    const Transaction::Op& op = txn.ops[p.index];
+    std::optional<std::vector<IndexEntry>>& current = pending[p.key];
     if (op.type == Transaction::OpType::kDelete) {
-      if (old) {
-        DeleteObject(&batch, key, *old);
+      if (current) {
+        DeleteObject(&batch, p.key, *current);
         --count;
       }
-      pending[key] = std::nullopt;
+      current = std::nullopt;
     } else {
-      PutObject(&batch, key, *op.object, old, now);
-      if (!old) ++count;
-      pending[key] = std::move(now);
+      PutObject(&batch, p.key, *op.object, current, p.entries);
+      if (!current) ++count;
+      current = std::move(p.entries);
     }
-    done.push_back(i);
+    done.push_back(p.index);
     if (op.object && !op.object->resource_version().empty()) last_rv = op.object->resource_version();
   }
   if (txn.resource_version) {
@@ -630,19 +692,35 @@ StatusOr<ObjectPtr> RocksIndexer::GetByKey(std::string_view key) const {
 }
 
 std::unique_ptr<ObjectIterator> RocksIndexer::NewIterator() const {
-  return std::make_unique<RocksIterator>(db_, db_->objects, KeyspacePrefix(ks_), KeyspaceEnd(ks_),
-                                         /*via_index=*/false, ks_,
+  std::string prefix = KeyspacePrefix(ks_);
+  size_t strip = prefix.size();
+  return std::make_unique<RocksIterator>(db_, db_->objects, std::move(prefix), KeyspaceEnd(ks_),
+                                         strip, /*via_index=*/false, /*cluster_only=*/false, ks_,
                                          [this](std::string_view r) { return Decode(r); });
 }
 
 std::unique_ptr<ObjectIterator> RocksIndexer::NewIndexIterator(std::string_view name,
                                                                std::string_view value) const {
   if (Status st = HasIndex(name); !st.ok()) return std::make_unique<ErrorIterator>(st);
+  auto decode = [this](std::string_view r) { return Decode(r); };
+  if (FromKeys(name)) {
+    // A namespace's objects are the keys "<ns>/..."; cluster-scoped ones
+    // (namespace "") are the keys without '/'.
+    size_t strip = KeyspacePrefix(ks_).size();
+    if (value.empty()) {
+      return std::make_unique<RocksIterator>(db_, db_->objects, KeyspacePrefix(ks_), KeyspaceEnd(ks_),
+                                             strip, false, /*cluster_only=*/true, ks_, decode);
+    }
+    return std::make_unique<RocksIterator>(db_, db_->objects, ObjectKey(ks_, std::string(value) + "/"),
+                                           ObjectKey(ks_, std::string(value) + "0"), strip, false,
+                                           false, ks_, decode);
+  }
   std::string prefix = IndexValuePrefix(ks_, name, value);
   std::string end = prefix;
   end.back() = '\1';
-  return std::make_unique<RocksIterator>(db_, db_->index, prefix, end, /*via_index=*/true, ks_,
-                                         [this](std::string_view r) { return Decode(r); });
+  size_t strip = prefix.size();
+  return std::make_unique<RocksIterator>(db_, db_->index, std::move(prefix), std::move(end), strip,
+                                         /*via_index=*/true, false, ks_, decode);
 }
 
 StatusOr<std::vector<ObjectPtr>> RocksIndexer::List() const {
@@ -692,6 +770,22 @@ StatusOr<std::vector<std::string>> RocksIndexer::IndexKeys(std::string_view name
                                                            std::string_view value) const {
   KCACHE_RETURN_IF_ERROR(HasIndex(name));
   std::vector<std::string> out;
+  if (FromKeys(name)) {
+    std::string prefix = KeyspacePrefix(ks_);
+    std::string from = value.empty() ? prefix : ObjectKey(ks_, std::string(value) + "/");
+    std::string end = value.empty() ? KeyspaceEnd(ks_) : ObjectKey(ks_, std::string(value) + "0");
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
+    for (it->Seek(from); it->Valid(); it->Next()) {
+      std::string_view key = View(it->key()).substr(prefix.size());
+      if (value.empty() && key.find('/') != std::string_view::npos) continue;
+      out.emplace_back(key);
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read keys of " + ks_));
+    return out;
+  }
   std::string prefix = IndexValuePrefix(ks_, name, value);
   std::string end = prefix;
   end.back() = '\1';
@@ -741,6 +835,31 @@ StatusOr<std::vector<ObjectPtr>> RocksIndexer::Index(std::string_view name,
 StatusOr<std::vector<std::string>> RocksIndexer::ListIndexFuncValues(std::string_view name) const {
   std::vector<std::string> out;
   if (!HasIndex(name).ok()) return out;
+  if (FromKeys(name)) {
+    // Skip from one namespace to the next; keys without '/' mean "".
+    std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
+    bool cluster_scoped = false;
+    it->Seek(prefix);
+    while (it->Valid()) {
+      std::string_view key = View(it->key()).substr(prefix.size());
+      size_t slash = key.find('/');
+      if (slash == std::string_view::npos) {
+        cluster_scoped = true;
+        it->Next();
+        continue;
+      }
+      std::string ns(key.substr(0, slash));
+      out.push_back(ns);
+      it->Seek(ObjectKey(ks_, ns + "0"));  // '0' follows '/'
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read keys of " + ks_));
+    if (cluster_scoped) out.insert(out.begin(), "");
+    return out;
+  }
   std::string prefix = IndexPrefix(ks_, name);
   std::string end = prefix;
   end.back() = '\1';

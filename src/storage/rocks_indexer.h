@@ -60,6 +60,10 @@ class RocksIndexer final : public Indexer {
   struct IndexDef {
     IndexFunc fn;
     std::string version;
+    // The namespace index of a keyspace keyed "namespace/name": answered
+    // from the object keys, which keep each namespace contiguous; it has no
+    // entries of its own.
+    bool from_keys = false;
   };
   using Defs = std::map<std::string, IndexDef, std::less<>>;
   // The reverse index records a write has produced so far, by key; nullopt
@@ -70,6 +74,8 @@ class RocksIndexer final : public Indexer {
 
   Status CheckWritable() const;
   Status HasIndex(std::string_view name) const;
+  // True if `name` is answered from the object keys (see IndexDef).
+  bool FromKeys(std::string_view name) const;
   // The sorted index entries of `object` under `defs`.
   static StatusOr<std::vector<IndexEntry>> EntriesOf(const Defs& defs, std::string_view key,
                                                      const Object& object);

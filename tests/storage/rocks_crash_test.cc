@@ -81,14 +81,20 @@ ObjectPtr PodOf(const std::string& key, const Version& v) {
              {{"app", v.app}, {"gen", std::to_string(v.rv % 5)}});
 }
 
+// Reports a failure in the child and ends it with exit code 3.
+[[noreturn]] void Die(const Status& st) {
+  std::fprintf(stderr, "crash test child: %s\n", st.ToString().c_str());
+  _exit(3);
+}
+
 // The child: resume from the checkpoint (or relist at a fresh point) and
-// ingest forever. Exits 3 on any error.
+// ingest forever.
 [[noreturn]] void Ingest(const std::string& dir, uint64_t fresh_point) {
   Stream stream;
   auto cache = Cache::Open(dir);
-  if (!cache.ok()) _exit(3);
+  if (!cache.ok()) Die(cache.status());
   auto store = (*cache)->OpenKeyspace("pods");
-  if (!store.ok()) _exit(3);
+  if (!store.ok()) Die(store.status());
   std::string rv = (*store)->LastSyncResourceVersion();
   uint64_t e = rv.empty() ? fresh_point : std::stoull(rv);
   const uint64_t stop = e + kMaxPerRound;
@@ -96,7 +102,7 @@ ObjectPtr PodOf(const std::string& key, const Version& v) {
   auto relist = [&] {
     std::vector<ObjectPtr> all;
     for (const auto& [key, v] : state) all.push_back(PodOf(key, v));
-    if (!(*store)->Replace(std::move(all), std::to_string(e)).ok()) _exit(3);
+    if (auto r = (*store)->Replace(std::move(all), std::to_string(e)); !r.ok()) Die(r.status());
   };
   if (rv.empty()) relist();
   while (true) {
@@ -115,7 +121,7 @@ ObjectPtr PodOf(const std::string& key, const Version& v) {
       }
     }
     txn.resource_version = std::to_string(e);
-    if (!(*store)->Commit(txn, nullptr).ok()) _exit(3);
+    if (Status st = (*store)->Commit(txn, nullptr); !st.ok()) Die(st);
     if (e % kRelistEvery < n) relist();
   }
 }

@@ -402,6 +402,33 @@ TEST_P(IndexerConformanceTest, IndexFunctionErrorChangesNothing) {
   EXPECT_EQ(store->LastSyncResourceVersion(), "1");
 }
 
+// A batch touching many existing keys in no particular order (and one key
+// twice) leaves exact indexes and count.
+TEST_P(IndexerConformanceTest, CommitOfManyKeysInAnyOrder) {
+  auto store = Make({.indexers = {{"testmodes", LabelFoo}}});
+  Transaction first;
+  for (int i = 0; i < 50; ++i) first.Add(Pod("p" + std::to_string(i), "ns", "1", {{"foo", "old"}}));
+  ASSERT_TRUE(store->Commit(first, nullptr).ok());
+  Transaction second;
+  for (int i = 49; i >= 0; i -= 3) {
+    second.Update(Pod("p" + std::to_string((i * 7) % 50), "ns", "2", {{"foo", "new"}}));
+  }
+  second.DeleteKey("ns/p1");
+  second.Add(Pod("p1", "ns", "3", {{"foo", "again"}}));
+  second.Add(Pod("q", "ns", "3", {{"foo", "new"}}));
+  ASSERT_TRUE(store->Commit(second, nullptr).ok());
+  size_t fresh = store->IndexKeys("testmodes", "new")->size();
+  size_t stale = store->IndexKeys("testmodes", "old")->size();
+  // 17 updated (p1 among them, then deleted and added again), plus q.
+  EXPECT_EQ(fresh, 17u - 1u + 1u);
+  EXPECT_EQ(stale, 50u - 17u);
+  EXPECT_THAT(*store->IndexKeys("testmodes", "again"), ElementsAre("ns/p1"));
+  EXPECT_EQ(*store->Size(), 51u);
+  for (const std::string& v : *store->ListIndexFuncValues("testmodes")) {
+    for (const ObjectPtr& o : *store->ByIndex("testmodes", v)) EXPECT_EQ(o->labels().at("foo"), v);
+  }
+}
+
 TEST_P(IndexerConformanceTest, IteratorsWalkInKeyOrder) {
   auto store = Make();
   for (const char* n : {"c", "a", "b"}) ASSERT_TRUE(store->Add(Pod(n, "ns1")).ok());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench/decode_bench.h"
+#include "bench/store_bench.h"
 #include "cli/flags.h"
 #include "demo/demo.h"
 
@@ -16,6 +17,7 @@ constexpr char kUsage[] = R"(kcache: a persistent, indexed cache of Kubernetes o
 Usage:
   kcache demo [flags]          decode, index and query a built-in synthetic cluster
   kcache bench decode [flags]  metadata extraction against a full JSON parse
+  kcache bench store [flags]   ingest and queries of the RocksDB cache against raw RocksDB
   kcache version               print the version
 
 Run "kcache COMMAND --help" for a command's flags.
@@ -57,11 +59,33 @@ int Demo(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "demo");
 }
 
+int BenchStore(const std::vector<std::string>& args) {
+  int64_t objects = 100000, batch = 1000, runs = 5, dict = 0;
+  std::string dir;
+  bool label_index = true;
+  kcache::cli::FlagSet flags;
+  flags.Int("objects", '\0', &objects, "pods loaded");
+  flags.Bool("label-index", '\0', &label_index, "maintain the label index");
+  flags.Int("batch", '\0', &batch, "objects per commit");
+  flags.Int("runs", '\0', &runs, "timed runs per query (the median is reported)");
+  flags.Int("zstd-dict-bytes", '\0', &dict, "zstd dictionary size for objects (0: none)");
+  flags.String("dir", '\0', &dir, "directory for the databases (default: a new one under /tmp, removed after)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "bench store", &positional); rc >= 0) return rc;
+  kcache::Status st = kcache::bench::RunStoreBench(
+      {.objects = static_cast<int>(objects), .batch = static_cast<int>(batch),
+       .runs = static_cast<int>(runs), .zstd_dictionary_bytes = static_cast<int>(dict),
+       .label_index = label_index, .dir = dir},
+      std::cout);
+  return st.ok() ? 0 : Fail(st, "bench store");
+}
+
 int Bench(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "store") return BenchStore({args.begin() + 1, args.end()});
   if (args.empty() || args[0] != "decode") {
     return Fail(kcache::Status::InvalidArgument(
-                    args.empty() ? "missing benchmark name (available: decode)"
-                                 : "unknown benchmark \"" + args[0] + "\" (available: decode)"),
+                    args.empty() ? "missing benchmark name (available: decode, store)"
+                                 : "unknown benchmark \"" + args[0] + "\" (available: decode, store)"),
                 "bench");
   }
   int64_t objects = 20000, runs = 5;

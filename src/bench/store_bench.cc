@@ -1,0 +1,220 @@
+#include "bench/store_bench.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "kcache/cache.h"
+#include "kcache/lister.h"
+#include "storage/rocks_status.h"
+#include "synth/pods.h"
+
+namespace kcache::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Resident set size of this process, in bytes.
+size_t Rss() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+uint64_t DiskBytes(const std::string& dir) {
+  uint64_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".sst") n += e.file_size();
+  }
+  return n;
+}
+
+// One batch of synthetic pods, as the API server would send them.
+std::vector<std::string> Batch(int first, int n) {
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(n));
+  synth::PodOptions po{.seed = 3, .namespaces = 10};
+  for (int i = first; i < first + n; ++i) {
+    out.push_back(synth::PodJson(po, static_cast<uint64_t>(i), 1000 + static_cast<uint64_t>(i)));
+  }
+  return out;
+}
+
+std::string KeyOf(const std::string& json) {
+  // "namespace/name" the way the cache keys it, found without a parser:
+  // the generator writes name before namespace in metadata.
+  auto field = [&](const char* f) {
+    size_t at = json.find(f) + std::strlen(f);
+    return json.substr(at, json.find('"', at) - at);
+  };
+  return field("\"namespace\":\"") + "/" + field("\"name\":\"");
+}
+
+template <typename F>
+double Median(int runs, F f) {
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    auto start = Clock::now();
+    f();
+    t.push_back(Seconds(Clock::now() - start));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
+  if (o.objects <= 0 || o.batch <= 0 || o.runs <= 0) {
+    return Status::InvalidArgument("--objects, --batch and --runs must be positive");
+  }
+  std::string root = o.dir;
+  bool remove_root = false;
+  if (root.empty()) {
+    char tmpl[] = "/tmp/kcache-bench-XXXXXX";
+    if (!mkdtemp(tmpl)) return Status::IOError("cannot create a directory under /tmp");
+    root = tmpl;
+    remove_root = true;
+  }
+  struct Cleanup {
+    std::string dir;
+    bool on;
+    ~Cleanup() {
+      std::error_code ec;
+      if (on) fs::remove_all(dir, ec);
+    }
+  } cleanup{root, remove_root};
+  char line[256];
+  const size_t rss_start = Rss();
+
+  // 1. Raw RocksDB: the same pod bytes under the same keys, WriteBatches of
+  // `batch` puts, zstd in 16 KiB blocks like the cache's objects.
+  double raw_seconds = 0;
+  uint64_t bytes = 0;
+  {
+    rocksdb::Options ro;
+    ro.create_if_missing = true;
+    ro.compression = rocksdb::kZSTD;
+    ro.max_background_jobs = 2;
+    ro.write_buffer_size = 32 << 20;
+    rocksdb::BlockBasedTableOptions table;
+    table.block_size = 16 * 1024;
+    ro.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+    rocksdb::DB* raw = nullptr;
+    KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::DB::Open(ro, root + "/raw", &raw), "open raw"));
+    std::unique_ptr<rocksdb::DB> db(raw);
+    for (int first = 0; first < o.objects; first += o.batch) {
+      std::vector<std::string> docs = Batch(first, std::min(o.batch, o.objects - first));
+      auto start = Clock::now();
+      rocksdb::WriteBatch wb;
+      for (const std::string& d : docs) {
+        wb.Put(KeyOf(d), d);
+        bytes += d.size();
+      }
+      KCACHE_RETURN_IF_ERROR(storage::FromRocks(db->Write({}, &wb), "raw write"));
+      raw_seconds += Seconds(Clock::now() - start);
+    }
+  }
+
+  // 2. kcache: parse, index (namespace and labels) and commit.
+  double cache_seconds = 0;
+  const std::string cache_dir = root + "/cache";
+  CacheOptions copts;
+  copts.zstd_dictionary_bytes = static_cast<size_t>(o.zstd_dictionary_bytes);
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::Open(cache_dir, copts));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, cache->OpenKeyspace("pods", {.label_index = o.label_index}));
+  for (int first = 0; first < o.objects; first += o.batch) {
+    std::vector<std::string> docs = Batch(first, std::min(o.batch, o.objects - first));
+    auto start = Clock::now();
+    Transaction txn;
+    for (std::string& d : docs) {
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(std::move(d)));
+      txn.Add(std::move(obj));
+    }
+    txn.resource_version = std::to_string(1000 + first + o.batch);
+    KCACHE_RETURN_IF_ERROR(pods->Commit(txn, nullptr));
+    cache_seconds += Seconds(Clock::now() - start);
+  }
+  const size_t rss_loaded = Rss();
+
+  std::snprintf(line, sizeof line, "store: %d realistic pods, %.0f bytes each, batches of %d, %d query runs (medians)\n",
+                o.objects, double(bytes) / o.objects, o.batch, o.runs);
+  out << line;
+  std::snprintf(line, sizeof line, "  ingest, raw RocksDB batched puts:       %9.0f pods/s %7.1f MB/s\n",
+                o.objects / raw_seconds, bytes / raw_seconds / 1e6);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "  ingest, kcache parse+index+commit:      %9.0f pods/s %7.1f MB/s  ratio %.2f\n",
+                o.objects / cache_seconds, bytes / cache_seconds / 1e6, raw_seconds / cache_seconds);
+  out << line;
+
+  // 3. Queries.
+  {
+  size_t n_ns = 0, n_label = 0, n_scan = 0;
+  double by_ns = Median(o.runs, [&] { n_ns = pods->ByIndex(kNamespaceIndex, "ns-3")->size(); });
+  Lister lister(pods, {"", "pods"});
+  LabelSelector one_app = *LabelSelector::Parse("app=checkout-1");
+  LabelSelector canary = *LabelSelector::Parse("tier=web,track=canary");
+  double by_label = Median(o.runs, [&] { n_label = lister.List(one_app)->size(); });
+  double by_label_ns = Median(o.runs, [&] { n_scan = lister.Namespace("ns-3").List(canary)->size(); });
+  LabelSelector no_index = *LabelSelector::Parse("track!=stable,tier notin (api,worker)");
+  size_t n_noindex = 0;
+  double scan = Median(std::max(1, o.runs / 2), [&] {
+    n_noindex = 0;
+    (void)ListAll(*pods, no_index, [&](const ObjectPtr&) { return ++n_noindex, true; });
+  });
+  std::snprintf(line, sizeof line, "  ByIndex(namespace=ns-3):                %9.1f ms for %zu pods (%.1f us/pod)\n",
+                by_ns * 1e3, n_ns, by_ns * 1e6 / std::max<size_t>(n_ns, 1));
+  out << line;
+  std::snprintf(line, sizeof line, "  list -l app=checkout-1 (label index):   %9.3f ms for %zu pods\n",
+                by_label * 1e3, n_label);
+  out << line;
+  std::snprintf(line, sizeof line, "  list -n ns-3 -l tier=web,track=canary:  %9.1f ms for %zu pods\n",
+                by_label_ns * 1e3, n_scan);
+  out << line;
+  std::snprintf(line, sizeof line, "  list -l 'track!=stable,...' (a scan):   %9.1f ms for %zu pods\n",
+                scan * 1e3, n_noindex);
+  out << line;
+
+  }
+  // 4. Memory and disk.
+  std::snprintf(line, sizeof line,
+                "  RSS: %.0f MB at start, %.0f MB after loading (configured caches: %zu MB block cache, "
+                "%zu MB memtables)\n",
+                rss_start / 1e6, rss_loaded / 1e6, copts.block_cache_bytes >> 20, copts.memtable_bytes >> 20);
+  out << line;
+  pods.reset();
+  cache.reset();
+  {  // Compact both to their final shape and compare sizes.
+    for (const std::string& d : {root + "/raw"}) {
+      rocksdb::DB* db = nullptr;
+      rocksdb::Options ro;
+      ro.compression = rocksdb::kZSTD;
+      KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::DB::Open(ro, d, &db), "reopen raw"));
+      db->CompactRange({}, nullptr, nullptr).PermitUncheckedError();
+      delete db;
+    }
+  }
+  KCACHE_ASSIGN_OR_RETURN(cache, Cache::Open(cache_dir, copts));
+  cache.reset();
+  std::snprintf(line, sizeof line, "  disk: JSON %.0f MB; raw RocksDB %.0f MB; kcache %.0f MB (zstd dictionary %d bytes)\n",
+                bytes / 1e6, DiskBytes(root + "/raw") / 1e6, DiskBytes(cache_dir) / 1e6,
+                o.zstd_dictionary_bytes);
+  out << line;
+  return Status::OK();
+}
+
+}  // namespace kcache::bench
