@@ -102,6 +102,11 @@ class Cache {
   // Read-only caches: catch up with the writer. No-op for writable caches.
   virtual Status Refresh() = 0;
 
+  // Flushes memtables and compacts every column family completely, so that
+  // reads meet no overlapping files. Blocks until done. FailedPrecondition
+  // for read-only caches.
+  virtual Status Compact() = 0;
+
   // Cross-checks every keyspace: each index entry has its object and its
   // reverse entry, each object's reverse entries exist, counts match.
   // Corruption naming the first mismatch.

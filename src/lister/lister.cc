@@ -1,5 +1,7 @@
 #include "kcache/lister.h"
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace kcache {
@@ -15,55 +17,51 @@ Status Walk(ObjectIterator* it, const LabelSelector& selector, std::string_view 
   return it->status();
 }
 
-// The label index values that every match must have one of: those of the
-// =, == or in requirement with the fewest candidates. Empty if the selector
-// has no such requirement or the indexer no label index.
-StatusOr<std::vector<std::string>> LabelIndexValues(const Indexer& indexer,
-                                                    const LabelSelector& selector) {
-  std::vector<std::string> best;
-  size_t best_count = SIZE_MAX;
-  if (!indexer.GetIndexers().count(kLabelIndex)) return best;
+// Candidate keys from the label index: for each =, == or in requirement,
+// the keys having one of its values; then the intersection over those
+// requirements. Returns false if the selector has no such requirement or
+// the indexer no label index.
+StatusOr<bool> LabelIndexCandidates(const Indexer& indexer, const LabelSelector& selector,
+                                    std::vector<std::string>* keys) {
+  if (!indexer.GetIndexers().count(kLabelIndex)) return false;
+  bool any = false;
   for (const Requirement& r : selector.requirements()) {
     if (r.op() != SelectionOperator::kEquals && r.op() != SelectionOperator::kDoubleEquals &&
         r.op() != SelectionOperator::kIn) {
       continue;
     }
-    std::vector<std::string> values;
-    size_t count = 0;
+    std::vector<std::string> these;
     for (const std::string& v : r.values()) {
-      values.push_back(r.key() + "=" + v);
-      KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keys, indexer.IndexKeys(kLabelIndex, values.back()));
-      count += keys.size();
+      KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> k, indexer.IndexKeys(kLabelIndex, r.key() + "=" + v));
+      these.insert(these.end(), k.begin(), k.end());
     }
-    if (count < best_count) {
-      best_count = count;
-      best = std::move(values);
+    std::sort(these.begin(), these.end());
+    if (!any) {
+      *keys = std::move(these);
+      any = true;
+    } else {
+      std::vector<std::string> both;
+      std::set_intersection(keys->begin(), keys->end(), these.begin(), these.end(),
+                            std::back_inserter(both));
+      *keys = std::move(both);
     }
+    if (keys->empty()) break;
   }
-  return best;
+  return any;
 }
 
-// Walks the label index entries of `values` merged in key order, filtering
-// by namespace and the whole selector. One requirement's values never match
-// the same object twice (an object has one value per label key).
-Status WalkLabelIndex(const Indexer& indexer, const std::vector<std::string>& values,
-                      const LabelSelector& selector, std::string_view ns,
-                      const ObjectVisitor& visit) {
-  std::vector<std::unique_ptr<ObjectIterator>> its;
-  for (const std::string& v : values) its.push_back(indexer.NewIndexIterator(kLabelIndex, v));
-  while (true) {
-    ObjectIterator* next = nullptr;
-    for (auto& it : its) {
-      if (it->Valid() && (!next || it->key() < next->key())) next = it.get();
-    }
-    if (!next) break;
-    const ObjectPtr& obj = next->object();
+// Fetches each candidate in key order and visits those in `ns` (any if
+// empty) that match the whole selector.
+Status VisitCandidates(const Indexer& indexer, const std::vector<std::string>& keys,
+                       const LabelSelector& selector, std::string_view ns,
+                       const ObjectVisitor& visit) {
+  for (const std::string& key : keys) {
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, indexer.GetByKey(key));
+    if (!obj) continue;  // deleted since the index was read
     if ((ns.empty() || obj->namespace_() == ns) && selector.Matches(obj->labels()) && !visit(obj)) {
-      return Status::OK();
+      break;
     }
-    next->Next();
   }
-  for (auto& it : its) KCACHE_RETURN_IF_ERROR(it->status());
   return Status::OK();
 }
 
@@ -85,8 +83,9 @@ StatusOr<std::vector<ObjectPtr>> Collect(const std::function<Status(const Object
 Status ListAll(const Store& store, const LabelSelector& selector, const ObjectVisitor& visit) {
   if (selector.MatchesNothing()) return Status::OK();
   if (const auto* indexer = dynamic_cast<const Indexer*>(&store)) {
-    KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> values, LabelIndexValues(*indexer, selector));
-    if (!values.empty()) return WalkLabelIndex(*indexer, values, selector, "", visit);
+    std::vector<std::string> keys;
+    KCACHE_ASSIGN_OR_RETURN(bool indexed, LabelIndexCandidates(*indexer, selector, &keys));
+    if (indexed) return VisitCandidates(*indexer, keys, selector, "", visit);
   }
   std::unique_ptr<ObjectIterator> it = store.NewIterator();
   return Walk(it.get(), selector, "", visit);
@@ -96,10 +95,17 @@ Status ListAllByNamespace(const Indexer& indexer, std::string_view ns,
                           const LabelSelector& selector, const ObjectVisitor& visit) {
   if (selector.MatchesNothing()) return Status::OK();
   if (ns.empty()) return ListAll(indexer, selector, visit);
-  KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> values, LabelIndexValues(indexer, selector));
-  // The label index reaches only the matches of one requirement, which is
-  // usually fewer objects than a whole namespace.
-  if (!values.empty()) return WalkLabelIndex(indexer, values, selector, ns, visit);
+  // The label index narrows to the objects that satisfy every equality
+  // before any object is read; usually fewer than a whole namespace.
+  std::vector<std::string> keys;
+  KCACHE_ASSIGN_OR_RETURN(bool indexed, LabelIndexCandidates(indexer, selector, &keys));
+  if (indexed) {
+    // Listers key namespaced objects "namespace/name" (as Get does), so the
+    // namespace narrows the candidates by key alone.
+    std::string prefix = std::string(ns) + "/";
+    std::erase_if(keys, [&](const std::string& k) { return k.compare(0, prefix.size(), prefix) != 0; });
+    return VisitCandidates(indexer, keys, selector, ns, visit);
+  }
   if (indexer.GetIndexers().count(kNamespaceIndex)) {
     std::unique_ptr<ObjectIterator> it = indexer.NewIndexIterator(kNamespaceIndex, ns);
     return Walk(it.get(), selector, "", visit);

@@ -49,6 +49,18 @@ class CacheImpl final : public Cache {
     return storage::FromRocks(db_->db->TryCatchUpWithPrimary(), "refresh " + db_->dir);
   }
 
+  Status Compact() override {
+    if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
+    rocksdb::CompactRangeOptions opts;
+    opts.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+    for (rocksdb::ColumnFamilyHandle* cf : db_->handles) {
+      KCACHE_RETURN_IF_ERROR(storage::FromRocks(db_->db->Flush({}, cf), "flush " + db_->dir));
+      KCACHE_RETURN_IF_ERROR(
+          storage::FromRocks(db_->db->CompactRange(opts, cf, nullptr, nullptr), "compact " + db_->dir));
+    }
+    return Status::OK();
+  }
+
   Status Verify() const override {
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, ListKeyspaces());
     for (const std::string& ks : names) KCACHE_RETURN_IF_ERROR(storage::VerifyKeyspace(*db_, ks));

@@ -30,8 +30,16 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const CacheO
   cf.level_compaction_dynamic_level_bytes = true;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = cache;
+  // Index and filter blocks live in the block cache (so memory stays within
+  // it) and are partitioned: a large table's index is megabytes, which one
+  // cache shard cannot hold, and every read would load it whole again.
   table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
+  table.pin_top_level_index_and_filter = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
+  table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  table.partition_filters = true;
+  table.metadata_block_size = 4096;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   if (name == kObjectsCF) {
     table.block_size = 16 * 1024;
@@ -86,7 +94,10 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
   db_options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(o.memtable_bytes);
   db_options.max_open_files = -1;  // required by secondary instances
   db_options.keep_log_file_num = 3;
-  std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(o.block_cache_bytes);
+  // Shards of at least 4 MiB, so that no block is larger than its shard.
+  int shard_bits = 0;
+  while (shard_bits < 6 && (o.block_cache_bytes >> (shard_bits + 1)) >= (size_t{4} << 20)) ++shard_bits;
+  std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
 
   if (exists) {
     std::vector<std::string> have;

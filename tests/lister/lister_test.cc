@@ -101,14 +101,15 @@ TEST(ListerTest, ListAllByNamespace) {
   }
 }
 
-// With the label index, a selector with an equality or in requirement reads
-// only its matches; other selectors scan.
+// With the label index, a selector with =, == or in requirements reads only
+// the objects that satisfy all of them (and are in the namespace); other
+// selectors scan.
 TEST(ListerTest, LabelIndexTouchesOnlyMatches) {
   auto inner = NewMemoryIndexer({.label_index = true});
   for (int i = 0; i < 1000; ++i) {
     std::string app = i % 100 == 0 ? "rare" : i % 100 == 1 ? "odd" : "common";
     ASSERT_TRUE(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 2), "",
-                               {{"app", app}}))
+                               {{"app", app}, {"tier", i % 4 == 0 ? "web" : "db"}}))
                     .ok());
   }
   auto store = std::make_shared<testing::CountingIndexer>(std::move(inner));
@@ -116,7 +117,9 @@ TEST(ListerTest, LabelIndexTouchesOnlyMatches) {
   EXPECT_EQ(pods.List(Sel("app=rare"))->size(), 10u);
   EXPECT_EQ(pods.List(Sel("app in (rare,odd)"))->size(), 20u);
   EXPECT_EQ(pods.Namespace("ns1").List(Sel("app=odd,app!=x"))->size(), 10u);
-  EXPECT_EQ(store->indexed(), 40u);
+  EXPECT_EQ(pods.Namespace("ns0").List(Sel("app=odd"))->size(), 0u);  // odd ones are in ns1
+  EXPECT_EQ(pods.List(Sel("tier=web,app in (rare,odd)"))->size(), 10u);  // rare: i%100==0
+  EXPECT_EQ(store->fetched(), 10u + 20u + 10u + 0u + 10u);
   EXPECT_EQ(store->scanned(), 0u);
   EXPECT_EQ(pods.List(Sel("app!=common"))->size(), 20u);  // no equality: a scan
   EXPECT_EQ(store->scanned(), 1000u);

@@ -185,7 +185,7 @@ TEST(RocksStoreTest, LabelIndexServesListers) {
   ASSERT_TRUE(rare.ok());
   EXPECT_EQ(rare->size(), 10u);
   EXPECT_EQ(store->scanned(), 0u);
-  EXPECT_EQ(store->indexed(), 10u);
+  EXPECT_EQ(store->fetched(), 10u);
   EXPECT_EQ(pods.Namespace("ns0").List(*LabelSelector::Parse("app=rare"))->size(), 10u);
   EXPECT_EQ(pods.Namespace("ns1").List(LabelSelector::Everything())->size(), 100u);
 }
@@ -328,6 +328,9 @@ TEST(RocksStoreTest, ReaderBesideAWriter) {
   EXPECT_EQ(reader->LastSyncResourceVersion(), "2");
   EXPECT_EQ(*reader->Size(), 2u);
   EXPECT_EQ(reader->Add(Pod("c", "ns", "3")).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*reader_cache)->Compact().code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE((*writer_cache)->Compact().ok());
+  EXPECT_THAT(*writer->ListKeys(), ElementsAre("ns/a", "ns/b"));
 }
 
 TEST(RocksStoreTest, SyncEveryCommit) {

@@ -15,9 +15,11 @@ class CountingIndexer final : public Indexer {
  public:
   explicit CountingIndexer(std::shared_ptr<Indexer> inner) : inner_(std::move(inner)) {}
 
-  // Objects read through NewIterator / NewIndexIterator since construction.
+  // Objects read since construction: through NewIterator (a scan), through
+  // NewIndexIterator, and one by one through GetByKey.
   size_t scanned() const { return scanned_; }
   size_t indexed() const { return indexed_; }
+  size_t fetched() const { return fetched_; }
 
   Status Add(ObjectPtr o) override { return inner_->Add(std::move(o)); }
   Status Update(ObjectPtr o) override { return inner_->Update(std::move(o)); }
@@ -28,7 +30,10 @@ class CountingIndexer final : public Indexer {
     return inner_->Replace(std::move(o), std::move(rv));
   }
   StatusOr<ObjectPtr> Get(const Object& o) const override { return inner_->Get(o); }
-  StatusOr<ObjectPtr> GetByKey(std::string_view k) const override { return inner_->GetByKey(k); }
+  StatusOr<ObjectPtr> GetByKey(std::string_view k) const override {
+    ++fetched_;
+    return inner_->GetByKey(k);
+  }
   StatusOr<std::vector<ObjectPtr>> List() const override { return inner_->List(); }
   StatusOr<std::vector<std::string>> ListKeys() const override { return inner_->ListKeys(); }
   std::unique_ptr<ObjectIterator> NewIterator() const override {
@@ -80,6 +85,7 @@ class CountingIndexer final : public Indexer {
   std::shared_ptr<Indexer> inner_;
   mutable std::atomic<size_t> scanned_{0};
   mutable std::atomic<size_t> indexed_{0};
+  mutable std::atomic<size_t> fetched_{0};
 };
 
 }  // namespace kcache::testing
