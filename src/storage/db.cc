@@ -48,6 +48,9 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const CacheO
     if (o.zstd_dictionary_bytes > 0) {
       cf.compression_opts.max_dict_bytes = static_cast<uint32_t>(o.zstd_dictionary_bytes);
       cf.compression_opts.zstd_max_train_bytes = static_cast<uint32_t>(o.zstd_dictionary_bytes * 100);
+      // RocksDB buffers a table's blocks to sample them for the dictionary;
+      // unbounded, that is whole tables per compaction.
+      cf.compression_opts.max_dict_buffer_bytes = o.zstd_dictionary_bytes * 256;
       cf.bottommost_compression_opts = cf.compression_opts;
       cf.bottommost_compression_opts.enabled = true;
     }
@@ -56,6 +59,22 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const CacheO
   }
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return cf;
+}
+
+rocksdb::DBOptions MakeDbOptions(const CacheOptions& o) {
+  rocksdb::DBOptions db_options;
+  db_options.max_background_jobs = o.background_jobs;
+  db_options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(o.memtable_bytes);
+  db_options.max_open_files = -1;  // required by secondary instances
+  db_options.keep_log_file_num = 3;
+  return db_options;
+}
+
+std::shared_ptr<rocksdb::Cache> MakeBlockCache(const CacheOptions& o) {
+  // Shards of at least 4 MiB, so that no block is larger than its shard.
+  int shard_bits = 0;
+  while (shard_bits < 6 && (o.block_cache_bytes >> (shard_bits + 1)) >= (size_t{4} << 20)) ++shard_bits;
+  return rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
 }
 
 bool Exists(const std::string& dir) { return fs::exists(fs::path(dir) / "CURRENT"); }
@@ -74,6 +93,10 @@ Db::~Db() {
   }
 }
 
+rocksdb::Options ObjectsLikeOptions(const CacheOptions& o) {
+  return rocksdb::Options(MakeDbOptions(o), FamilyOptions(kObjectsCF, o, MakeBlockCache(o)));
+}
+
 StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& o,
                                      bool read_only) {
   const std::string ctx = "open cache " + dir;
@@ -87,17 +110,10 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
     if (ec) return Status::IOError(ctx + ": " + ec.message());
   }
 
-  rocksdb::DBOptions db_options;
+  rocksdb::DBOptions db_options = MakeDbOptions(o);
   db_options.create_if_missing = !exists;
   db_options.create_missing_column_families = !exists;
-  db_options.max_background_jobs = o.background_jobs;
-  db_options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(o.memtable_bytes);
-  db_options.max_open_files = -1;  // required by secondary instances
-  db_options.keep_log_file_num = 3;
-  // Shards of at least 4 MiB, so that no block is larger than its shard.
-  int shard_bits = 0;
-  while (shard_bits < 6 && (o.block_cache_bytes >> (shard_bits + 1)) >= (size_t{4} << 20)) ++shard_bits;
-  std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
+  std::shared_ptr<rocksdb::Cache> cache = MakeBlockCache(o);
 
   if (exists) {
     std::vector<std::string> have;

@@ -33,6 +33,10 @@ struct Db {
 StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& options,
                                      bool read_only);
 
+// The options a plain RocksDB database would need to store objects the way
+// a cache's objects column family does (for benchmarks that compare).
+rocksdb::Options ObjectsLikeOptions(const CacheOptions& options);
+
 // Structural checks of one keyspace (Cache::Verify).
 Status VerifyKeyspace(const Db& db, std::string_view ks);
 

@@ -451,6 +451,8 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
 StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
                                               std::string resource_version) {
   KCACHE_RETURN_IF_ERROR(CheckWritable());
+  // Taken first, so that the index definitions cannot change under us.
+  std::lock_guard w(write_mu_);
   Defs defs;
   {
     std::shared_lock l(defs_mu_);
@@ -482,7 +484,6 @@ StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
     items.push_back(Item{std::move(key).value(), std::move(obj), std::move(entries)});
   }
 
-  std::lock_guard w(write_mu_);
   {  // Mark the relist: until the final batch, the resume point is void.
     rocksdb::WriteBatch mark;
     mark.Put(db_->meta, MetaKey("relist", ks_), "1");
