@@ -124,6 +124,35 @@ class RocksIterator final : public ObjectIterator {
   Status status_;
 };
 
+// Collects writes and writes them every kChunk objects. `seal` adds what
+// each batch must carry (such as the count) just before it is written.
+class ChunkWriter {
+ public:
+  using WriteFn = std::function<Status(rocksdb::WriteBatch*)>;
+  using SealFn = std::function<void(rocksdb::WriteBatch*)>;
+
+  ChunkWriter(WriteFn write, SealFn seal = nullptr) : write_(std::move(write)), seal_(std::move(seal)) {}
+
+  rocksdb::WriteBatch* batch() { return &batch_; }
+  // One object's writes are in batch().
+  Status Next() { return ++pending_ == kChunk ? Flush() : Status::OK(); }
+  Status Finish() { return pending_ || batch_.Count() ? Flush() : Status::OK(); }
+
+ private:
+  Status Flush() {
+    if (seal_) seal_(&batch_);
+    KCACHE_RETURN_IF_ERROR(write_(&batch_));
+    batch_.Clear();
+    pending_ = 0;
+    return Status::OK();
+  }
+
+  WriteFn write_;
+  SealFn seal_;
+  rocksdb::WriteBatch batch_;
+  size_t pending_ = 0;
+};
+
 // An iterator that has failed before it started.
 class ErrorIterator final : public ObjectIterator {
  public:
@@ -210,6 +239,23 @@ Status RocksIndexer::LoadState() {
   relist_incomplete_ = has_relist;
   count_ = has_count ? std::strtoull(count.c_str(), nullptr, 10) : 0;
   return Status::OK();
+}
+
+Status RocksIndexer::Scan(rocksdb::ColumnFamilyHandle* cf, const std::string& begin,
+                          const std::string& end, size_t strip, const ScanFn& fn) const {
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, cf));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    KCACHE_RETURN_IF_ERROR(fn(View(it->key()).substr(strip), View(it->value())));
+  }
+  return FromRocks(it->status(), "read " + ks_);
+}
+
+Status RocksIndexer::ScanObjects(const ScanFn& fn) const {
+  std::string prefix = KeyspacePrefix(ks_);
+  return Scan(db_->objects, prefix, KeyspaceEnd(ks_), prefix.size(), fn);
 }
 
 Status RocksIndexer::CheckWritable() const { return db_->read_only ? ReadOnlyError() : Status::OK(); }
@@ -543,37 +589,22 @@ StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
     KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
   }
 
-  // Deletes: stored keys the list does not have. The iterator reads a
+  // Deletes: stored keys the list does not have. The scan reads a
   // snapshot taken after the puts.
   {
-    std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
-    rocksdb::Slice upper(end);
-    rocksdb::ReadOptions ro;
-    ro.iterate_upper_bound = &upper;
-    std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
-    rocksdb::WriteBatch batch;
-    size_t pending = 0;
-    for (it->Seek(prefix); it->Valid(); it->Next()) {
-      std::string key(View(it->key()).substr(prefix.size()));
-      if (keys.count(key)) continue;
-      Pending none;
-      KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries(none, key));
-      KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, Decode(View(it->value())));
-      DeleteObject(&batch, key, old ? *old : std::vector<IndexEntry>{});
+    ChunkWriter deletes([this](rocksdb::WriteBatch* b) { return Write(b, "relist"); },
+                        [&](rocksdb::WriteBatch* b) { b->Put(db_->meta, count_key, std::to_string(count)); });
+    KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view k, std::string_view record) -> Status {
+      std::string key(k);
+      if (keys.count(key)) return Status::OK();
+      KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries({}, key));
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, Decode(record));
+      DeleteObject(deletes.batch(), key, old ? *old : std::vector<IndexEntry>{});
       --count;
       result.changes.push_back({StoreChange::Type::kDeleted, key, std::move(old_obj), nullptr});
-      if (++pending == kChunk) {
-        batch.Put(db_->meta, count_key, std::to_string(count));
-        KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
-        batch.Clear();
-        pending = 0;
-      }
-    }
-    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "relist " + ks_));
-    if (pending) {
-      batch.Put(db_->meta, count_key, std::to_string(count));
-      KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
-    }
+      return deletes.Next();
+    }));
+    KCACHE_RETURN_IF_ERROR(deletes.Finish());
   }
   if (count != items.size()) {
     return Status::Internal("relist of " + ks_ + " counted " + std::to_string(count) +
@@ -608,27 +639,21 @@ Status RocksIndexer::RebuildIndexesLocked() {
     clear.DeleteRange(db_->meta, vprefix, vend);
     KCACHE_RETURN_IF_ERROR(Write(&clear, "clear indexes of"));
   }
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
-  rocksdb::WriteBatch batch;
-  size_t pending = 0;
-  for (it->Seek(prefix); it->Valid(); it->Next()) {
-    std::string key(View(it->key()).substr(prefix.size()));
-    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(View(it->value())));
+  ChunkWriter rebuild([this](rocksdb::WriteBatch* b) { return Write(b, "rebuild indexes of"); });
+  KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view key, std::string_view record) -> Status {
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(record));
     KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, EntriesOf(defs, key, *obj));
-    for (const auto& [index, value] : entries) batch.Put(db_->index, IndexKey(ks_, index, value, key), "");
-    batch.Put(db_->rindex, ObjectKey(ks_, key), EncodeEntries(entries));
-    if (++pending == kChunk) {
-      KCACHE_RETURN_IF_ERROR(Write(&batch, "rebuild indexes of"));
-      batch.Clear();
-      pending = 0;
+    for (const auto& [index, value] : entries) {
+      rebuild.batch()->Put(db_->index, IndexKey(ks_, index, value, key), "");
     }
+    rebuild.batch()->Put(db_->rindex, ObjectKey(ks_, key), EncodeEntries(entries));
+    return rebuild.Next();
+  }));
+  // The versions go last: a rebuild cut short is redone on the next open.
+  for (const auto& [name, def] : defs) {
+    rebuild.batch()->Put(db_->meta, IndexVersionKey(ks_, name), def.version);
   }
-  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "rebuild indexes of " + ks_));
-  for (const auto& [name, def] : defs) batch.Put(db_->meta, IndexVersionKey(ks_, name), def.version);
-  return Write(&batch, "rebuild indexes of");
+  return rebuild.Finish();
 }
 
 Status RocksIndexer::AddIndexers(const Indexers& indexers) {
@@ -645,17 +670,13 @@ Status RocksIndexer::AddIndexers(const Indexers& indexers) {
     }
     if (!conflicts.empty()) return Status::InvalidArgument("indexer conflict: [" + conflicts + "]");
   }
-  // Backfill: compute every new entry first, so a failing function adds nothing.
-  std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
+  // Backfill: compute every new entry before writing any, so a failing
+  // function adds nothing.
   std::vector<rocksdb::WriteBatch> batches(1);
   size_t pending = 0;
-  for (it->Seek(prefix); it->Valid(); it->Next()) {
-    std::string key(View(it->key()).substr(prefix.size()));
-    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(View(it->value())));
+  KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view k, std::string_view record) -> Status {
+    std::string key(k);
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(record));
     KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> fresh, EntriesOf(added, key, *obj));
     KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries({}, key));
     std::vector<IndexEntry> all = old ? *old : std::vector<IndexEntry>{};
@@ -669,8 +690,8 @@ Status RocksIndexer::AddIndexers(const Indexers& indexers) {
       batches.emplace_back();
       pending = 0;
     }
-  }
-  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "add indexes to " + ks_));
+    return Status::OK();
+  }));
   for (const auto& [name, def] : added) batches.back().Put(db_->meta, IndexVersionKey(ks_, name), "");
   for (auto& b : batches) KCACHE_RETURN_IF_ERROR(Write(&b, "add indexes to"));
   std::unique_lock l(defs_mu_);
@@ -734,13 +755,10 @@ StatusOr<std::vector<ObjectPtr>> RocksIndexer::List() const {
 
 StatusOr<std::vector<std::string>> RocksIndexer::ListKeys() const {
   std::vector<std::string> out;
-  std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
-  for (it->Seek(prefix); it->Valid(); it->Next()) out.emplace_back(View(it->key()).substr(prefix.size()));
-  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "list keys of " + ks_));
+  KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view key, std::string_view) {
+    out.emplace_back(key);
+    return Status::OK();
+  }));
   return out;
 }
 
@@ -771,31 +789,26 @@ StatusOr<std::vector<std::string>> RocksIndexer::IndexKeys(std::string_view name
                                                            std::string_view value) const {
   KCACHE_RETURN_IF_ERROR(HasIndex(name));
   std::vector<std::string> out;
+  auto collect = [&](std::string_view key, std::string_view) {
+    // Namespace "" is the cluster-scoped objects: the keys without '/'.
+    if (!value.empty() || key.find('/') == std::string_view::npos) out.emplace_back(key);
+    return Status::OK();
+  };
   if (FromKeys(name)) {
     std::string prefix = KeyspacePrefix(ks_);
     std::string from = value.empty() ? prefix : ObjectKey(ks_, std::string(value) + "/");
     std::string end = value.empty() ? KeyspaceEnd(ks_) : ObjectKey(ks_, std::string(value) + "0");
-    rocksdb::Slice upper(end);
-    rocksdb::ReadOptions ro;
-    ro.iterate_upper_bound = &upper;
-    std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
-    for (it->Seek(from); it->Valid(); it->Next()) {
-      std::string_view key = View(it->key()).substr(prefix.size());
-      if (value.empty() && key.find('/') != std::string_view::npos) continue;
-      out.emplace_back(key);
-    }
-    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read keys of " + ks_));
+    KCACHE_RETURN_IF_ERROR(Scan(db_->objects, from, end, prefix.size(), collect));
     return out;
   }
   std::string prefix = IndexValuePrefix(ks_, name, value);
   std::string end = prefix;
   end.back() = '\1';
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->index));
-  for (it->Seek(prefix); it->Valid(); it->Next()) out.emplace_back(View(it->key()).substr(prefix.size()));
-  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index of " + ks_));
+  KCACHE_RETURN_IF_ERROR(Scan(db_->index, prefix, end, prefix.size(),
+                              [&](std::string_view key, std::string_view) {
+                                out.emplace_back(key);
+                                return Status::OK();
+                              }));
   return out;
 }
 

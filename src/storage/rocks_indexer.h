@@ -3,6 +3,7 @@
 #ifndef KCACHE_SRC_STORAGE_ROCKS_INDEXER_H_
 #define KCACHE_SRC_STORAGE_ROCKS_INDEXER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,14 @@ class RocksIndexer final : public Indexer {
   using Pending = std::map<std::string, std::optional<std::vector<IndexEntry>>, std::less<>>;
 
   RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_func, Defs defs);
+
+  using ScanFn = std::function<Status(std::string_view key, std::string_view value)>;
+  // Calls `fn` for each entry of `cf` in [begin, end) in key order, with the
+  // key's first `strip` bytes removed; stops at fn's first error.
+  Status Scan(rocksdb::ColumnFamilyHandle* cf, const std::string& begin, const std::string& end,
+              size_t strip, const ScanFn& fn) const;
+  // Scan over this keyspace's objects: fn(store key, object record).
+  Status ScanObjects(const ScanFn& fn) const;
 
   Status CheckWritable() const;
   Status HasIndex(std::string_view name) const;
