@@ -83,6 +83,14 @@ bool Exists(const std::string& dir) { return fs::exists(fs::path(dir) / "CURRENT
 
 Db::~Db() {
   if (db) {
+    // A clean close flushes the memtables, so that the next open replays no
+    // log: a restart after a clean stop takes milliseconds. (After a crash
+    // the log is replayed, as it must be.)
+    if (!read_only) {
+      rocksdb::FlushOptions flush;
+      flush.wait = true;
+      db->Flush(flush, handles).PermitUncheckedError();
+    }
     for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
     db->Close().PermitUncheckedError();
     delete db;

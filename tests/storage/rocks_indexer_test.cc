@@ -92,6 +92,27 @@ TEST(RocksStoreTest, ContentsAndResumePointSurviveReopen) {
   EXPECT_THAT(*(*cache)->ListKeyspaces(), ElementsAre("pods"));
 }
 
+// A clean close flushes, so the next open has no log to replay.
+TEST(RocksStoreTest, CleanCloseLeavesNoLogToReplay) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path());
+    Transaction txn;
+    for (int i = 0; i < 3000; ++i) txn.Add(Pod("p" + std::to_string(i), "ns", std::to_string(i)));
+    ASSERT_TRUE(store->Commit(txn, nullptr).ok());
+  }
+  uintmax_t log_bytes = 0, table_bytes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    if (e.path().extension() == ".log") log_bytes += e.file_size();
+    if (e.path().extension() == ".sst") table_bytes += e.file_size();
+  }
+  EXPECT_LT(log_bytes, 4096u);
+  EXPECT_GT(table_bytes, 0u);
+  auto store = OpenPods(dir.path());
+  EXPECT_EQ(*store->Size(), 3000u);
+  EXPECT_EQ(store->LastSyncResourceVersion(), "2999");
+}
+
 TEST(RocksStoreTest, KeyspacesAreSeparate) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());

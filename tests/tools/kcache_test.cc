@@ -43,6 +43,10 @@ TEST(KcacheToolTest, DemoLoadsQueriesAndRelists) {
   EXPECT_NE(r.output.find("20 added, 64 updated, 21 deleted"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1915 unchanged"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("resume resourceVersion: 2000000"), std::string::npos) << r.output;
+  // The persistent part: committed, reopened with the resume point, verified.
+  EXPECT_NE(r.output.find("committed 1999 pods"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("with 1999 pods, resume point 2000000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("verify: every index entry"), std::string::npos) << r.output;
 }
 
 TEST(KcacheToolTest, BenchDecodeReportsEveryMethod) {
