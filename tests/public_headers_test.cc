@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#if __has_include("json/json_error.h") || __has_include("store/key_error.h")
+#if __has_include("json/json_error.h") || __has_include("store/errors.h")
 #error "a private header is reachable from the public include path"
 #endif
 

@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "storage/rocks_status.h"
-#include "store/key_error.h"
+#include "store/errors.h"
 
 namespace kcache::storage {
 namespace {
@@ -21,10 +21,6 @@ constexpr size_t kChunk = 1000;
 std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
 
 Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
-
-Status UnknownIndex(std::string_view name) {
-  return Status::NotFound("Index with name " + std::string(name) + " does not exist");
-}
 
 // Releases a snapshot when the last user goes away. Read-only (secondary)
 // instances have no snapshots; their data changes only on Refresh().
@@ -268,7 +264,7 @@ bool RocksIndexer::FromKeys(std::string_view name) const {
 
 Status RocksIndexer::HasIndex(std::string_view name) const {
   std::shared_lock l(defs_mu_);
-  return defs_.count(name) ? Status::OK() : UnknownIndex(name);
+  return defs_.count(name) ? Status::OK() : UnknownIndexError(name);
 }
 
 StatusOr<std::vector<IndexEntry>> RocksIndexer::EntriesOf(const Defs& defs, std::string_view key,
@@ -277,11 +273,7 @@ StatusOr<std::vector<IndexEntry>> RocksIndexer::EntriesOf(const Defs& defs, std:
   for (const auto& [name, def] : defs) {
     if (def.from_keys) continue;
     StatusOr<std::vector<std::string>> values = def.fn(object);
-    if (!values.ok()) {
-      return Status(values.status().code(), "unable to calculate an index entry for key \"" +
-                                                std::string(key) + "\" on index \"" + name +
-                                                "\": " + std::string(values.status().message()));
-    }
+    if (!values.ok()) return IndexFuncError(key, name, values.status());
     for (std::string& v : *values) {
       KCACHE_RETURN_IF_ERROR(CheckNoZero("index value of " + std::string(key), v));
       out.emplace_back(name, std::move(v));
@@ -662,13 +654,13 @@ Status RocksIndexer::AddIndexers(const Indexers& indexers) {
   Defs added;
   {
     std::shared_lock l(defs_mu_);
-    std::string conflicts;
+    std::vector<std::string> taken;
     for (const auto& [name, fn] : indexers) {
-      if (defs_.count(name)) conflicts += (conflicts.empty() ? "" : ", ") + name;
+      if (defs_.count(name)) taken.push_back(name);
       KCACHE_RETURN_IF_ERROR(CheckNoZero("index name", name));
       added[name] = IndexDef{fn, ""};  // unversioned: rebuilt on the next open
     }
-    if (!conflicts.empty()) return Status::InvalidArgument("indexer conflict: [" + conflicts + "]");
+    KCACHE_RETURN_IF_ERROR(IndexerConflictError(taken));
   }
   // Backfill: compute every new entry before writing any, so a failing
   // function adds nothing.
@@ -827,7 +819,7 @@ StatusOr<std::vector<ObjectPtr>> RocksIndexer::Index(std::string_view name,
   {
     std::shared_lock l(defs_mu_);
     auto d = defs_.find(name);
-    if (d == defs_.end()) return UnknownIndex(name);
+    if (d == defs_.end()) return UnknownIndexError(name);
     fn = d->second.fn;
   }
   KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> values, fn(object));

@@ -12,7 +12,7 @@
 #include "util/rw_mutex.h"
 
 #include "kcache/indexer.h"
-#include "store/key_error.h"
+#include "store/errors.h"
 
 namespace kcache {
 
@@ -32,10 +32,6 @@ namespace {
 
 using KeySet = std::set<std::string, std::less<>>;
 using IndexMap = std::map<std::string, KeySet, std::less<>>;
-
-Status UnknownIndex(std::string_view name) {
-  return Status::NotFound("Index with name " + std::string(name) + " does not exist");
-}
 
 class MemoryIndexer final : public Indexer {
  public:
@@ -176,7 +172,7 @@ class MemoryIndexer final : public Indexer {
                                          const Object& object) const override {
     std::shared_lock lock(mu_);
     auto fn = indexers_.find(name);
-    if (fn == indexers_.end()) return UnknownIndex(name);
+    if (fn == indexers_.end()) return UnknownIndexError(name);
     StatusOr<std::vector<std::string>> values = fn->second(object);
     if (!values.ok()) return values.status().WithContext("index " + std::string(name));
     const IndexMap& index = indices_.find(name)->second;
@@ -192,7 +188,7 @@ class MemoryIndexer final : public Indexer {
                                                std::string_view value) const override {
     std::shared_lock lock(mu_);
     auto index = indices_.find(name);
-    if (index == indices_.end()) return UnknownIndex(name);
+    if (index == indices_.end()) return UnknownIndexError(name);
     auto bucket = index->second.find(value);
     if (bucket == index->second.end()) return std::vector<std::string>{};
     return std::vector<std::string>(bucket->second.begin(), bucket->second.end());
@@ -202,7 +198,7 @@ class MemoryIndexer final : public Indexer {
                                            std::string_view value) const override {
     std::shared_lock lock(mu_);
     auto index = indices_.find(name);
-    if (index == indices_.end()) return UnknownIndex(name);
+    if (index == indices_.end()) return UnknownIndexError(name);
     auto bucket = index->second.find(value);
     if (bucket == index->second.end()) return std::vector<ObjectPtr>{};
     return ObjectsLocked(bucket->second);
@@ -227,11 +223,11 @@ class MemoryIndexer final : public Indexer {
 
   Status AddIndexers(const Indexers& indexers) override {
     std::unique_lock lock(mu_);
-    std::string conflicts;
+    std::vector<std::string> taken;
     for (const auto& [name, fn] : indexers) {
-      if (indexers_.count(name)) conflicts += (conflicts.empty() ? "" : ", ") + name;
+      if (indexers_.count(name)) taken.push_back(name);
     }
-    if (!conflicts.empty()) return Status::InvalidArgument("indexer conflict: [" + conflicts + "]");
+    KCACHE_RETURN_IF_ERROR(IndexerConflictError(taken));
     KCACHE_ASSIGN_OR_RETURN(auto built, BuildIndices(indexers, items_));
     for (auto& [name, index] : built) indices_[name] = std::move(index);
     for (const auto& [name, fn] : indexers) indexers_.emplace(name, fn);
@@ -254,7 +250,7 @@ class MemoryIndexer final : public Indexer {
     std::shared_lock lock(mu_);
     auto index = indices_.find(name);
     if (index == indices_.end()) {
-      *status = UnknownIndex(name);
+      *status = UnknownIndexError(name);
       return false;
     }
     auto bucket = index->second.find(value);
@@ -277,7 +273,7 @@ class MemoryIndexer final : public Indexer {
       IndexMap& index = out[name];
       for (const auto& [key, obj] : items) {
         StatusOr<std::vector<std::string>> values = fn(*obj);
-        if (!values.ok()) return IndexError(key, name, values.status());
+        if (!values.ok()) return IndexFuncError(key, name, values.status());
         for (std::string& v : *values) index[std::move(v)].insert(key);
       }
     }
@@ -316,7 +312,7 @@ class MemoryIndexer final : public Indexer {
     next.reserve(indexers_.size());
     for (const auto& [name, fn] : indexers_) {
       StatusOr<std::vector<std::string>> values = fn(*object);
-      if (!values.ok()) return IndexError(key, name, values.status());
+      if (!values.ok()) return IndexFuncError(key, name, values.status());
       next.emplace_back(&indices_[name], std::move(values).value());
     }
     auto old = items_.find(key);
@@ -362,12 +358,6 @@ class MemoryIndexer final : public Indexer {
     out.reserve(keys.size());
     for (const std::string& k : keys) out.push_back(items_.find(k)->second);
     return out;
-  }
-
-  static Status IndexError(std::string_view key, std::string_view index, const Status& cause) {
-    return Status(cause.code(), "unable to calculate an index entry for key \"" + std::string(key) +
-                                    "\" on index \"" + std::string(index) +
-                                    "\": " + std::string(cause.message()));
   }
 
   const KeyFunc key_func_;
