@@ -102,23 +102,30 @@ Status GetOwnerReferences(dom::element e, std::vector<OwnerReference>* out) {
   return Status::OK();
 }
 
+// The string fields of metadata, read the same way.
+struct StringField {
+  std::string_view key;
+  std::string_view path;  // for errors
+  std::string ObjectMeta::*member;
+};
+constexpr StringField kStringFields[] = {
+    {"name", "metadata.name", &ObjectMeta::name},
+    {"namespace", "metadata.namespace", &ObjectMeta::namespace_},
+    {"generateName", "metadata.generateName", &ObjectMeta::generate_name},
+    {"uid", "metadata.uid", &ObjectMeta::uid},
+    {"resourceVersion", "metadata.resourceVersion", &ObjectMeta::resource_version},
+    {"creationTimestamp", "metadata.creationTimestamp", &ObjectMeta::creation_timestamp},
+    {"deletionTimestamp", "metadata.deletionTimestamp", &ObjectMeta::deletion_timestamp},
+};
+
 Status ExtractMeta(dom::object meta, ObjectMeta* out, bool* has_managed_fields) {
   for (auto [key, value] : meta) {
-    Status st;
-    if (key == "name") {
-      st = GetString(value, "metadata.name", &out->name);
-    } else if (key == "namespace") {
-      st = GetString(value, "metadata.namespace", &out->namespace_);
-    } else if (key == "generateName") {
-      st = GetString(value, "metadata.generateName", &out->generate_name);
-    } else if (key == "uid") {
-      st = GetString(value, "metadata.uid", &out->uid);
-    } else if (key == "resourceVersion") {
-      st = GetString(value, "metadata.resourceVersion", &out->resource_version);
-    } else if (key == "creationTimestamp") {
-      st = GetString(value, "metadata.creationTimestamp", &out->creation_timestamp);
-    } else if (key == "deletionTimestamp") {
-      st = GetString(value, "metadata.deletionTimestamp", &out->deletion_timestamp);
+    const StringField* field = nullptr;
+    for (const StringField& f : kStringFields) {
+      if (key == f.key) field = &f;
+    }
+    if (field) {
+      KCACHE_RETURN_IF_ERROR(GetString(value, field->path, &(out->*field->member)));
     } else if (key == "generation") {
       int64_t g = 0;
       if (!value.is_null() && value.get_int64().get(g)) {
@@ -126,15 +133,14 @@ Status ExtractMeta(dom::object meta, ObjectMeta* out, bool* has_managed_fields) 
       }
       out->generation = g;
     } else if (key == "labels") {
-      st = GetStringMap(value, "metadata.labels", &out->labels);
+      KCACHE_RETURN_IF_ERROR(GetStringMap(value, "metadata.labels", &out->labels));
     } else if (key == "annotations") {
-      st = GetStringMap(value, "metadata.annotations", &out->annotations);
+      KCACHE_RETURN_IF_ERROR(GetStringMap(value, "metadata.annotations", &out->annotations));
     } else if (key == "ownerReferences") {
-      st = GetOwnerReferences(value, &out->owner_references);
+      KCACHE_RETURN_IF_ERROR(GetOwnerReferences(value, &out->owner_references));
     } else if (key == "managedFields") {
       *has_managed_fields = true;
     }
-    KCACHE_RETURN_IF_ERROR(st);
   }
   return Status::OK();
 }
