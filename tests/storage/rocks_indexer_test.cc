@@ -15,6 +15,7 @@
 
 #include "kcache/cache.h"
 #include "kcache/lister.h"
+#include "storage/encoding.h"
 #include "store/indexer_conformance.h"
 #include "testing/counting_indexer.h"
 #include "testing/objects.h"
@@ -57,6 +58,22 @@ StatusOr<std::vector<std::string>> LabelTier(const Object& o) {
   auto it = o.labels().find("tier");
   if (it == o.labels().end()) return std::vector<std::string>{};
   return std::vector<std::string>{it->second};
+}
+
+// Writes one key of the meta column family behind kcache's back, as damage
+// or a crash would leave it. The cache must be closed.
+void PutRawMeta(const std::string& dir, const std::string& key, const std::string& value) {
+  rocksdb::DB* raw = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const char* n : {"default", storage::kObjectsCF, storage::kIndexCF, storage::kReverseIndexCF,
+                        storage::kMetaCF}) {
+    cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  }
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &handles, &raw).ok());
+  EXPECT_TRUE(raw->Put({}, handles.back(), key, value).ok());
+  for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+  delete raw;
 }
 
 std::shared_ptr<Indexer> OpenPods(const std::string& dir, KeyspaceOptions options = {}) {
@@ -139,20 +156,8 @@ TEST(RocksStoreTest, UnfinishedRelistVoidsTheResumePoint) {
     auto store = OpenPods(dir.path());
     ASSERT_TRUE(store->Replace({Pod("a", "ns", "1")}, "10").ok());
   }
-  {  // A crash between the marker and the final batch leaves the marker.
-    auto cache = Cache::Open(dir.path());
-    ASSERT_TRUE(cache.ok());
-  }
-  {
-    rocksdb::DB* raw = nullptr;
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-    for (const char* n : {"default", "objects", "index", "rindex", "meta"}) cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path(), cfs, &handles, &raw).ok());
-    ASSERT_TRUE(raw->Put({}, handles[4], std::string("relist\0pods", 11), "1").ok());
-    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
-    delete raw;
-  }
+  // The marker a crash between a relist's first and last batch leaves.
+  PutRawMeta(dir.path(), storage::MetaKey("relist", "pods"), "1");
   auto store = OpenPods(dir.path());
   EXPECT_EQ(store->LastSyncResourceVersion(), "");
   EXPECT_EQ(*store->Size(), 1u);  // contents kept, only the resume point is void
@@ -260,14 +265,7 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
   EXPECT_TRUE(Cache::OpenReadOnly(dir.Sub("absent")).status().IsNotFound());
 
   {  // A newer format.
-    rocksdb::DB* raw = nullptr;
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-    for (const char* n : {"default", "objects", "index", "rindex", "meta"}) cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path(), cfs, &handles, &raw).ok());
-    ASSERT_TRUE(raw->Put({}, handles[4], "format", "2").ok());
-    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
-    delete raw;
+    PutRawMeta(dir.path(), storage::kFormatKey, "2");
     auto newer = Cache::Open(dir.path());
     EXPECT_EQ(newer.status().code(), StatusCode::kUnimplemented) << newer.status();
     EXPECT_THAT(std::string(newer.status().message()), HasSubstr("format version 2 is newer"));
