@@ -57,6 +57,11 @@ struct ParseOptions {
   // bookkeeping is often a third of a pod's JSON and no controller reads it.
   // Default: false (keep the bytes as the server sent them).
   bool drop_managed_fields = false;
+  // Written into objects that lack a top-level "apiVersion" or "kind": items
+  // of built-in list responses omit both, and a cache should hold whole
+  // objects. Empty: nothing is added. Default: empty.
+  std::string default_api_version;
+  std::string default_kind;
 };
 
 class Object {

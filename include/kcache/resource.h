@@ -27,6 +27,22 @@ struct GroupVersionResource {
   friend bool operator==(const GroupVersionResource&, const GroupVersionResource&) = default;
 };
 
+// A collection to list or watch: a resource, and a namespace for namespaced
+// resources ("" = all namespaces).
+struct ResourceRef {
+  GroupVersionResource gvr;
+  bool namespaced = true;
+  std::string namespace_;
+
+  // "/api/v1/pods", "/api/v1/namespaces/ns/pods", "/apis/apps/v1/deployments".
+  std::string CollectionPath() const {
+    std::string p = gvr.group.empty() ? "/api/" + gvr.version : "/apis/" + gvr.group + "/" + gvr.version;
+    if (namespaced && !namespace_.empty()) p += "/namespaces/" + namespace_;
+    return p + "/" + gvr.resource;
+  }
+  friend bool operator==(const ResourceRef&, const ResourceRef&) = default;
+};
+
 }  // namespace kcache
 
 #endif  // KCACHE_RESOURCE_H_

@@ -10,7 +10,9 @@
 #ifndef KCACHE_STATUS_H_
 #define KCACHE_STATUS_H_
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -43,6 +45,19 @@ enum class StatusCode : int {
 // Returns the name of `code` as printed by Status::ToString(), e.g. "NotFound".
 std::string_view StatusCodeName(StatusCode code);
 
+// What an API server said about a failed request, carried by the Status it
+// became. Kept apart from the message so callers decide on code and reason,
+// never on text.
+struct HttpError {
+  int http_code = 0;   // 0 when the error arrived as a watch ERROR event without one
+  std::string reason;  // metav1.Status reason: "Expired", "TooManyRequests", ...
+  // From Retry-After or details.retryAfterSeconds, when given.
+  std::optional<int64_t> retry_after_seconds;
+  // metadata.continue of a 410 for an expired continue token, when given.
+  std::string continue_token;
+  friend bool operator==(const HttpError&, const HttpError&) = default;
+};
+
 class [[nodiscard]] Status {
  public:
   // An OK status. Allocates nothing.
@@ -73,6 +88,9 @@ class [[nodiscard]] Status {
   static Status IOError(std::string_view msg) { return {StatusCode::kIOError, msg}; }
   static Status Busy(std::string_view msg) { return {StatusCode::kBusy, msg}; }
 
+  // Returns a copy of this non-OK status that carries `http`.
+  Status WithHttpError(HttpError http) const;
+
   bool ok() const { return rep_ == nullptr; }
   StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
   // The message without the code; empty for OK.
@@ -83,8 +101,13 @@ class [[nodiscard]] Status {
   bool IsExpired() const { return code() == StatusCode::kExpired; }
   bool IsCorruption() const { return code() == StatusCode::kCorruption; }
 
-  // Returns a copy whose message is "<context>: <message>", same code.
-  // OK stays OK.
+  // The server's account of the error, or null when it did not come from a
+  // server response. Valid as long as this Status is neither changed nor
+  // destroyed.
+  const HttpError* http_error() const { return rep_ ? rep_->http.get() : nullptr; }
+
+  // Returns a copy whose message is "<context>: <message>", same code and
+  // HttpError. OK stays OK.
   Status WithContext(std::string_view context) const;
 
   // "OK", or "<CodeName>: <message>".
@@ -101,6 +124,7 @@ class [[nodiscard]] Status {
   struct Rep {
     StatusCode code;
     std::string message;
+    std::shared_ptr<const HttpError> http;  // immutable, shared by copies
   };
   std::unique_ptr<Rep> rep_;  // null for OK
 };

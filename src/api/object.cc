@@ -193,6 +193,25 @@ void RemoveManagedFields(std::string* json) {
   json->erase(begin, end - begin);
 }
 
+// Inserts `"name":"value",` right after the opening brace of the object in
+// `json` (already validated). `value` must need no escaping.
+void InsertTopLevelString(std::string* json, std::string_view name, std::string_view value) {
+  size_t brace = json->find('{');
+  size_t next = json->find_first_not_of(" \t\r\n", brace + 1);
+  bool empty = next != std::string::npos && (*json)[next] == '}';
+  std::string member = "\"";
+  member.append(name).append("\":\"").append(value).append("\"");
+  if (!empty) member += ',';
+  json->insert(brace + 1, member);
+}
+
+bool NeedsNoEscaping(std::string_view s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options) {
@@ -221,6 +240,16 @@ StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options)
     }
     KCACHE_RETURN_IF_ERROR(st);
   }
+  if (obj->kind_.empty() && !options.default_kind.empty() && NeedsNoEscaping(options.default_kind)) {
+    InsertTopLevelString(&json, "kind", options.default_kind);
+    obj->kind_ = options.default_kind;
+  }
+  if (obj->api_version_.empty() && !options.default_api_version.empty() &&
+      NeedsNoEscaping(options.default_api_version)) {
+    InsertTopLevelString(&json, "apiVersion", options.default_api_version);
+    obj->api_version_ = options.default_api_version;
+  }
+  EnsurePadding(&json);  // an insertion may have taken the padding
   // Keep simdjson's padding (64 bytes) so later reads parse in place, and
   // give back any larger surplus (left by dropping managedFields, or by a
   // caller's oversized buffer).

@@ -27,7 +27,7 @@ std::string_view StatusCodeName(StatusCode code) {
 }
 
 Status::Status(StatusCode code, std::string_view message) {
-  if (code != StatusCode::kOk) rep_ = std::make_unique<Rep>(Rep{code, std::string(message)});
+  if (code != StatusCode::kOk) rep_ = std::make_unique<Rep>(Rep{code, std::string(message), nullptr});
 }
 
 Status::Status(const Status& other)
@@ -43,7 +43,15 @@ Status Status::WithContext(std::string_view context) const {
   std::string msg(context);
   msg += ": ";
   msg += rep_->message;
-  return Status(rep_->code, msg);
+  Status out(rep_->code, msg);
+  out.rep_->http = rep_->http;
+  return out;
+}
+
+Status Status::WithHttpError(HttpError http) const {
+  Status out(*this);
+  if (out.rep_) out.rep_->http = std::make_shared<const HttpError>(std::move(http));
+  return out;
 }
 
 std::string Status::ToString() const {

@@ -1,0 +1,60 @@
+// Discovery: which resources an API server serves, and how kubectl's names
+// for them ("pods", "pod", "po", "deployments.apps", "deploy", "Pod",
+// "deployments.v1.apps") resolve to a group, version and resource.
+//
+// Thread-safety: immutable after Fetch(); safe to share across threads.
+#ifndef KCACHE_DISCOVERY_H_
+#define KCACHE_DISCOVERY_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kcache/resource.h"
+#include "kcache/rest_client.h"
+#include "kcache/status_or.h"
+
+namespace kcache {
+
+struct ApiResource {
+  GroupVersionResource gvr;
+  std::string kind;      // "Pod"
+  std::string singular;  // "pod" (empty when the server does not say)
+  bool namespaced = true;
+  std::vector<std::string> short_names;  // "po"
+  std::vector<std::string> verbs;        // "list", "watch", ...
+
+  bool Supports(std::string_view verb) const;
+  // A collection of this resource in `namespace_` ("" = all namespaces).
+  ResourceRef Ref(std::string namespace_ = "") const {
+    return ResourceRef{gvr, namespaced, namespaced ? std::move(namespace_) : std::string()};
+  }
+};
+
+class Discovery {
+ public:
+  // Reads /api, /api/v1, /apis and the preferred version of every group.
+  // Errors: the first failed request's Status; a group version that fails
+  // (an aggregated API that is down) is skipped, as kubectl does.
+  static StatusOr<std::shared_ptr<const Discovery>> Fetch(RestClient& client);
+
+  // Builds a Discovery from already decoded resources (tests, snapshots).
+  static std::shared_ptr<const Discovery> FromResources(std::vector<ApiResource> resources);
+
+  // Resolves `name` as kubectl does: "resource[.version][.group]" where
+  // resource is the plural, singular, short name or kind (any case). The
+  // core group wins over others, then groups in the server's order.
+  // Errors: NotFound "the server doesn't have a resource type \"x\"".
+  StatusOr<ApiResource> Resolve(std::string_view name) const;
+
+  // Every resource of the preferred versions, subresources excluded.
+  const std::vector<ApiResource>& resources() const { return resources_; }
+
+ private:
+  std::vector<ApiResource> resources_;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_DISCOVERY_H_

@@ -1,0 +1,88 @@
+// RestClient: LIST, WATCH and plain requests against a Kubernetes API server
+// over libcurl, with errors as Status (the server's reason and code kept in
+// Status::http_error()).
+//
+// All requests of a client run on one libcurl multi handle driven by one
+// thread: concurrent watches share connections, multiplexed over HTTP/2
+// when the server offers it (TLS with ALPN).
+//
+// Thread-safety: a RestClient is thread-safe; share it as a shared_ptr.
+#ifndef KCACHE_REST_CLIENT_H_
+#define KCACHE_REST_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kcache/list.h"
+#include "kcache/object.h"
+#include "kcache/pager.h"
+#include "kcache/resource.h"
+#include "kcache/rest_config.h"
+#include "kcache/status_or.h"
+#include "kcache/watch.h"
+
+namespace kcache {
+
+struct RestClientOptions {
+  // Sent as User-Agent. Default: "kcache/<version>".
+  std::string user_agent;
+  // Limit for a whole non-watch request. Default: 60 s.
+  std::chrono::milliseconds request_timeout{60000};
+  // Limit for establishing a connection. Default: 10 s.
+  std::chrono::milliseconds connect_timeout{10000};
+  // How long a token read from a file is used before it is read again
+  // (bound service-account tokens rotate). Default: 1 minute, as client-go.
+  std::chrono::milliseconds token_file_refresh{60000};
+  // Non-watch requests answered 429 or 5xx with a Retry-After in whole
+  // seconds are retried this many times, waiting as the server asks
+  // (capped at max_retry_wait). Default: 10, as client-go.
+  int max_retries = 10;
+  std::chrono::milliseconds max_retry_wait{30000};
+  // A watch event larger than this is an error. Default: 64 MiB.
+  size_t max_event_bytes = 64 << 20;
+  // Watch bytes read ahead of the consumer before the transfer pauses.
+  // Default: 4 MiB.
+  size_t watch_read_ahead_bytes = 4 << 20;
+  // Applied to every object decoded from a list or watch.
+  ParseOptions parse;
+};
+
+class RestClient {
+ public:
+  // Reads certificate files named by `config` now. Errors name the file.
+  static StatusOr<std::shared_ptr<RestClient>> Create(const RestConfig& config,
+                                                      const RestClientOptions& options = {});
+  virtual ~RestClient() = default;
+
+  // Sends `method` to `path` (from the server's root, with its query) and
+  // returns the body of a 2xx answer; otherwise the server's error as a
+  // Status (e.g. NotFound, Expired, ResourceExhausted with retry_after).
+  virtual StatusOr<std::string> Do(std::string_view method, std::string_view path,
+                                   std::string_view body = "") = 0;
+  StatusOr<std::string> Get(std::string_view path) { return Do("GET", path); }
+
+  // One LIST request (one page when options.limit is set).
+  virtual StatusOr<ObjectList> List(const ResourceRef& resource, const ListOptions& options) = 0;
+
+  // Opens a WATCH (watch=true is added). Returns once the server has
+  // answered: errors before the stream starts (bad parameters, 401, 403,
+  // 404, 429 with retry_after, 5xx) are returned here; errors inside the
+  // stream come from WatchStream::Next().
+  virtual StatusOr<std::unique_ptr<WatchStream>> Watch(const ResourceRef& resource,
+                                                       const ListOptions& options) = 0;
+
+  // A pager over List() for `resource`.
+  ListPager Pager(const ResourceRef& resource, ListPagerOptions options = {});
+
+  virtual const RestConfig& config() const = 0;
+};
+
+// Encodes `options` as a query string (without '?'); `watch` adds watch=true.
+std::string EncodeListOptions(const ListOptions& options, bool watch);
+
+}  // namespace kcache
+
+#endif  // KCACHE_REST_CLIENT_H_

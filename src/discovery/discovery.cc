@@ -1,0 +1,130 @@
+#include "kcache/discovery.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+namespace kcache {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Appends the resources of one APIResourceList body.
+Status AddResources(std::string_view body, const std::string& group, const std::string& version,
+                    const std::string& path, std::vector<ApiResource>* out) {
+  nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc["resources"].is_array()) {
+    return Status::InvalidArgument("GET " + path + ": not an APIResourceList");
+  }
+  for (const auto& r : doc["resources"]) {
+    if (!r.is_object()) continue;
+    std::string name = r.value("name", "");
+    if (name.empty() || name.find('/') != std::string::npos) continue;  // subresource
+    ApiResource a;
+    a.gvr = {group, version, name};
+    a.kind = r.value("kind", "");
+    a.singular = r.value("singularName", "");
+    a.namespaced = r.value("namespaced", false);
+    if (auto it = r.find("shortNames"); it != r.end() && it->is_array()) {
+      for (const auto& s : *it) {
+        if (s.is_string()) a.short_names.push_back(s.get<std::string>());
+      }
+    }
+    if (auto it = r.find("verbs"); it != r.end() && it->is_array()) {
+      for (const auto& s : *it) {
+        if (s.is_string()) a.verbs.push_back(s.get<std::string>());
+      }
+    }
+    out->push_back(std::move(a));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+bool ApiResource::Supports(std::string_view verb) const {
+  return std::find(verbs.begin(), verbs.end(), verb) != verbs.end();
+}
+
+StatusOr<std::shared_ptr<const Discovery>> Discovery::Fetch(RestClient& client) {
+  std::vector<ApiResource> resources;
+  KCACHE_ASSIGN_OR_RETURN(std::string api, client.Get("/api"));
+  nlohmann::json versions = nlohmann::json::parse(api, nullptr, false);
+  std::string core = "v1";
+  if (versions.is_object() && versions["versions"].is_array() && !versions["versions"].empty() &&
+      versions["versions"][0].is_string()) {
+    core = versions["versions"][0].get<std::string>();
+  }
+  std::string core_path = "/api/" + core;
+  KCACHE_ASSIGN_OR_RETURN(std::string core_body, client.Get(core_path));
+  KCACHE_RETURN_IF_ERROR(AddResources(core_body, "", core, core_path, &resources));
+
+  KCACHE_ASSIGN_OR_RETURN(std::string apis, client.Get("/apis"));
+  nlohmann::json groups = nlohmann::json::parse(apis, nullptr, false);
+  if (!groups.is_object() || !groups["groups"].is_array()) {
+    return Status::InvalidArgument("GET /apis: not an APIGroupList");
+  }
+  for (const auto& g : groups["groups"]) {
+    if (!g.is_object()) continue;
+    std::string name = g.value("name", "");
+    std::string version;
+    if (auto p = g.find("preferredVersion"); p != g.end() && p->is_object()) {
+      version = p->value("version", "");
+    }
+    if (version.empty() && g["versions"].is_array() && !g["versions"].empty()) {
+      version = g["versions"][0].value("version", "");
+    }
+    if (name.empty() || version.empty()) continue;
+    std::string path = "/apis/" + name + "/" + version;
+    auto body = client.Get(path);
+    if (!body.ok()) continue;  // an unavailable aggregated API hides only itself
+    KCACHE_RETURN_IF_ERROR(AddResources(*body, name, version, path, &resources));
+  }
+  return FromResources(std::move(resources));
+}
+
+std::shared_ptr<const Discovery> Discovery::FromResources(std::vector<ApiResource> resources) {
+  auto d = std::make_shared<Discovery>();
+  d->resources_ = std::move(resources);
+  return d;
+}
+
+StatusOr<ApiResource> Discovery::Resolve(std::string_view name) const {
+  std::string lower = Lower(name);
+  // Try "resource", then "resource.group", then "resource.version.group".
+  auto matches_name = [&](const ApiResource& r, std::string_view n) {
+    if (r.gvr.resource == n || Lower(r.singular) == n || Lower(r.kind) == n) return true;
+    for (const auto& s : r.short_names) {
+      if (Lower(s) == n) return true;
+    }
+    return false;
+  };
+  for (const ApiResource& r : resources_) {
+    if (matches_name(r, lower)) return r;
+  }
+  size_t dot = lower.find('.');
+  if (dot != std::string::npos) {
+    std::string res = lower.substr(0, dot), rest = lower.substr(dot + 1);
+    for (const ApiResource& r : resources_) {
+      if (matches_name(r, res) && Lower(r.gvr.group) == rest) return r;
+    }
+    size_t dot2 = rest.find('.');
+    std::string version = rest.substr(0, dot2);
+    std::string group = dot2 == std::string::npos ? "" : rest.substr(dot2 + 1);
+    for (const ApiResource& r : resources_) {
+      if (matches_name(r, res) && Lower(r.gvr.group) == group) {
+        ApiResource out = r;
+        out.gvr.version = version;  // a non-preferred version, as asked
+        return out;
+      }
+    }
+  }
+  return Status::NotFound("the server doesn't have a resource type \"" + std::string(name) + "\"");
+}
+
+}  // namespace kcache
