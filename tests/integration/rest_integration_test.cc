@@ -1,0 +1,457 @@
+// The REST client against a real kube-apiserver (v1.20 from Debian's
+// packages, see tests/cluster/up): pagination, watches with bookmarks and
+// 410, errors, discovery, and every form of connection config.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "integration/cluster.h"
+#include "kcache/discovery.h"
+#include "kcache/rest_client.h"
+#include "testing/temp_dir.h"
+#include "util/base64.h"
+
+namespace kcache {
+namespace {
+
+using testing::Cluster;
+
+ResourceRef ConfigMaps(const std::string& ns) { return {{"", "v1", "configmaps"}, true, ns}; }
+ResourceRef Pods(const std::string& ns) { return {{"", "v1", "pods"}, true, ns}; }
+
+void CreateConfigMap(RestClient& c, const std::string& ns, const std::string& name, const std::string& value = "v") {
+  auto st = c.Do("POST", "/api/v1/namespaces/" + ns + "/configmaps",
+                 R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+                     R"(","labels":{"app":"demo"}},"data":{"k":")" + value + R"("}})");
+  ASSERT_TRUE(st.ok()) << st.status();
+}
+
+void CreatePod(RestClient& c, const std::string& ns, const std::string& name) {
+  auto st = c.Do("POST", "/api/v1/namespaces/" + ns + "/pods",
+                 R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+                     R"(","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}})");
+  ASSERT_TRUE(st.ok()) << st.status();
+}
+
+std::string Names(const ObjectList& list) {
+  std::string out;
+  for (const auto& o : list.items) out += (out.empty() ? "" : ",") + o->name();
+  return out;
+}
+
+TEST(RestIntegrationTest, ListPaginatesWithLimitAndContinue) {
+  auto c = Cluster::Get().Admin();
+  std::string ns = Cluster::Get().Namespace("paging");
+  for (int i = 0; i < 25; ++i) CreateConfigMap(*c, ns, "cm-" + std::to_string(100 + i));
+
+  auto page = c->List(ConfigMaps(ns), ListOptions{.limit = 10});
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->items.size(), 10u);
+  EXPECT_FALSE(page->continue_token.empty());
+  EXPECT_EQ(page->remaining_item_count, 15);
+  EXPECT_EQ(page->items[0]->kind(), "ConfigMap") << "items get the list's kind";
+  EXPECT_EQ(page->items[0]->api_version(), "v1");
+
+  auto all = c->Pager(ConfigMaps(ns), ListPagerOptions{.page_size = 10}).List({});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->paginated);
+  ASSERT_EQ(all->list.items.size(), 25u);
+  EXPECT_EQ(all->list.items.front()->name(), "cm-100");
+  EXPECT_EQ(all->list.items.back()->name(), "cm-124");
+  EXPECT_FALSE(all->list.resource_version.empty());
+
+  auto selected = c->List(ConfigMaps(ns), ListOptions{.label_selector = "app=demo", .field_selector = "metadata.name=cm-107"});
+  ASSERT_TRUE(selected.ok()) << selected.status();
+  EXPECT_EQ(Names(*selected), "cm-107");
+
+  // resourceVersion + resourceVersionMatch=NotOlderThan is accepted.
+  auto not_older = c->List(ConfigMaps(ns), ListOptions{.resource_version = all->list.resource_version,
+                                                       .resource_version_match = "NotOlderThan"});
+  ASSERT_TRUE(not_older.ok()) << not_older.status();
+  EXPECT_EQ(not_older->items.size(), 25u);
+}
+
+// An expired continue token is a 410 Expired; the pager then lists once in
+// full (client-go's FullListIfExpired).
+TEST(RestIntegrationTest, ExpiredContinueToken) {
+  auto c = Cluster::Get().Admin();
+  std::string ns = Cluster::Get().Namespace("expiring");
+  for (int i = 0; i < 6; ++i) CreateConfigMap(*c, ns, "cm-" + std::to_string(i));
+  auto first = c->List(ConfigMaps(ns), ListOptions{.limit = 2});
+  ASSERT_TRUE(first.ok()) << first.status();
+  CreateConfigMap(*c, ns, "cm-late");
+  Cluster::Get().CompactEtcd();
+  auto next = c->List(ConfigMaps(ns), ListOptions{.limit = 2, .continue_token = first->continue_token});
+  ASSERT_FALSE(next.ok());
+  EXPECT_TRUE(next.status().IsExpired()) << next.status();
+  ASSERT_NE(next.status().http_error(), nullptr);
+  EXPECT_EQ(next.status().http_error()->http_code, 410);
+
+  int pages = 0;
+  ListPager pager(
+      [&](const ListOptions& o) {
+        if (pages++ == 1) {  // expire the token in the middle
+          CreateConfigMap(*c, ns, "cm-later");
+          Cluster::Get().CompactEtcd();
+        }
+        return c->List(ConfigMaps(ns), o);
+      },
+      ListPagerOptions{.page_size = 2});
+  auto all = pager.List({});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->list.items.size(), 8u);
+  EXPECT_EQ(pages, 3) << "first page, expired second page, one full list";
+}
+
+TEST(RestIntegrationTest, WatchDeliversChangesInOrder) {
+  auto c = Cluster::Get().Admin();
+  std::string ns = Cluster::Get().Namespace("watching");
+  auto list = c->List(Pods(ns), {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto watch = c->Watch(Pods(ns), ListOptions{.resource_version = list->resource_version,
+                                              .timeout_seconds = 30,
+                                              .allow_watch_bookmarks = true});
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  CreatePod(*c, ns, "p1");
+  ASSERT_TRUE(c->Do("PATCH", "/api/v1/namespaces/" + ns + "/pods/p1", R"({"metadata":{"labels":{"tier":"x"}}})").ok());
+  ASSERT_TRUE(c->Do("DELETE", "/api/v1/namespaces/" + ns + "/pods/p1?gracePeriodSeconds=0").ok());
+  // A pod's deletion first sets its deletionTimestamp (MODIFIED), then
+  // removes it (DELETED).
+  std::vector<std::string> seen;
+  std::string last_rv;
+  while (seen.empty() || seen.back() != "DELETED p1") {
+    auto ev = (*watch)->Next();
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    ASSERT_TRUE(ev->has_value()) << "the stream ended early";
+    if ((*ev)->type == WatchEventType::kBookmark) continue;
+    seen.push_back(std::string(WatchEventTypeName((*ev)->type)) + " " + (*ev)->object->name());
+    EXPECT_NE((*ev)->object->resource_version(), last_rv);
+    last_rv = (*ev)->object->resource_version();
+  }
+  ASSERT_GE(seen.size(), 3u);
+  EXPECT_EQ(seen.front(), "ADDED p1");
+  for (size_t i = 1; i + 1 < seen.size(); ++i) EXPECT_EQ(seen[i], "MODIFIED p1");
+  (*watch)->Cancel();
+}
+
+// The watch cache sends a bookmark shortly before the watch's deadline, if
+// it has processed an event newer than the watch's start; the stream then
+// ends cleanly.
+TEST(RestIntegrationTest, BookmarksAndTimeoutSeconds) {
+  auto c = Cluster::Get().Admin();
+  std::string ns = Cluster::Get().Namespace("bookmarks");
+  CreatePod(*c, ns, "b1");
+  auto list = c->List(Pods(ns), {});
+  ASSERT_TRUE(list.ok());
+  auto watch = c->Watch(Pods(ns), ListOptions{.resource_version = list->resource_version,
+                                              .timeout_seconds = 8,
+                                              .allow_watch_bookmarks = true});
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  CreatePod(*c, ns, "b2");
+  int bookmarks = 0;
+  for (;;) {
+    auto ev = (*watch)->Next();
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    if (!*ev) break;  // the server's timeout: a clean end
+    if ((*ev)->type == WatchEventType::kBookmark) {
+      ++bookmarks;
+      EXPECT_FALSE((*ev)->object->resource_version().empty());
+    }
+  }
+  EXPECT_GE(bookmarks, 1);
+}
+
+TEST(RestIntegrationTest, WatchFromCompactedResourceVersionIsExpired) {
+  auto c = Cluster::Get().Admin();
+  std::string ns = Cluster::Get().Namespace("gone");
+  CreateConfigMap(*c, ns, "a");
+  auto list = c->List(ConfigMaps(ns), {});
+  ASSERT_TRUE(list.ok());
+  CreateConfigMap(*c, ns, "b");
+  CreateConfigMap(*c, ns, "c");
+  Cluster::Get().CompactEtcd();
+  auto watch = c->Watch(ConfigMaps(ns), ListOptions{.resource_version = list->resource_version, .timeout_seconds = 10});
+  Status st;
+  if (!watch.ok()) {
+    st = watch.status();
+  } else {
+    auto ev = (*watch)->Next();
+    ASSERT_FALSE(ev.ok()) << "got an event from a compacted resourceVersion";
+    st = ev.status();
+  }
+  EXPECT_TRUE(st.IsExpired()) << st;
+  ASSERT_NE(st.http_error(), nullptr);
+  EXPECT_EQ(st.http_error()->http_code, 410);
+  EXPECT_EQ(st.http_error()->reason, "Expired");
+
+  auto exact = c->List(ConfigMaps(ns), ListOptions{.resource_version = list->resource_version,
+                                                   .resource_version_match = "Exact", .limit = 1});
+  EXPECT_TRUE(exact.status().IsExpired()) << exact.status();
+}
+
+TEST(RestIntegrationTest, CancelFromAnotherThread) {
+  auto c = Cluster::Get().Admin();
+  std::string ns = Cluster::Get().Namespace("cancel");
+  auto watch = c->Watch(Pods(ns), ListOptions{.resource_version = "0", .timeout_seconds = 300});
+  ASSERT_TRUE(watch.ok());
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (*watch)->Cancel();
+  });
+  auto ev = (*watch)->Next();
+  t.join();
+  EXPECT_EQ(ev.status().code(), StatusCode::kCancelled) << ev.status();
+}
+
+int SocketCount() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) {
+    char target[256];
+    std::string path = std::string("/proc/self/fd/") + e->d_name;
+    ssize_t len = readlink(path.c_str(), target, sizeof target - 1);
+    if (len > 0 && std::string_view(target, len).starts_with("socket:")) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+// Many watches share one HTTP/2 connection.
+TEST(RestIntegrationTest, WatchesShareAConnection) {
+  auto c = Cluster::Get().Admin();
+  std::string ns = Cluster::Get().Namespace("sharing");
+  ASSERT_TRUE(c->List(Pods(ns), {}).ok());  // the connection exists
+  int before = SocketCount();
+  std::vector<std::unique_ptr<WatchStream>> watches;
+  for (int i = 0; i < 20; ++i) {
+    auto w = c->Watch(Pods(ns), ListOptions{.resource_version = "0", .timeout_seconds = 60});
+    ASSERT_TRUE(w.ok()) << w.status();
+    watches.push_back(*std::move(w));
+  }
+  int after = SocketCount();
+  EXPECT_LE(after - before, 1) << "20 watches opened " << after - before << " sockets";
+  CreatePod(*c, ns, "shared");
+  for (auto& w : watches) {
+    auto ev = w->Next();
+    ASSERT_TRUE(ev.ok() && *ev) << ev.status();
+    EXPECT_EQ((*ev)->object->name(), "shared");
+  }
+}
+
+TEST(RestIntegrationTest, ServerErrorsAsStatuses) {
+  auto& cl = Cluster::Get();
+  auto c = cl.Admin();
+  auto unknown = c->List(ResourceRef{{"nope.example.com", "v1", "things"}, true, ""}, {});
+  EXPECT_TRUE(unknown.status().IsNotFound()) << unknown.status();
+  EXPECT_EQ(unknown.status().http_error()->http_code, 404);
+
+  auto missing = c->Get("/api/v1/namespaces/default/configmaps/does-not-exist");
+  EXPECT_TRUE(missing.status().IsNotFound());
+  EXPECT_NE(missing.status().message().find("configmaps \"does-not-exist\" not found"), std::string_view::npos)
+      << missing.status();
+
+  auto bad_selector = c->List(ConfigMaps("default"), ListOptions{.label_selector = "a in ("});
+  EXPECT_TRUE(bad_selector.status().IsInvalidArgument()) << bad_selector.status();
+  EXPECT_EQ(bad_selector.status().http_error()->http_code, 400);
+
+  RestConfig wrong = cl.AdminConfig();
+  wrong.bearer_token = "wrong-token";
+  auto unauthorized = (*RestClient::Create(wrong))->List(ConfigMaps("default"), {});
+  EXPECT_EQ(unauthorized.status().code(), StatusCode::kUnauthenticated) << unauthorized.status();
+  EXPECT_EQ(unauthorized.status().message().find("wrong-token"), std::string_view::npos);
+
+  RestConfig nobody = cl.AdminConfig();
+  nobody.bearer_token = "nobody-" + cl.token();
+  auto forbidden = (*RestClient::Create(nobody))->List(ConfigMaps("default"), {});
+  EXPECT_EQ(forbidden.status().code(), StatusCode::kPermissionDenied) << forbidden.status();
+  EXPECT_NE(forbidden.status().message().find("User \"nobody\" cannot list resource \"configmaps\""),
+            std::string_view::npos)
+      << forbidden.status();
+  auto forbidden_watch = (*RestClient::Create(nobody))->Watch(ConfigMaps("default"), {});
+  EXPECT_EQ(forbidden_watch.status().code(), StatusCode::kPermissionDenied);
+}
+
+TEST(RestIntegrationTest, DiscoveryResolvesBuiltinAndCustomResources) {
+  auto c = Cluster::Get().Admin();
+  auto crd = c->Do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", R"({
+    "apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+    "metadata":{"name":"widgets.example.com"},
+    "spec":{"group":"example.com","scope":"Namespaced",
+      "names":{"plural":"widgets","singular":"widget","kind":"Widget","shortNames":["wd"]},
+      "versions":[{"name":"v1","served":true,"storage":true,
+        "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}})");
+  ASSERT_TRUE(crd.ok() || crd.status().code() == StatusCode::kAlreadyExists) << crd.status();
+  std::shared_ptr<const Discovery> d;
+  for (int i = 0; i < 100; ++i) {  // the new group is served within a few seconds
+    auto fetched = Discovery::Fetch(*c);
+    ASSERT_TRUE(fetched.ok()) << fetched.status();
+    d = *fetched;
+    if (d->Resolve("wd").ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(d->Resolve("po")->gvr, (GroupVersionResource{"", "v1", "pods"}));
+  EXPECT_EQ(d->Resolve("deploy")->gvr, (GroupVersionResource{"apps", "v1", "deployments"}));
+  EXPECT_EQ(d->Resolve("deployments.apps")->kind, "Deployment");
+  EXPECT_FALSE(d->Resolve("ns")->namespaced);
+  EXPECT_FALSE(d->Resolve("nodes")->namespaced);
+  auto widget = d->Resolve("wd");
+  ASSERT_TRUE(widget.ok()) << widget.status();
+  EXPECT_EQ(widget->gvr, (GroupVersionResource{"example.com", "v1", "widgets"}));
+  EXPECT_TRUE(widget->namespaced);
+
+  std::string ns = Cluster::Get().Namespace("widgets");
+  auto created = c->Do("POST", "/apis/example.com/v1/namespaces/" + ns + "/widgets",
+                       R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"size":3})");
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto list = c->List(widget->Ref(ns), {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->items.size(), 1u);
+  EXPECT_EQ(list->items[0]->kind(), "Widget");
+  EXPECT_EQ(*list->items[0]->FieldValue("size"), "3");
+}
+
+// --- Connection config forms ----------------------------------------------
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Status ListWith(const RestConfig& config) {
+  auto client = RestClient::Create(config);
+  if (!client.ok()) return client.status();
+  return (*client)->List(ConfigMaps("default"), ListOptions{.limit = 1}).status();
+}
+
+TEST(RestIntegrationConfigTest, CertificateAuthorityFileDataAndInsecure) {
+  auto& cl = Cluster::Get();
+  RestConfig file = cl.AdminConfig();
+  ASSERT_FALSE(file.ca_file.empty());
+  EXPECT_TRUE(ListWith(file).ok()) << ListWith(file);
+
+  testing::TempDir dir;
+  std::ofstream(dir.Sub("config")) << "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: " << cl.server()
+                                   << "\n    certificate-authority-data: " << Base64Encode(ReadAll(file.ca_file))
+                                   << "\nusers:\n- name: u\n  user:\n    token: " << cl.token()
+                                   << "\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n";
+  auto data = LoadKubeconfig({.path = dir.Sub("config")});
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_TRUE(ListWith(*data).ok());
+
+  RestConfig no_ca = file;
+  no_ca.ca_file.clear();
+  Status untrusted = ListWith(no_ca);
+  EXPECT_EQ(untrusted.code(), StatusCode::kFailedPrecondition) << untrusted;
+  no_ca.insecure_skip_tls_verify = true;
+  EXPECT_TRUE(ListWith(no_ca).ok());
+}
+
+TEST(RestIntegrationConfigTest, TlsServerName) {
+  RestConfig config = Cluster::Get().AdminConfig();
+  config.tls_server_name = "kubernetes.default";  // a name in the serving certificate, not 127.0.0.1
+  EXPECT_TRUE(ListWith(config).ok()) << ListWith(config);
+  config.tls_server_name = "not-the-server.example";
+  EXPECT_EQ(ListWith(config).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(RestIntegrationConfigTest, ClientCertificates) {
+  auto& cl = Cluster::Get();
+  RestConfig anonymous = cl.AdminConfig();
+  anonymous.bearer_token.clear();
+  EXPECT_EQ(ListWith(anonymous).code(), StatusCode::kPermissionDenied) << "system:anonymous may not list";
+  RestConfig files = anonymous;
+  files.client_cert_file = cl.File("admin.crt");
+  files.client_key_file = cl.File("admin.key");
+  EXPECT_TRUE(ListWith(files).ok()) << ListWith(files);
+  RestConfig data = anonymous;
+  data.client_cert_data = ReadAll(cl.File("admin.crt"));
+  data.client_key_data = ReadAll(cl.File("admin.key"));
+  EXPECT_TRUE(ListWith(data).ok());
+}
+
+TEST(RestIntegrationConfigTest, TokenFileRotation) {
+  auto& cl = Cluster::Get();
+  testing::TempDir dir;
+  std::string file = dir.Sub("token");
+  std::ofstream(file) << "expired-token\n";
+  RestConfig config = cl.AdminConfig();
+  config.bearer_token.clear();
+  config.bearer_token_file = file;
+  auto client = *RestClient::Create(config);
+  EXPECT_EQ(client->List(ConfigMaps("default"), {}).status().code(), StatusCode::kUnauthenticated);
+  std::ofstream(file) << "rotated-" << cl.token() << "\n";  // the new token of a rotation
+  EXPECT_TRUE(client->List(ConfigMaps("default"), {}).ok());
+}
+
+TEST(RestIntegrationConfigTest, ExecPlugin) {
+  auto& cl = Cluster::Get();
+  testing::TempDir dir;
+  std::string plugin = dir.Sub("get-token");
+  std::ofstream(plugin) << "#!/bin/sh\n"
+                        << "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) exit 2;; esac\n"
+                        << "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+                        << "\"status\":{\"token\":\"" << cl.token() << "\"}}'\n";
+  chmod(plugin.c_str(), 0755);
+  std::ofstream(dir.Sub("config")) << "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: " << cl.server()
+                                   << "\n    certificate-authority: " << cl.File("certs/apiserver.crt")
+                                   << "\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1"
+                                   << "\n      command: ./get-token\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n";
+  auto config = LoadKubeconfig({.path = dir.Sub("config")});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(ListWith(*config).ok()) << ListWith(*config);
+}
+
+TEST(RestIntegrationConfigTest, KubeconfigVariableMergesFiles) {
+  auto& cl = Cluster::Get();
+  testing::TempDir dir;
+  std::ofstream(dir.Sub("cluster")) << "clusters:\n- name: c\n  cluster:\n    server: " << cl.server()
+                                    << "\n    certificate-authority: " << cl.File("certs/apiserver.crt") << "\n";
+  std::ofstream(dir.Sub("user")) << "current-context: t\nusers:\n- name: u\n  user:\n    token: " << cl.token()
+                                 << "\ncontexts:\n- name: t\n  context: {cluster: c, user: u, namespace: kube-system}\n";
+  setenv("KUBECONFIG", (dir.Sub("cluster") + ":" + dir.Sub("user")).c_str(), 1);
+  auto config = LoadClientConfig({});
+  unsetenv("KUBECONFIG");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->namespace_, "kube-system");
+  EXPECT_TRUE(ListWith(*config).ok());
+}
+
+// Plain HTTP through `kubectl proxy`, which adds the credentials.
+TEST(RestIntegrationConfigTest, PlainHttpThroughKubectlProxy) {
+  auto& cl = Cluster::Get();
+  testing::TempDir dir;
+  std::string log = dir.Sub("proxy.log");
+  std::string cmd = "kubectl proxy --port=0 --kubeconfig=" + cl.File("kubeconfig") + " >" + log +
+                    " 2>&1 & echo $!";
+  FILE* p = popen(cmd.c_str(), "r");
+  int pid = 0;
+  ASSERT_EQ(fscanf(p, "%d", &pid), 1);
+  pclose(p);
+  std::string port;
+  for (int i = 0; i < 100 && port.empty(); ++i) {  // "Starting to serve on 127.0.0.1:PORT"
+    std::string text = ReadAll(log);
+    if (size_t at = text.find("127.0.0.1:"); at != std::string::npos) {
+      port = text.substr(at + 10, text.find_first_not_of("0123456789", at + 10) - at - 10);
+    }
+    if (port.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(port.empty()) << ReadAll(log);
+  auto config = LoadClientConfig({.path = "", .server = "http://127.0.0.1:" + port});
+  RestConfig plain;
+  plain.server = "http://127.0.0.1:" + port;
+  auto client = *RestClient::Create(plain);
+  auto list = client->List(ConfigMaps("default"), {});
+  EXPECT_TRUE(list.ok()) << list.status();
+  auto watch = client->Watch(ConfigMaps("default"), ListOptions{.resource_version = "0", .timeout_seconds = 1});
+  EXPECT_TRUE(watch.ok()) << watch.status();
+  kill(pid, SIGTERM);
+}
+
+}  // namespace
+}  // namespace kcache
