@@ -1,6 +1,8 @@
 // Every public header compiles on its own and reaches no private header:
 // the include path of this test holds include/ only (see tests/meson.build).
 
+#include "kcache/cache.h"
+#include "kcache/discovery.h"
 #include "kcache/field_selector.h"
 #include "kcache/indexer.h"
 #include "kcache/key.h"
@@ -11,9 +13,12 @@
 #include "kcache/object.h"
 #include "kcache/pager.h"
 #include "kcache/resource.h"
+#include "kcache/rest_client.h"
+#include "kcache/rest_config.h"
 #include "kcache/status.h"
 #include "kcache/status_or.h"
 #include "kcache/store.h"
+#include "kcache/watch.h"
 
 #include <gtest/gtest.h>
 
@@ -30,6 +35,14 @@ TEST(PublicHeadersTest, UsableWithoutPrivateHeaders) {
   ASSERT_TRUE(store->Add(*obj).ok());
   kcache::Lister lister(std::move(store), {"", "pods"});
   EXPECT_EQ((*lister.Namespace("b").Get("a"))->name(), "a");
+}
+
+TEST(PublicHeadersTest, RestClientWithoutPrivateHeaders) {
+  kcache::RestConfig config;
+  config.server = "http://127.0.0.1:1";
+  auto client = kcache::RestClient::Create(config);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_EQ(kcache::EncodeListOptions({.limit = 5}, /*watch=*/false), "limit=5");
 }
 
 }  // namespace
