@@ -10,6 +10,7 @@
 
 #include "kcache/rest_config.h"
 #include "util/base64.h"
+#include "util/strings.h"
 
 namespace kcache {
 namespace {
@@ -304,10 +305,7 @@ StatusOr<RestConfig> InClusterConfig(const InClusterOptions& options) {
   if (c.namespace_.empty()) {
     std::ifstream in(dir + "/namespace");
     std::string ns;
-    if (in && std::getline(in, ns)) {
-      size_t b = ns.find_first_not_of(" \t\r\n"), e = ns.find_last_not_of(" \t\r\n");
-      c.namespace_ = b == std::string::npos ? "" : ns.substr(b, e - b + 1);
-    }
+    if (in && std::getline(in, ns)) c.namespace_ = std::string(TrimSpace(ns));
   }
   if (c.namespace_.empty()) c.namespace_ = "default";
   c.source = "in-cluster service account " + dir;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/base64.h"
+#include "util/strings.h"
 
 extern char** environ;
 
@@ -28,11 +29,6 @@ StatusOr<std::string> ReadFile(const std::string& path, std::string_view what) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string TrimSpace(std::string s) {
-  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 // "2026-11-22T10:00:00Z" (RFC 3339 as Kubernetes writes it).
@@ -201,7 +197,7 @@ Status Credentials::Apply(std::vector<std::string>* headers, std::shared_ptr<con
         // token if there is one (client-go's cached token source does too).
         if (!file_token_valid_) return text.status();
       } else {
-        file_token_ = TrimSpace(*std::move(text));
+        file_token_ = std::string(TrimSpace(*text));
         file_token_valid_ = true;
         file_token_read_ = now;
       }

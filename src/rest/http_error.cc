@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/strings.h"
+
 namespace kcache::rest {
 namespace {
 
@@ -12,10 +14,7 @@ namespace {
 constexpr size_t kMaxQuotedBody = 256;
 
 std::string Trimmed(std::string_view text) {
-  size_t b = text.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return "";
-  size_t e = text.find_last_not_of(" \t\r\n");
-  std::string out(text.substr(b, e - b + 1));
+  std::string out(TrimSpace(text));
   if (out.size() > kMaxQuotedBody) {
     out.resize(kMaxQuotedBody);
     out += "...";

@@ -32,9 +32,6 @@ class JsonFramer {
   // now was cut in the middle of an event).
   bool InFrame() const;
 
-  // Bytes buffered and not yet returned.
-  size_t buffered() const { return buf_.size() - start_; }
-
   // Offset in the stream of the first buffered byte.
   uint64_t offset() const { return consumed_ + start_; }
 

@@ -194,7 +194,7 @@ void Transport::Post(std::function<void()> command) {
   curl_multi_wakeup(multi_);
 }
 
-Status Transport::Configure(Transfer* t) {
+void Transport::Configure(Transfer* t) {
   CURL* e = Easy(t->easy_);
   const Request& r = t->request_;
   curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
@@ -246,7 +246,6 @@ Status Transport::Configure(Transfer* t) {
     t->connect_to_ = ct;
     curl_easy_setopt(e, CURLOPT_CONNECT_TO, ct);
   }
-  return Status::OK();
 }
 
 std::shared_ptr<Transfer> Transport::Start(Request request) {
@@ -260,12 +259,7 @@ std::shared_ptr<Transfer> Transport::Start(Request request) {
     t->result_ = Status::Internal(t->what_ + ": curl_easy_init failed");
     return t;
   }
-  Status st = Configure(t.get());
-  if (!st.ok()) {
-    t->done_ = true;
-    t->result_ = st;
-    return t;
-  }
+  Configure(t.get());
   Post([this, t] {
     {
       std::lock_guard<std::mutex> lock(t->mu_);

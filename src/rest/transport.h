@@ -114,7 +114,7 @@ class Transport : public std::enable_shared_from_this<Transport> {
   void Run();
   void Post(std::function<void()> command);
   void Finish(Transfer* t, Status result);
-  Status Configure(Transfer* t);
+  void Configure(Transfer* t);
 
   std::string proxy_url_;
   void* multi_ = nullptr;  // CURLM*, owned

@@ -1,0 +1,18 @@
+// Small string helpers shared across subsystems.
+#ifndef KCACHE_UTIL_STRINGS_H_
+#define KCACHE_UTIL_STRINGS_H_
+
+#include <string_view>
+
+namespace kcache {
+
+// `s` without leading and trailing spaces, tabs, CRs and LFs.
+inline std::string_view TrimSpace(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+}  // namespace kcache
+
+#endif  // KCACHE_UTIL_STRINGS_H_
