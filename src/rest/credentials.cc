@@ -117,7 +117,11 @@ StatusOr<std::unique_ptr<Credentials>> Credentials::Create(const RestConfig& con
   tls->connect_to = std::move(connect_to);
   c->base_tls_ = std::move(tls);
   if (!config.bearer_token_file.empty() && config.bearer_token.empty()) {
-    KCACHE_RETURN_IF_ERROR(ReadFile(config.bearer_token_file, "tokenFile").status());
+    // Read now so that a missing file fails here; the first request uses it.
+    KCACHE_ASSIGN_OR_RETURN(std::string token, ReadFile(config.bearer_token_file, "tokenFile"));
+    c->file_token_ = std::string(TrimSpace(token));
+    c->file_token_read_ = std::chrono::steady_clock::now();
+    c->file_token_valid_ = true;
   }
   return c;
 }

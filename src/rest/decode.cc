@@ -10,10 +10,16 @@ namespace {
 
 namespace ondemand = simdjson::ondemand;
 
-void Pad(std::string* s) {
-  if (s->capacity() < s->size() + simdjson::SIMDJSON_PADDING) {
-    s->reserve(s->size() + simdjson::SIMDJSON_PADDING);
+// Pads `json` for simdjson and starts iterating it as one JSON object.
+// Returns false if it is not one. One parser per thread serves both
+// decoders: neither calls the other while iterating.
+bool IterateTopObject(std::string* json, ondemand::document* doc, ondemand::object* top) {
+  if (json->capacity() < json->size() + simdjson::SIMDJSON_PADDING) {
+    json->reserve(json->size() + simdjson::SIMDJSON_PADDING);
   }
+  thread_local ondemand::parser parser;
+  return !parser.iterate(json->data(), json->size(), json->capacity()).get(*doc) &&
+         !doc->get_object().get(*top);
 }
 
 // The error for a document the on-demand parser gave up on: the validating
@@ -31,16 +37,13 @@ Status Malformed(std::string_view what, const std::string& doc, uint64_t base_of
 }  // namespace
 
 StatusOr<ObjectList> DecodeList(std::string body, const ParseOptions& options) {
-  Pad(&body);
-  thread_local ondemand::parser parser;
   ondemand::document doc;
+  ondemand::object top;
   ObjectList list;
   ParseOptions item_options = options;
   std::vector<std::string_view> items;
   auto fail = [&]() { return Malformed("list response", body, 0); };
-  if (parser.iterate(body.data(), body.size(), body.capacity()).get(doc)) return fail();
-  ondemand::object top;
-  if (doc.get_object().get(top)) return fail();
+  if (!IterateTopObject(&body, &doc, &top)) return fail();
   for (auto field : top) {
     std::string_view key;
     if (field.unescaped_key().get(key)) return fail();
@@ -102,16 +105,13 @@ StatusOr<ObjectList> DecodeList(std::string body, const ParseOptions& options) {
 
 StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
                                       const ParseOptions& options, std::string_view what) {
-  Pad(&frame);
-  thread_local ondemand::parser parser;
   ondemand::document doc;
+  ondemand::object top;
   std::string_view type, raw;
   auto fail = [&]() {
     return Malformed(std::string(what) + ": watch event", frame, stream_offset);
   };
-  if (parser.iterate(frame.data(), frame.size(), frame.capacity()).get(doc)) return fail();
-  ondemand::object top;
-  if (doc.get_object().get(top)) return fail();
+  if (!IterateTopObject(&frame, &doc, &top)) return fail();
   for (auto field : top) {
     std::string_view key;
     if (field.unescaped_key().get(key)) return fail();
