@@ -37,7 +37,7 @@ std::string Uid(uint64_t v) {
 
 std::string Timestamp(uint64_t v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "2026-%02d-%02dT%02d:%02d:%02dZ", int(1 + v % 12),
+  std::snprintf(buf, sizeof buf, "2025-%02d-%02dT%02d:%02d:%02dZ", int(1 + v % 12),
                 int(1 + (v >> 4) % 28), int((v >> 9) % 24), int((v >> 14) % 60),
                 int((v >> 20) % 60));
   return buf;
@@ -59,7 +59,7 @@ std::string PodJson(const PodOptions& o, uint64_t index, uint64_t resource_versi
   const std::string template_hash = Alnum(app_hash, 10);
   const std::string name = app + "-" + template_hash + "-" + Alnum(h, 5);
   const std::string rs = app + "-" + template_hash;
-  const std::string node = "node-" + std::to_string(h % 500);
+  const std::string node = "node-" + std::to_string(h % static_cast<uint64_t>(o.nodes));
   const std::string created = Timestamp(h);
   const std::string image = "registry.example.com/" + std::string(kApps[app_index % 10]) + ":v1." +
                             std::to_string(app_hash % 40) + "." + std::to_string(h % 7);
@@ -113,6 +113,60 @@ std::string PodJson(const PodOptions& o, uint64_t index, uint64_t resource_versi
        Hex(Mix(h + 6), 16) + Hex(Mix(h + 7), 16) +
        R"(","started":true}],"qosClass":"Burstable"}})";
   return j;
+}
+
+std::string NamespaceJson(const std::string& name, uint64_t resource_version) {
+  const uint64_t h = Mix(std::hash<std::string>{}(name));
+  return R"({"kind":"Namespace","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":")" + Uid(h) +
+         R"(","resourceVersion":")" + std::to_string(resource_version) + R"(","creationTimestamp":")" +
+         Timestamp(h) + R"(","labels":{"kubernetes.io/metadata.name":")" + name +
+         R"("},"annotations":{}},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}})";
+}
+
+std::string NodeJson(const PodOptions& o, int index, uint64_t resource_version) {
+  const uint64_t h = Mix(o.seed * 31337 + static_cast<uint64_t>(index));
+  const std::string name = "node-" + std::to_string(index);
+  const std::string zone = "zone-" + std::string(1, static_cast<char>('a' + h % 3));
+  const std::string ip = "192.168." + std::to_string((h >> 24) % 250) + "." + std::to_string((h >> 32) % 250);
+  const std::string created = Timestamp(h);
+  return R"({"kind":"Node","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":")" + Uid(h) +
+         R"(","resourceVersion":")" + std::to_string(resource_version) + R"(","creationTimestamp":")" + created +
+         R"(","labels":{"kubernetes.io/arch":"amd64","kubernetes.io/hostname":")" + name +
+         R"(","kubernetes.io/os":"linux","node.kubernetes.io/instance-type":"m5.2xlarge","topology.kubernetes.io/zone":")" +
+         zone + R"("},"annotations":{"node.alpha.kubernetes.io/ttl":"0"}},"spec":{"podCIDR":"10.)" +
+         std::to_string(index % 250) + R"(.0.0/24","providerID":"demo://)" + name +
+         R"("},"status":{"capacity":{"cpu":"8","memory":"32Gi","pods":"110"},"allocatable":{"cpu":"7910m","memory":"31Gi","pods":"110"},"conditions":[{"type":"Ready","status":"True","lastHeartbeatTime":")" +
+         created + R"(","lastTransitionTime":")" + created +
+         R"(","reason":"KubeletReady","message":"kubelet is posting ready status"}],"addresses":[{"type":"InternalIP","address":")" +
+         ip + R"("},{"type":"Hostname","address":")" + name +
+         R"("}],"nodeInfo":{"kubeletVersion":"v1.20.2","containerRuntimeVersion":"containerd://1.6.20","osImage":"Debian GNU/Linux 12 bookworm","architecture":"amd64","operatingSystem":"linux"}}})";
+}
+
+std::string WidgetJson(const PodOptions& o, uint64_t app_index, uint64_t resource_version) {
+  const uint64_t app_hash = Mix(o.seed * 7919 + app_index);
+  const std::string ns = "ns-" + std::to_string(app_index % static_cast<uint64_t>(o.namespaces));
+  const std::string app = std::string(kApps[app_index % 10]) + "-" + std::to_string(app_index);
+  return R"({"apiVersion":"demo.kcache.io/v1","kind":"Widget","metadata":{"name":")" + app +
+         R"(","namespace":")" + ns + R"(","uid":")" + Uid(app_hash + 1) + R"(","resourceVersion":")" +
+         std::to_string(resource_version) + R"(","generation":1,"creationTimestamp":")" + Timestamp(app_hash) +
+         R"(","labels":{"app":")" + app + R"(","tier":")" + std::string(kTiers[app_hash % 4]) +
+         R"("},"annotations":{}},"spec":{"replicas":)" + std::to_string(o.pods_per_app) +
+         R"(,"image":"registry.example.com/)" + std::string(kApps[app_index % 10]) + R"(:v1.)" +
+         std::to_string(app_hash % 40) + R"("},"status":{"readyReplicas":)" + std::to_string(o.pods_per_app) + "}}";
+}
+
+std::string PadJson(std::string json, size_t bytes) {
+  constexpr std::string_view kAnchor = R"("annotations":{)";
+  constexpr std::string_view kKey = R"("demo.kcache.io/padding":")";
+  size_t at = json.find(kAnchor);
+  const size_t overhead = kKey.size() + 2;  // closing quote and comma
+  if (at == std::string::npos || json.size() + overhead >= bytes) return json;
+  at += kAnchor.size();
+  const bool empty = json[at] == '}';
+  std::string filler(bytes - json.size() - overhead + (empty ? 1 : 0), 'x');
+  for (size_t i = 0; i < filler.size(); ++i) filler[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[Mix(i) % 36];
+  json.insert(at, std::string(kKey) + filler + (empty ? "\"" : "\","));
+  return json;
 }
 
 }  // namespace kcache::synth

@@ -5,13 +5,13 @@
 #ifndef KCACHE_TESTS_TESTING_FAKE_HTTP_SERVER_H_
 #define KCACHE_TESTS_TESTING_FAKE_HTTP_SERVER_H_
 
-#include <atomic>
-#include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "http/server.h"
 
 namespace kcache::testing {
 
@@ -47,18 +47,12 @@ class FakeHttpServer {
   std::vector<FakeRequest> requests() const;
 
  private:
-  void Serve(int fd);
-  void ServeConnection(int fd);
+  void Serve(const http::Request& req, http::ResponseWriter& w);
 
   Handler handler_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stopping_{false};
-  std::thread acceptor_;
   mutable std::mutex mu_;
-  std::vector<std::thread> workers_;
-  std::vector<int> fds_;
   std::vector<FakeRequest> requests_;
+  std::unique_ptr<http::Server> server_;  // last: stops before the rest goes
 };
 
 }  // namespace kcache::testing

@@ -9,6 +9,7 @@
 #include "bench/store_bench.h"
 #include "cli/flags.h"
 #include "demo/demo.h"
+#include "serve/server.h"
 
 namespace {
 
@@ -18,6 +19,7 @@ Usage:
   kcache demo [flags]          decode, index and query a built-in synthetic cluster
   kcache bench decode [flags]  metadata extraction against a full JSON parse
   kcache bench store [flags]   ingest and queries of the RocksDB cache against raw RocksDB
+  kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
   kcache version               print the version
 
 Run "kcache COMMAND --help" for a command's flags.
@@ -100,6 +102,56 @@ int Bench(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "bench decode");
 }
 
+int Serve(const std::vector<std::string>& args) {
+  kcache::serve::ServeOptions o;
+  int64_t seed = 1, bookmark_seconds = 60;
+  std::string cut, expire, throttle, error, malformed, stall;
+  kcache::cli::FlagSet flags;
+  flags.String("listen", '\0', &o.listen, "HOST:PORT to serve on (port 0: any free one)");
+  flags.Int("pods", '\0', &o.cluster.pods, "pods in the synthetic cluster");
+  flags.Int("namespaces", '\0', &o.cluster.namespaces, "namespaces the pods are spread over");
+  flags.Int("nodes", '\0', &o.cluster.nodes, "nodes the pods run on");
+  flags.Int("object-bytes", '\0', &o.cluster.object_bytes, "pad each pod to this many bytes (0: natural, about 6.5 KB)");
+  flags.Int("seed", '\0', &seed, "seed of the synthetic cluster and its churn");
+  flags.Int("creates", '\0', &o.churn.creates, "pods created per second");
+  flags.Int("updates", '\0', &o.churn.updates, "pod status updates per second");
+  flags.Int("relabels", '\0', &o.churn.relabels, "pod label changes per second");
+  flags.Int("deletes", '\0', &o.churn.deletes, "pods deleted per second");
+  flags.Int("history", '\0', &o.history, "events kept per resource; watches and continue tokens from before them get 410 Expired");
+  flags.Int("bookmark-interval", '\0', &bookmark_seconds, "seconds between bookmarks on a watch that allows them");
+  flags.String("fault-cut", '\0', &cut, "requests cut mid-way, e.g. 3,7 or *5 (every fifth)");
+  flags.String("fault-expire", '\0', &expire, "requests answered 410 Expired");
+  flags.String("fault-throttle", '\0', &throttle, "requests answered 429 with Retry-After");
+  flags.Int("retry-after", '\0', &o.api.faults.retry_after_seconds, "Retry-After seconds of --fault-throttle");
+  flags.String("fault-error", '\0', &error, "requests answered 500 InternalError");
+  flags.String("fault-malformed", '\0', &malformed, "requests whose body has malformed JSON");
+  flags.String("fault-stall", '\0', &stall, "requests that stall after the headers (and a watch's initial events)");
+  flags.Int("fault-slow", '\0', &o.api.faults.slow_bytes_per_second, "send every response at most this many bytes per second (0: no limit)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "serve", &positional); rc >= 0) return rc;
+  if (!positional.empty()) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""), "serve");
+  if (bookmark_seconds < 1) return Fail(kcache::Status::InvalidArgument("--bookmark-interval must be at least 1"), "serve");
+  o.cluster.seed = static_cast<uint64_t>(seed);
+  o.api.bookmark_interval = std::chrono::seconds(bookmark_seconds);
+  struct {
+    const char* flag;
+    const std::string* spec;
+    kcache::serve::RequestSet* set;
+  } sets[] = {{"fault-cut", &cut, &o.api.faults.cut},
+              {"fault-expire", &expire, &o.api.faults.expire},
+              {"fault-throttle", &throttle, &o.api.faults.throttle},
+              {"fault-error", &error, &o.api.faults.internal_error},
+              {"fault-malformed", &malformed, &o.api.faults.malformed},
+              {"fault-stall", &stall, &o.api.faults.stall}};
+  for (auto& s : sets) {
+    kcache::StatusOr<kcache::serve::RequestSet> parsed = kcache::serve::RequestSet::Parse(s.flag, *s.spec);
+    if (!parsed.ok()) return Fail(parsed.status(), "serve");
+    *s.set = std::move(parsed).value();
+  }
+  kcache::Status st = kcache::serve::RunServe(o, std::cout);
+  return st.ok() ? 0 : Fail(st, "serve");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,6 +164,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "demo") return Demo(args);
   if (command == "bench") return Bench(args);
+  if (command == "serve") return Serve(args);
   if (command == "version") {
     std::cout << "kcache " << KCACHE_VERSION << "\n";
     return 0;
