@@ -687,7 +687,7 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
         return w.Cut();
       }
       note("malformed");
-      w.Write(std::string(pieces[0]) + R"({"kind":")" + t.rt->kind + R"(","metadata":{"name":}})" + "\n");
+      w.Write(std::string(pieces[0]) + R"({"kind":")" + t.rt->kind + R"(","metadata":{"name":}}})" + "\n");
       return;
     }
     if (!pieces.empty() && !w.Write(pieces)) return;
@@ -712,6 +712,11 @@ namespace {
 // apiVersion, namespace (and name, for an update).
 std::optional<Reply> ParseBody(const http::Request& req, const ResourceType& rt, const std::string& namespace_,
                                ojson* out) {
+  if (std::string type = req.Header("Content-Type"); !type.empty() && type.find("json") == std::string::npos) {
+    return Reply{415, "UnsupportedMediaType",
+                 "the body of the request was in an unknown format - accepted media types include: application/json",
+                 ""};
+  }
   ojson j = ojson::parse(req.body, nullptr, false);
   if (!j.is_object()) {
     return Reply{400, "BadRequest",

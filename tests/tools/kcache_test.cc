@@ -2,11 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include <arpa/inet.h>
+#include <csignal>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -70,6 +76,10 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
       {"bench fast", "error: bench: unknown benchmark \"fast\""},
       {"bench decode --objects", "error: bench decode: flag needs an argument: --objects"},
       {"frobnicate", "error: unknown command \"frobnicate\""},
+      {"serve --fault-cut x", "error: serve: invalid argument \"x\" for \"--fault-cut\" flag"},
+      {"serve --fault-expire 0", "error: serve: invalid argument \"0\" for \"--fault-expire\" flag"},
+      {"serve --listen 8080", "error: serve: listen address \"8080\" is not HOST:PORT"},
+      {"serve --history 0", "error: serve: --history must be at least 1"},
   };
   for (const auto& c : cases) {
     Result r = Kcache(c.args);
@@ -88,6 +98,91 @@ TEST(KcacheToolTest, HelpAndVersion) {
   Result version = Kcache("version");
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.output.substr(0, 7), "kcache ");
+}
+
+// Starts `kcache serve ARGS` with its output on a pipe; returns the pid and
+// the first two lines (the second names the URL).
+struct Serving {
+  pid_t pid = -1;
+  int out = -1;
+  std::string banner;
+};
+
+Serving StartServe(const std::string& args) {
+  Serving s;
+  int fds[2];
+  if (pipe(fds) != 0) return s;
+  s.pid = fork();
+  if (s.pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    std::string cmd = std::string(std::getenv("KCACHE_BIN")) + " serve " + args;
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  s.out = fds[0];
+  char c;
+  while (std::count(s.banner.begin(), s.banner.end(), '\n') < 2 && read(s.out, &c, 1) == 1) s.banner += c;
+  return s;
+}
+
+std::string Drain(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    Serving s = StartServe("--listen 127.0.0.1:0 --pods 100");
+    ASSERT_GT(s.pid, 0);
+    size_t at = s.banner.find("serving on http://127.0.0.1:");
+    ASSERT_NE(at, std::string::npos) << s.banner;
+    int port = std::atoi(s.banner.c_str() + at + std::string("serving on http://127.0.0.1:").size());
+    // A watch, open when the signal comes.
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    std::string req = "GET /api/v1/pods?watch=true HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+    char buf[4096];
+    ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0) << "the watch started";
+    kill(s.pid, sig);
+    int status = 0;
+    waitpid(s.pid, &status, 0);
+    std::string rest = Drain(s.out);
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << rest;
+    EXPECT_NE(rest.find(sig == SIGTERM ? "SIGTERM, stopping" : "SIGINT, stopping"), std::string::npos) << rest;
+    // The watch's connection has ended.
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
+    }
+    EXPECT_EQ(n, 0);
+    close(fd);
+  }
+}
+
+TEST(KcacheToolTest, ServeReportsAPortInUse) {
+  Serving first = StartServe("--listen 127.0.0.1:0 --pods 0");
+  size_t at = first.banner.find("serving on http://");
+  ASSERT_NE(at, std::string::npos) << first.banner;
+  std::string url = first.banner.substr(at + std::string("serving on http://").size());
+  url = url.substr(0, url.find_first_of(" \n"));
+  Result second = Kcache("serve --pods 0 --listen " + url);
+  EXPECT_EQ(second.exit_code, 1) << second.output;
+  EXPECT_NE(second.output.find("cannot listen on " + url), std::string::npos) << second.output;
+  kill(first.pid, SIGTERM);
+  waitpid(first.pid, nullptr, 0);
+  Drain(first.out);
 }
 
 }  // namespace
