@@ -247,6 +247,7 @@ std::string StatusJson(int code, std::string_view reason, std::string_view messa
   if (!message.empty()) s += R"(,"message":)" + Quote(message);
   if (!reason.empty()) s += R"(,"reason":)" + Quote(reason);
   if (!details_json.empty()) s += R"(,"details":)" + details_json;
+  if (code >= 200 && code < 300) return s + "}";  // success has no code, as the apiserver writes it
   return s + R"(,"code":)" + std::to_string(code) + "}";
 }
 
@@ -439,7 +440,14 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
       std::vector<std::string> allowed = t.rt->selectable_fields();
       for (const FieldSelector::Term& term : sel->terms()) {
         if (std::find(allowed.begin(), allowed.end(), term.field) == allowed.end()) {
-          return SendReply(w, {400, "BadRequest", "field label not supported: " + term.field, ""});
+          // Types with fields of their own have a conversion function that
+          // says this; the others get the generic answer.
+          std::string message = "field label not supported: " + term.field;
+          if (t.rt->fields.empty()) {
+            message = Quote(term.field) + " is not a known field selector: only ";
+            for (size_t i = 0; i < allowed.size(); ++i) message += (i ? ", " : "") + Quote(allowed[i]);
+          }
+          return SendReply(w, {400, "BadRequest", message, ""});
         }
       }
       q.fields = std::move(sel).value();
