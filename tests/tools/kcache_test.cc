@@ -63,6 +63,15 @@ TEST(KcacheToolTest, BenchDecodeReportsEveryMethod) {
   EXPECT_EQ(r.output.find("no work"), std::string::npos) << r.output;
 }
 
+TEST(KcacheToolTest, BenchServeReportsRatesAgainstTheLoopbackLimit) {
+  Result r = Kcache("bench serve --pods 500 --events 500 --runs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("serve: 500 pods"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("loopback limit"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("LIST resourceVersion=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("WATCH burst"), std::string::npos) << r.output;
+}
+
 TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
   struct {
     const char* args;

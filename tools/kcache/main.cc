@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench/decode_bench.h"
+#include "bench/serve_bench.h"
 #include "bench/store_bench.h"
 #include "cli/flags.h"
 #include "demo/demo.h"
@@ -19,6 +20,7 @@ Usage:
   kcache demo [flags]          decode, index and query a built-in synthetic cluster
   kcache bench decode [flags]  metadata extraction against a full JSON parse
   kcache bench store [flags]   ingest and queries of the RocksDB cache against raw RocksDB
+  kcache bench serve [flags]   kcache serve's LIST and watch rates against the loopback limit
   kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
   kcache version               print the version
 
@@ -82,12 +84,26 @@ int BenchStore(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "bench store");
 }
 
+int BenchServe(const std::vector<std::string>& args) {
+  int64_t pods = 50000, events = 50000, runs = 5;
+  kcache::cli::FlagSet flags;
+  flags.Int("pods", '\0', &pods, "pods in the served cluster");
+  flags.Int("events", '\0', &events, "watch events in the burst");
+  flags.Int("runs", '\0', &runs, "timed runs of each (the median is reported)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "bench serve", &positional); rc >= 0) return rc;
+  kcache::Status st = kcache::bench::RunServeBench(
+      {.pods = static_cast<int>(pods), .events = static_cast<int>(events), .runs = static_cast<int>(runs)}, std::cout);
+  return st.ok() ? 0 : Fail(st, "bench serve");
+}
+
 int Bench(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "store") return BenchStore({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "serve") return BenchServe({args.begin() + 1, args.end()});
   if (args.empty() || args[0] != "decode") {
     return Fail(kcache::Status::InvalidArgument(
-                    args.empty() ? "missing benchmark name (available: decode, store)"
-                                 : "unknown benchmark \"" + args[0] + "\" (available: decode, store)"),
+                    args.empty() ? "missing benchmark name (available: decode, serve, store)"
+                                 : "unknown benchmark \"" + args[0] + "\" (available: decode, serve, store)"),
                 "bench");
   }
   int64_t objects = 20000, runs = 5;
