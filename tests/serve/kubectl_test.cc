@@ -1,15 +1,14 @@
 // kubectl (the machine's, v1.32) against kcache serve: discovery, paginated
 // get across namespaces, the custom resource, cluster-scoped types and
 // get -w seeing a change.
-#include <sys/wait.h>
-
-#include <cstdio>
+#include <algorithm>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "kcache/rest_client.h"
 #include "serve/server.h"
+#include "testing/command.h"
 #include "testing/temp_dir.h"
 
 namespace kcache::serve {
@@ -37,14 +36,9 @@ class KubectlTest : public ::testing::Test {
   std::string Kubectl(const std::string& args, int* exit_code = nullptr) {
     std::string cmd = "KUBECONFIG=/nonexistent kubectl --cache-dir " + dir_.path() + " --server " +
                       server_->url() + " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    int status = pclose(p);
-    if (exit_code) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return out;
+    testing::CommandResult r = testing::RunCommand(cmd);
+    if (exit_code) *exit_code = r.exit_code;
+    return r.output;
   }
 
   static size_t Lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }

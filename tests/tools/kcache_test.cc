@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/command.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,10 +18,7 @@
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
+using Result = kcache::testing::CommandResult;
 
 Result Kcache(const std::string& args) {
   const char* bin = std::getenv("KCACHE_BIN");
@@ -27,14 +26,7 @@ Result Kcache(const std::string& args) {
     ADD_FAILURE() << "KCACHE_BIN is not set";
     return {-1, ""};
   }
-  std::string cmd = std::string(bin) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return kcache::testing::RunCommand(std::string(bin) + " " + args + " 2>&1");
 }
 
 TEST(KcacheToolTest, DemoLoadsQueriesAndRelists) {
