@@ -623,7 +623,6 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
     ListQuery lq;
     lq.namespace_ = t.namespace_;
     if (q.has_selector()) lq.filter = filter;
-    if (from) lq.at_rv = 0;  // NotOlderThan `from`: the current state is
     StatusOr<ListResult> list = state_->List(t.type, lq);
     if (!list.ok()) return;  // cannot happen at the current resourceVersion
     std::vector<std::string_view> pieces;
