@@ -219,7 +219,8 @@ bool WriteBody(http::ResponseWriter& w, const std::vector<std::string_view>& pie
       if (bytes + chunk[j].size() >= budget) {
         chunk[j] = chunk[j].substr(0, budget - bytes);
         chunk.resize(j + 1);
-        return w.Write(chunk) && false;
+        w.Write(chunk);
+        return false;  // stopped short, as asked
       }
       bytes += chunk[j].size();
     }
@@ -278,6 +279,11 @@ struct Api::Query {
 };
 
 Api::Api(ClusterState* state, ApiOptions options) : state_(state), options_(std::move(options)) {}
+
+void Api::NoteFault(const char* kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++faults_injected_[kind];
+}
 
 void Api::Count(const std::string& verb, const std::string& resource) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -382,17 +388,13 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
   const uint64_t n = ++requests_;
   const Faults& f = options_.faults;
   if (f.slow_bytes_per_second > 0) w.SetRateLimit(f.slow_bytes_per_second);
-  auto fault = [&](const char* kind) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++faults_injected_[kind];
-  };
   if (f.throttle.Contains(n)) {
-    fault("throttle");
+    NoteFault("throttle");
     return SendReply(w, {429, "TooManyRequests", "Too many requests, please try again later.",
                          "", f.retry_after_seconds});
   }
   if (f.internal_error.Contains(n)) {
-    fault("internal-error");
+    NoteFault("internal-error");
     return SendReply(w, {500, "InternalError", "Internal error occurred: injected fault on request " +
                                                    std::to_string(n),
                          ""});
@@ -479,10 +481,7 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
     }
   }
   if (f.expire.Contains(n)) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++faults_injected_["expire"];
-    }
+    NoteFault("expire");
     return SendReply(w, {410, "Expired", "The resourceVersion for the provided list is too old.", ""});
   }
   const uint64_t current = state_->current_rv();
@@ -559,10 +558,7 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
     WriteBody(w, pieces, 2 * kListItemsPerChunk);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++faults_injected_[kind];
-  }
+  NoteFault(kind);
   if (!WriteBody(w, pieces, 2 * kListItemsPerChunk, total / 2) && w.PeerGone()) return;
   if (std::string_view(kind) == "cut") return w.Cut();
   if (std::string_view(kind) == "stall") return Stall(w);
@@ -596,12 +592,8 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
     ~Closing() { --*open; }
   } closing{&watches_open_};
   if (!w.Begin(200, {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}})) return;
-  auto note = [&](const char* kind) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++faults_injected_[kind];
-  };
   if (f.expire.Contains(n)) {
-    note("expire");
+    NoteFault("expire");
     w.Write(ErrorEvent({410, "Expired", "too old resource version: " + std::string(q.rv.value_or("0")) + " (" +
                                             std::to_string(state_->floor(t.type)) + ")",
                         ""}));
@@ -644,7 +636,7 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
     return;
   }
   if (f.stall.Contains(n)) {
-    note("stall");
+    NoteFault("stall");
     return Stall(w);
   }
   const bool cut = f.cut.Contains(n);
@@ -688,12 +680,12 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
     }
     if (!pieces.empty() && (cut || malformed)) {
       if (cut) {
-        note("cut");
+        NoteFault("cut");
         std::string_view event = scratch.emplace_back(std::string(pieces[0]) + std::string(pieces[1]));
         w.Write(event.substr(0, event.size() / 2));
         return w.Cut();
       }
-      note("malformed");
+      NoteFault("malformed");
       w.Write(std::string(pieces[0]) + R"({"kind":")" + t.rt->kind + R"(","metadata":{"name":}}})" + "\n");
       return;
     }

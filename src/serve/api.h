@@ -55,6 +55,7 @@ class Api {
   void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Delete(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Count(const std::string& verb, const std::string& resource);
+  void NoteFault(const char* kind);
 
   ClusterState* const state_;
   const ApiOptions options_;

@@ -71,7 +71,11 @@ Status LoadSyntheticCluster(ClusterState& state, const SyntheticOptions& o) {
 }
 
 Churn::Churn(ClusterState* state, SyntheticOptions synthetic, ChurnOptions options)
-    : state_(state), synthetic_(synthetic), options_(options), rng_(synthetic.seed * 0x2545f4914f6cdd1dULL) {}
+    : state_(state),
+      synthetic_(synthetic),
+      pod_options_(PodOptionsOf(synthetic)),
+      options_(options),
+      rng_(synthetic.seed * 0x2545f4914f6cdd1dULL) {}
 
 Churn::~Churn() { Stop(); }
 
@@ -124,7 +128,7 @@ void Churn::Run() {
 }
 
 bool Churn::Step(int kind) {
-  const synth::PodOptions p = PodOptionsOf(synthetic_);
+  const synth::PodOptions& p = pod_options_;
   StatusOr<StoredPtr> result = StoredPtr();
   if (kind == kCreate) {
     const uint64_t index = next_index_++;

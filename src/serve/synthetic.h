@@ -14,6 +14,7 @@
 
 #include "kcache/status.h"
 #include "serve/cluster_state.h"
+#include "synth/pods.h"
 
 namespace kcache::serve {
 
@@ -57,6 +58,7 @@ class Churn {
 
   ClusterState* const state_;
   const SyntheticOptions synthetic_;
+  const synth::PodOptions pod_options_;
   const ChurnOptions options_;
   int pods_ = -1;
   uint64_t rng_;

@@ -93,7 +93,9 @@ TEST(ServeApiTest, ServesTheSyntheticClusterWithConsistentPages) {
   auto first = f.client->List(Pods(), {.limit = 300});
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->remaining_item_count, 700);
-  f.client->Do("DELETE", "/api/v1/namespaces/" + all->items[999]->namespace_() + "/pods/" + all->items[999]->name());
+  ASSERT_TRUE(f.client->Do("DELETE", "/api/v1/namespaces/" + all->items[999]->namespace_() + "/pods/" +
+                                         all->items[999]->name())
+                  .ok());
   std::vector<std::string> names;
   for (const auto& o : first->items) names.push_back(o->name());
   std::string token = first->continue_token;
@@ -125,7 +127,17 @@ TEST(ServeApiTest, SelectorsFilterListsAndWatchesTurnTransitionsIntoAddsAndDelet
   EXPECT_EQ(canary->items.size(), expect);
   auto on_node = f.client->List(Pods(), {.field_selector = "spec.nodeName=node-3,metadata.namespace=ns-1"});
   ASSERT_TRUE(on_node.ok()) << on_node.status();
+  size_t on_node_expect = 0;
+  for (const auto& o : all->items) {
+    on_node_expect += o->namespace_() == "ns-1" && *o->FieldValue("spec.nodeName") == "node-3";
+  }
+  EXPECT_GT(on_node_expect, 0u);
+  EXPECT_EQ(on_node->items.size(), on_node_expect);
   for (const auto& o : on_node->items) EXPECT_EQ(o->namespace_(), "ns-1");
+  auto by_name = f.client->List(Pods(), {.field_selector = "metadata.name=" + all->items[7]->name()});
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  ASSERT_EQ(by_name->items.size(), 1u);
+  EXPECT_EQ(by_name->items[0]->name(), all->items[7]->name());
 
   f.CreateConfigMap("ns-0", "x", R"({"app":"a"})");
   auto w = f.client->Watch(ConfigMaps("ns-0"), {.label_selector = "app=b", .resource_version = all->resource_version});
