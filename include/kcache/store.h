@@ -13,6 +13,7 @@
 #ifndef KCACHE_STORE_H_
 #define KCACHE_STORE_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,29 @@ struct ReplaceResult {
   size_t unchanged = 0;
 };
 
+// A relist written as it arrives (Store::BeginReplace): memory stays
+// bounded by one chunk of objects whatever the size of the list.
+//
+// Thread-safety: used by one thread; the store's other writers wait until
+// the session ends.
+class ReplaceSession {
+ public:
+  // Abandoning a session without Finish() leaves the store as a crash in the
+  // middle of a relist would: its resume point reads "" until a relist
+  // completes.
+  virtual ~ReplaceSession() = default;
+  // Adds one listed object. A later object with the same key wins.
+  virtual Status Put(ObjectPtr object) = 0;
+  // Deletes the stored objects that were not put, commits `resource_version`
+  // as the resume point, and returns how many objects were unchanged.
+  virtual StatusOr<size_t> Finish(std::string resource_version) = 0;
+};
+
+// Receives a relist's changes as they are committed, chunk by chunk, on the
+// thread calling the session. Objects whose resourceVersion did not change
+// are not reported.
+using ChangeSink = std::function<void(std::vector<StoreChange> changes)>;
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -111,6 +135,10 @@ class Store {
   // resume point, atomically. Reports what changed.
   virtual StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> objects,
                                           std::string resource_version) = 0;
+
+  // The streaming form of Replace: the list arrives through the session.
+  // `sink` may be null.
+  virtual StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) = 0;
 
   // Null if no object has that key.
   virtual StatusOr<ObjectPtr> Get(const Object& object) const = 0;

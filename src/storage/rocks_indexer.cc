@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <shared_mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "storage/rocks_status.h"
@@ -486,131 +487,214 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
   return first_error;
 }
 
-StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
-                                              std::string resource_version) {
-  KCACHE_RETURN_IF_ERROR(CheckWritable());
-  // Taken first, so that the index definitions cannot change under us.
-  std::lock_guard w(write_mu_);
-  Defs defs;
-  {
-    std::shared_lock l(defs_mu_);
-    defs = defs_;
+// Writes a relist chunk by chunk. Every listed key is also recorded under
+// meta "seen\0ks\0key" in the same batch as its object, so that Finish can
+// find the stored keys the list did not have by walking objects and seen
+// keys side by side, both in key order, with no key set in memory.
+class RocksReplaceSession final : public ReplaceSession {
+ public:
+  RocksReplaceSession(RocksIndexer* ix, ChangeSink sink)
+      : ix_(ix), lock_(ix->write_mu_), sink_(std::move(sink)) {
+    std::shared_lock l(ix_->defs_mu_);
+    defs_ = ix_->defs_;
   }
-  // Keys and index entries first: a bad object fails the Replace before
-  // anything is written.
+
+  Status Begin() {
+    // Mark the relist: until the final batch, the resume point is void.
+    // Seen keys left by an abandoned relist go in the same batch.
+    rocksdb::WriteBatch mark;
+    mark.Put(ix_->db_->meta, MetaKey("relist", ix_->ks_), "1");
+    mark.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
+    KCACHE_RETURN_IF_ERROR(ix_->Write(&mark, "start relist of"));
+    std::lock_guard l(ix_->state_mu_);
+    ix_->relist_incomplete_ = true;
+    count_ = ix_->count_;
+    return Status::OK();
+  }
+
+  Status Put(ObjectPtr obj) override {
+    KCACHE_RETURN_IF_ERROR(failed_);
+    if (!obj) return Fail(Status::InvalidArgument("Replace with a null object"));
+    StatusOr<std::string> key = ix_->key_func_(*obj);
+    if (!key.ok()) return Fail(KeyError(*obj, key.status()));
+    if (Status st = CheckNoZero("key", *key); !st.ok()) return Fail(st);
+    StatusOr<std::vector<IndexEntry>> entries = RocksIndexer::EntriesOf(defs_, *key, *obj);
+    if (!entries.ok()) return Fail(entries.status());
+    auto [pos, fresh] = in_chunk_.emplace(*key, chunk_.size());
+    if (!fresh) {  // a later duplicate wins, as in a map
+      chunk_[pos->second] = Item{*std::move(key), std::move(obj), *std::move(entries)};
+      return Status::OK();
+    }
+    chunk_.push_back(Item{*std::move(key), std::move(obj), *std::move(entries)});
+    return chunk_.size() == kChunk ? Flush() : Status::OK();
+  }
+
+  StatusOr<size_t> Finish(std::string resource_version) override {
+    KCACHE_RETURN_IF_ERROR(failed_);
+    if (Status st = Flush(); !st.ok()) return Fail(st);
+    if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
+    rocksdb::WriteBatch done;
+    done.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
+    done.Put(ix_->db_->meta, MetaKey("rv", ix_->ks_), resource_version);
+    done.Delete(ix_->db_->meta, MetaKey("relist", ix_->ks_));
+    if (Status st = ix_->Write(&done, "finish relist of"); !st.ok()) return Fail(st);
+    std::lock_guard l(ix_->state_mu_);
+    ix_->rv_ = std::move(resource_version);
+    ix_->count_ = count_;
+    ix_->relist_incomplete_ = false;
+    failed_ = Status::FailedPrecondition("the relist session has finished");
+    return unchanged_;
+  }
+
+ private:
   struct Item {
     std::string key;
     ObjectPtr obj;
     std::vector<IndexEntry> entries;
   };
-  std::vector<Item> items;
-  items.reserve(objects.size());
-  std::unordered_set<std::string> keys;
-  for (ObjectPtr& obj : objects) {
-    if (!obj) return Status::InvalidArgument("Replace with a null object");
-    StatusOr<std::string> key = key_func_(*obj);
-    if (!key.ok()) return KeyError(*obj, key.status());
-    KCACHE_RETURN_IF_ERROR(CheckNoZero("key", *key));
-    KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, EntriesOf(defs, *key, *obj));
-    if (!keys.insert(*key).second) {
-      // A later duplicate wins, as in a map.
-      for (Item& it : items) {
-        if (it.key == *key) it = Item{*key, std::move(obj), std::move(entries)};
-      }
-      continue;
-    }
-    items.push_back(Item{std::move(key).value(), std::move(obj), std::move(entries)});
+
+  std::string SeenPrefix() const { return MetaKey("seen", ix_->ks_) + std::string(1, '\0'); }
+  std::string SeenEnd() const { return MetaKey("seen", ix_->ks_) + std::string(1, '\1'); }
+
+  Status Fail(Status st) {
+    if (failed_.ok()) failed_ = st;
+    return st;
   }
 
-  {  // Mark the relist: until the final batch, the resume point is void.
-    rocksdb::WriteBatch mark;
-    mark.Put(db_->meta, MetaKey("relist", ks_), "1");
-    KCACHE_RETURN_IF_ERROR(Write(&mark, "start relist of"));
-    std::lock_guard l(state_mu_);
-    relist_incomplete_ = true;
-  }
-
-  ReplaceResult result;
-  // Every chunk carries the count it leaves behind, so that a relist cut
-  // short still has a true count.
-  size_t count;
-  {
-    std::lock_guard l(state_mu_);
-    count = count_;
-  }
-  const std::string count_key = MetaKey("count", ks_);
-  // Puts, a chunk at a time; unchanged resourceVersions are skipped.
-  for (size_t start = 0; start < items.size(); start += kChunk) {
-    size_t n = std::min(kChunk, items.size() - start);
+  // Writes the pending chunk: changed objects, every key's seen mark, and
+  // the count the chunk leaves, so that a relist cut short has a true count.
+  Status Flush() {
+    if (chunk_.empty()) return Status::OK();
+    const size_t n = chunk_.size();
     std::vector<std::string> okeys(n);
     std::vector<rocksdb::Slice> slices(n);
     for (size_t i = 0; i < n; ++i) {
-      okeys[i] = ObjectKey(ks_, items[start + i].key);
+      okeys[i] = ObjectKey(ix_->ks_, chunk_[i].key);
       slices[i] = okeys[i];
     }
     std::vector<rocksdb::PinnableSlice> records(n), reverse(n);
     std::vector<rocksdb::Status> s1(n), s2(n);
-    db_->db->MultiGet({}, db_->objects, n, slices.data(), records.data(), s1.data());
-    db_->db->MultiGet({}, db_->rindex, n, slices.data(), reverse.data(), s2.data());
+    const std::shared_ptr<Db>& db = ix_->db_;
+    db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
+    db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
     rocksdb::WriteBatch batch;
+    std::vector<StoreChange> changes;
+    const std::string seen = SeenPrefix();
     for (size_t i = 0; i < n; ++i) {
-      Item& item = items[start + i];
-      if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ks_);
-      if (!s2[i].ok() && !s2[i].IsNotFound()) return FromRocks(s2[i], "relist " + ks_);
+      Item& item = chunk_[i];
+      if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ix_->ks_);
+      if (!s2[i].ok() && !s2[i].IsNotFound()) return FromRocks(s2[i], "relist " + ix_->ks_);
+      batch.Put(db->meta, seen + item.key, "");
       std::optional<std::vector<IndexEntry>> old;
       ObjectPtr old_obj;
       if (s1[i].ok()) {
         std::string_view rv, json;
         KCACHE_RETURN_IF_ERROR(DecodeObject(View(records[i]), &rv, &json));
         if (!rv.empty() && rv == item.obj->resource_version() && s2[i].ok()) {
-          ++result.unchanged;
+          ++unchanged_;
           continue;
         }
-        KCACHE_ASSIGN_OR_RETURN(old_obj, Decode(View(records[i])));
+        KCACHE_ASSIGN_OR_RETURN(old_obj, ix_->Decode(View(records[i])));
       }
       if (s2[i].ok()) {
         KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(reverse[i])));
         old = std::move(e);
       }
-      PutObject(&batch, item.key, *item.obj, old, item.entries);
-      if (!old) ++count;
-      result.changes.push_back({old_obj ? StoreChange::Type::kUpdated : StoreChange::Type::kAdded,
-                                item.key, old_obj, item.obj});
+      ix_->PutObject(&batch, item.key, *item.obj, old, item.entries);
+      if (!old) ++count_;
+      changes.push_back({old_obj ? StoreChange::Type::kUpdated : StoreChange::Type::kAdded,
+                         std::move(item.key), std::move(old_obj), std::move(item.obj)});
     }
-    batch.Put(db_->meta, count_key, std::to_string(count));
-    KCACHE_RETURN_IF_ERROR(Write(&batch, "relist"));
+    batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count_));
+    KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist"));
+    chunk_.clear();
+    in_chunk_.clear();
+    if (sink_ && !changes.empty()) sink_(std::move(changes));
+    return Status::OK();
   }
 
-  // Deletes: stored keys the list does not have. The scan reads a
-  // snapshot taken after the puts.
-  {
-    ChunkWriter deletes([this](rocksdb::WriteBatch* b) { return Write(b, "relist"); },
-                        [&](rocksdb::WriteBatch* b) { b->Put(db_->meta, count_key, std::to_string(count)); });
-    KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view k, std::string_view record) -> Status {
-      std::string key(k);
-      if (keys.count(key)) return Status::OK();
-      KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries({}, key));
-      KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, Decode(record));
-      DeleteObject(deletes.batch(), key, old ? *old : std::vector<IndexEntry>{});
-      --count;
-      result.changes.push_back({StoreChange::Type::kDeleted, key, std::move(old_obj), nullptr});
-      return deletes.Next();
-    }));
-    KCACHE_RETURN_IF_ERROR(deletes.Finish());
-  }
-  if (count != items.size()) {
-    return Status::Internal("relist of " + ks_ + " counted " + std::to_string(count) +
-                            " objects for a list of " + std::to_string(items.size()));
+  // Deletes the stored objects without a seen mark, a chunk at a time.
+  Status DeleteUnseen() {
+    const std::shared_ptr<Db>& db = ix_->db_;
+    std::string oprefix = KeyspacePrefix(ix_->ks_), oend = KeyspaceEnd(ix_->ks_);
+    std::string sprefix = SeenPrefix(), send = SeenEnd();
+    rocksdb::Slice oupper(oend), supper(send);
+    rocksdb::ReadOptions oro, sro;
+    oro.iterate_upper_bound = &oupper;
+    sro.iterate_upper_bound = &supper;
+    std::unique_ptr<rocksdb::Iterator> objects(db->db->NewIterator(oro, db->objects));
+    std::unique_ptr<rocksdb::Iterator> seen(db->db->NewIterator(sro, db->meta));
+    seen->Seek(sprefix);
+    rocksdb::WriteBatch batch;
+    std::vector<StoreChange> changes;
+    auto flush = [&]() -> Status {
+      if (changes.empty()) return Status::OK();
+      batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count_));
+      KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist"));
+      batch.Clear();
+      if (sink_) sink_(std::move(changes));
+      changes.clear();
+      return Status::OK();
+    };
+    for (objects->Seek(oprefix); objects->Valid(); objects->Next()) {
+      std::string_view key = View(objects->key()).substr(oprefix.size());
+      while (seen->Valid() && View(seen->key()).substr(sprefix.size()) < key) seen->Next();
+      if (seen->Valid() && View(seen->key()).substr(sprefix.size()) == key) continue;
+      std::string k(key);
+      KCACHE_ASSIGN_OR_RETURN(auto old, ix_->CurrentEntries({}, k));
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, ix_->Decode(View(objects->value())));
+      ix_->DeleteObject(&batch, k, old ? *old : std::vector<IndexEntry>{});
+      --count_;
+      changes.push_back({StoreChange::Type::kDeleted, std::move(k), std::move(old_obj), nullptr});
+      if (changes.size() == kChunk) KCACHE_RETURN_IF_ERROR(flush());
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(objects->status(), "relist " + ix_->ks_));
+    KCACHE_RETURN_IF_ERROR(FromRocks(seen->status(), "relist " + ix_->ks_));
+    return flush();
   }
 
-  rocksdb::WriteBatch done;
-  done.Put(db_->meta, MetaKey("rv", ks_), resource_version);
-  done.Delete(db_->meta, MetaKey("relist", ks_));
-  KCACHE_RETURN_IF_ERROR(Write(&done, "finish relist of"));
-  std::lock_guard l(state_mu_);
-  rv_ = std::move(resource_version);
-  count_ = count;
-  relist_incomplete_ = false;
+  RocksIndexer* ix_;
+  std::unique_lock<std::mutex> lock_;
+  RocksIndexer::Defs defs_;
+  ChangeSink sink_;
+  std::vector<Item> chunk_;
+  std::unordered_map<std::string, size_t> in_chunk_;
+  size_t count_ = 0;
+  size_t unchanged_ = 0;
+  Status failed_;
+};
+
+StatusOr<std::unique_ptr<ReplaceSession>> RocksIndexer::BeginReplace(ChangeSink sink) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  auto session = std::make_unique<RocksReplaceSession>(this, std::move(sink));
+  KCACHE_RETURN_IF_ERROR(session->Begin());
+  return std::unique_ptr<ReplaceSession>(std::move(session));
+}
+
+StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
+                                              std::string resource_version) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  {  // Keys and index entries first: a bad object fails the Replace before
+     // anything is written.
+    Defs defs;
+    {
+      std::shared_lock l(defs_mu_);
+      defs = defs_;
+    }
+    for (const ObjectPtr& obj : objects) {
+      if (!obj) return Status::InvalidArgument("Replace with a null object");
+      StatusOr<std::string> key = key_func_(*obj);
+      if (!key.ok()) return KeyError(*obj, key.status());
+      KCACHE_RETURN_IF_ERROR(CheckNoZero("key", *key));
+      KCACHE_RETURN_IF_ERROR(EntriesOf(defs, *key, *obj).status());
+    }
+  }
+  ReplaceResult result;
+  KCACHE_ASSIGN_OR_RETURN(auto session, BeginReplace([&](std::vector<StoreChange> changes) {
+    for (StoreChange& c : changes) result.changes.push_back(std::move(c));
+  }));
+  for (ObjectPtr& obj : objects) KCACHE_RETURN_IF_ERROR(session->Put(std::move(obj)));
+  KCACHE_ASSIGN_OR_RETURN(result.unchanged, session->Finish(std::move(resource_version)));
   return result;
 }
 

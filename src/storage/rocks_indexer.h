@@ -36,6 +36,7 @@ class RocksIndexer final : public Indexer {
   Status Commit(const Transaction& txn, TransactionResult* result) override;
   StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> objects,
                                   std::string resource_version) override;
+  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) override;
   StatusOr<ObjectPtr> Get(const Object& object) const override;
   StatusOr<ObjectPtr> GetByKey(std::string_view key) const override;
   StatusOr<std::vector<ObjectPtr>> List() const override;
@@ -58,6 +59,8 @@ class RocksIndexer final : public Indexer {
   Status AddIndexers(const Indexers& indexers) override;
 
  private:
+  friend class RocksReplaceSession;
+
   struct IndexDef {
     IndexFunc fn;
     std::string version;

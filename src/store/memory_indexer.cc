@@ -89,6 +89,8 @@ class MemoryIndexer final : public Indexer {
     return first_error;
   }
 
+  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) override;
+
   StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> objects,
                                   std::string resource_version) override {
     Items next;
@@ -417,6 +419,32 @@ std::unique_ptr<ObjectIterator> MemoryIndexer::NewIterator() const {
 std::unique_ptr<ObjectIterator> MemoryIndexer::NewIndexIterator(std::string_view name,
                                                                 std::string_view value) const {
   return std::make_unique<MemoryIndexIterator>(this, name, value);
+}
+
+// Memory stores hold every object anyway: the session gathers the list and
+// replaces at Finish, which reports all changes in one chunk.
+class MemoryReplaceSession final : public ReplaceSession {
+ public:
+  MemoryReplaceSession(Store* store, ChangeSink sink) : store_(store), sink_(std::move(sink)) {}
+  Status Put(ObjectPtr object) override {
+    if (!object) return Status::InvalidArgument("Replace with a null object");
+    objects_.push_back(std::move(object));
+    return Status::OK();
+  }
+  StatusOr<size_t> Finish(std::string resource_version) override {
+    KCACHE_ASSIGN_OR_RETURN(ReplaceResult r, store_->Replace(std::move(objects_), std::move(resource_version)));
+    if (sink_ && !r.changes.empty()) sink_(std::move(r.changes));
+    return r.unchanged;
+  }
+
+ private:
+  Store* store_;
+  ChangeSink sink_;
+  std::vector<ObjectPtr> objects_;
+};
+
+StatusOr<std::unique_ptr<ReplaceSession>> MemoryIndexer::BeginReplace(ChangeSink sink) {
+  return std::unique_ptr<ReplaceSession>(std::make_unique<MemoryReplaceSession>(this, std::move(sink)));
 }
 
 }  // namespace

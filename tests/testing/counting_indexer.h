@@ -29,6 +29,9 @@ class CountingIndexer final : public Indexer {
   StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> o, std::string rv) override {
     return inner_->Replace(std::move(o), std::move(rv));
   }
+  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) override {
+    return inner_->BeginReplace(std::move(sink));
+  }
   StatusOr<ObjectPtr> Get(const Object& o) const override { return inner_->Get(o); }
   StatusOr<ObjectPtr> GetByKey(std::string_view k) const override {
     ++fetched_;

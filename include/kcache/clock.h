@@ -1,0 +1,33 @@
+// Clock: the time source of reflectors and informers (backoff, watch
+// timeouts, resync, "caught up" checks), injectable so that tests control
+// time.
+//
+// Thread-safety: implementations are safe for concurrent use.
+#ifndef KCACHE_CLOCK_H_
+#define KCACHE_CLOCK_H_
+
+#include <chrono>
+#include <memory>
+#include <stop_token>
+
+namespace kcache {
+
+class Clock {
+ public:
+  using Duration = std::chrono::steady_clock::duration;
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  virtual ~Clock() = default;
+  virtual TimePoint Now() const = 0;
+  // Sleeps until Now() >= deadline or `stop` is requested. Returns false if
+  // woken by `stop`.
+  virtual bool SleepUntil(TimePoint deadline, std::stop_token stop) = 0;
+  bool SleepFor(Duration d, std::stop_token stop) { return SleepUntil(Now() + d, std::move(stop)); }
+
+  // The process's steady clock. Never null; lives for the process.
+  static std::shared_ptr<Clock> Real();
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_CLOCK_H_
