@@ -46,6 +46,11 @@ class WatchStream {
   // Cancelled after Cancel(). After nullopt or an error the stream is done.
   virtual StatusOr<std::optional<WatchEvent>> Next() = 0;
 
+  // True if Next() would return without waiting for the network: an event
+  // (or an error) is already buffered. Lets a consumer batch what has
+  // arrived. Default: false.
+  virtual bool Ready() { return false; }
+
   // Makes a blocked or later Next() return Cancelled promptly and releases
   // the connection. Safe from any thread, idempotent.
   virtual void Cancel() = 0;

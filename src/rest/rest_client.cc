@@ -97,7 +97,8 @@ class HttpWatchStream final : public WatchStream {
     if (!final_.ok()) return final_;
     if (ended_) return std::optional<WatchEvent>();
     for (;;) {
-      auto frame = framer_.Next();
+      auto frame = pending_ ? std::move(*pending_) : framer_.Next();
+      pending_.reset();
       if (!frame.ok()) return Fail(frame.status().WithContext(what_));
       if (*frame) {
         auto event = rest::DecodeWatchEvent(std::move(**frame), framer_.frame_offset(), parse_, what_);
@@ -125,6 +126,17 @@ class HttpWatchStream final : public WatchStream {
     }
   }
 
+  bool Ready() override {
+    if (pending_) return true;
+    if (!final_.ok() || ended_) return false;
+    pending_ = framer_.Next();
+    if (pending_->ok() && !**pending_) {
+      pending_.reset();
+      return false;
+    }
+    return true;
+  }
+
   void Cancel() override { transfer_->Cancel(); }
 
  private:
@@ -138,6 +150,8 @@ class HttpWatchStream final : public WatchStream {
   std::shared_ptr<Transfer> transfer_;
   std::string what_;
   rest::JsonFramer framer_;
+  // A frame (or framing error) taken from the framer by Ready().
+  std::optional<StatusOr<std::optional<std::string>>> pending_;
   ParseOptions parse_;
   std::string chunk_;
   Status final_;

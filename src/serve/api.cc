@@ -299,6 +299,11 @@ std::string Api::Metrics() const {
     out += "kcache_serve_requests_total{verb=\"" + key.first + "\",resource=\"" + key.second + "\"} " +
            std::to_string(n) + "\n";
   }
+  out += "# HELP kcache_serve_list_items_total Objects returned by LIST requests.\n"
+         "# TYPE kcache_serve_list_items_total counter\n";
+  for (const auto& [resource, n] : list_items_) {
+    out += "kcache_serve_list_items_total{resource=\"" + resource + "\"} " + std::to_string(n) + "\n";
+  }
   out += "# HELP kcache_serve_faults_total Faults injected by kind.\n# TYPE kcache_serve_faults_total counter\n";
   for (const auto& [kind, n] : faults_injected_) {
     out += "kcache_serve_faults_total{fault=\"" + kind + "\"} " + std::to_string(n) + "\n";
@@ -534,6 +539,10 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
                      "", recovery));
     }
     return SendReply(w, {410, "Expired", "The resourceVersion for the provided list is too old.", ""});
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    list_items_[t.rt->resource] += result->items.size();
   }
   std::string head = R"({"kind":")" + t.rt->list_kind() + R"(","apiVersion":")" + t.rt->api_version() +
                      R"(","metadata":{"resourceVersion":")" + std::to_string(result->rv) + "\"";

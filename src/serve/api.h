@@ -64,6 +64,7 @@ class Api {
   std::atomic<int64_t> watches_open_{0};
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (verb, resource)
+  std::map<std::string, uint64_t> list_items_;                      // by resource
   std::map<std::string, uint64_t> faults_injected_;
 };
 

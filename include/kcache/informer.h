@@ -1,0 +1,146 @@
+// SharedIndexInformer: a reflector feeding an Indexer, with event handlers
+// (client-go's SharedIndexInformer).
+//
+// Every change is committed to the Indexer before any handler hears of it,
+// and reaches each handler in watch order. Each handler has its own queue
+// and thread, so a slow handler holds up neither ingestion nor the others;
+// its backlog is observable on its registration. Handlers never run under
+// an informer lock.
+//
+// After a restart from a persistent Indexer, a handler starts in one of two
+// modes (HandlerOptions::start_mode):
+// - kReplay (default): an OnAdd for every cached object, streamed from the
+//   store as the handler consumes them, then the changes since; for
+//   level-triggered controllers, as client-go does on every start.
+// - kChangesOnly: only what changed while the process was down (the watch
+//   from the resume point, or a relist's differences) and what follows.
+//
+// Thread-safety: safe for concurrent use. Handlers are called from the
+// informer's threads, one call at a time per handler.
+#ifndef KCACHE_INFORMER_H_
+#define KCACHE_INFORMER_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "kcache/clock.h"
+#include "kcache/indexer.h"
+#include "kcache/key.h"
+#include "kcache/reflector.h"
+
+namespace kcache {
+
+// Receives notifications (client-go's ResourceEventHandler).
+class ResourceEventHandler {
+ public:
+  virtual ~ResourceEventHandler() = default;
+  // `is_in_initial_list`: the object was in the store when the handler
+  // started (replay) or came with the informer's first list.
+  virtual void OnAdd(const ObjectPtr& object, bool is_in_initial_list) = 0;
+  // Also called by resyncs, with old == new.
+  virtual void OnUpdate(const ObjectPtr& old_object, const ObjectPtr& new_object) = 0;
+  // A DeletedFinalStateUnknown when a relist found the object gone.
+  virtual void OnDelete(const DeletedObject& object) = 0;
+};
+
+// A handler made of functions; unset ones do nothing.
+class ResourceEventHandlerFuncs final : public ResourceEventHandler {
+ public:
+  std::function<void(const ObjectPtr&, bool)> add;
+  std::function<void(const ObjectPtr&, const ObjectPtr&)> update;
+  std::function<void(const DeletedObject&)> del;
+
+  void OnAdd(const ObjectPtr& o, bool initial) override {
+    if (add) add(o, initial);
+  }
+  void OnUpdate(const ObjectPtr& o, const ObjectPtr& n) override {
+    if (update) update(o, n);
+  }
+  void OnDelete(const DeletedObject& o) override {
+    if (del) del(o);
+  }
+};
+
+enum class StartMode { kReplay, kChangesOnly };
+
+struct HandlerOptions {
+  // Every period, an OnUpdate(o, o) for every cached object, streamed from
+  // the store. 0: never. Default: 0.
+  std::chrono::milliseconds resync_period{0};
+  // Default: StartMode::kReplay.
+  StartMode start_mode = StartMode::kReplay;
+};
+
+// One AddEventHandler call (client-go's ResourceEventHandlerRegistration).
+//
+// Thread-safety: safe for concurrent use.
+class HandlerRegistration {
+ public:
+  virtual ~HandlerRegistration() = default;
+  // True once the informer has synced and this handler has processed
+  // everything queued for it up to then (its replay included).
+  virtual bool HasSynced() const = 0;
+  // Notifications queued and not yet handled; a replay or resync still
+  // streaming from the store counts as one.
+  virtual size_t Backlog() const = 0;
+  // Handler calls made so far.
+  virtual uint64_t Delivered() const = 0;
+  // False once removed or the informer stopped.
+  virtual bool IsActive() const = 0;
+};
+
+struct InformerOptions {
+  // Default: Clock::Real(); also used by the reflector unless it has one.
+  std::shared_ptr<Clock> clock;
+  ReflectorOptions reflector;
+  // Applied once to every object before it is stored (client-go's
+  // SetTransform). Default: none.
+  TransformFunc transform;
+};
+
+class SharedIndexInformer {
+ public:
+  // Keeps `indexer` in step with what `lw` lists and watches. A persistent
+  // indexer (a Cache keyspace) with a resume point is resumed without a
+  // LIST.
+  static std::shared_ptr<SharedIndexInformer> Create(std::shared_ptr<ListerWatcher> lw,
+                                                     std::shared_ptr<Indexer> indexer,
+                                                     InformerOptions options = {});
+  virtual ~SharedIndexInformer() = default;
+
+  // Registers a handler. Added while running, a kReplay handler first
+  // receives an OnAdd(o, true) for every cached object. FailedPrecondition
+  // "handler ... was not added to shared informer because it has stopped
+  // already" after Stop().
+  virtual StatusOr<std::shared_ptr<HandlerRegistration>> AddEventHandler(
+      std::shared_ptr<ResourceEventHandler> handler, HandlerOptions options = {}) = 0;
+  // Stops the handler's deliveries (the call in progress finishes).
+  // Removing a registration twice, or one of another informer, is a no-op.
+  virtual Status RemoveEventHandler(const std::shared_ptr<HandlerRegistration>& registration) = 0;
+
+  // Starts listing and watching. Once only.
+  virtual Status Start() = 0;
+  // Stops the reflector and every handler and waits for their threads.
+  virtual void Stop() = 0;
+  virtual bool HasStarted() const = 0;
+  virtual bool IsStopped() const = 0;
+
+  // True once the store holds the server's state (Reflector::HasSynced),
+  // whatever the handlers' progress.
+  virtual bool HasSynced() const = 0;
+  // Waits until HasSynced(), Stop() or the timeout. Returns HasSynced().
+  virtual bool WaitForSync(std::chrono::milliseconds timeout) const = 0;
+
+  virtual std::shared_ptr<Indexer> GetIndexer() const = 0;
+  // Adds indexes, also while running. FailedPrecondition after Stop().
+  virtual Status AddIndexers(const Indexers& indexers) = 0;
+
+  virtual std::string LastSyncResourceVersion() const = 0;
+  virtual ReflectorStats stats() const = 0;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_INFORMER_H_

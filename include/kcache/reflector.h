@@ -1,0 +1,158 @@
+// Reflector: keeps a sink in step with one collection of the API server by
+// LIST and WATCH (client-go's cache.Reflector), resuming from the sink's
+// committed resourceVersion.
+//
+// The state machine follows client-go (docs/informers.md has the details):
+// - With no resume point, or after the watch expired: a streaming list
+//   (sendInitialEvents) where the server offers one, else a paginated LIST,
+//   written into the sink as it arrives and diffed against what it holds.
+// - With a resume point: no LIST. One limit=1 probe learns the collection's
+//   current resourceVersion, and the watch starts from the resume point.
+// - A watch that ends cleanly is reopened from the last resourceVersion
+//   seen. 410 Expired leads to a relist at that resourceVersion, then at ""
+//   if that one is expired too. 429 and connection failures back off and
+//   watch again without a relist.
+// - Between failures: exponential backoff with jitter, 800 ms to 30 s,
+//   reset after 2 minutes without one.
+//
+// Thread-safety: Run() is called once, from one thread; the other methods
+// may be called from any thread.
+#ifndef KCACHE_REFLECTOR_H_
+#define KCACHE_REFLECTOR_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "kcache/clock.h"
+#include "kcache/list.h"
+#include "kcache/resource.h"
+#include "kcache/rest_client.h"
+#include "kcache/store.h"
+#include "kcache/watch.h"
+
+namespace kcache {
+
+// The two calls a reflector makes (client-go's ListerWatcher).
+//
+// Thread-safety: implementations are safe for concurrent use.
+class ListerWatcher {
+ public:
+  virtual ~ListerWatcher() = default;
+  virtual StatusOr<ObjectList> List(const ListOptions& options) = 0;
+  virtual StatusOr<std::unique_ptr<WatchStream>> Watch(const ListOptions& options) = 0;
+  // Names the collection in messages: "pods", "configmaps in namespace a".
+  virtual std::string Describe() const = 0;
+};
+
+// Lists and watches `resource` through `client`, adding the selectors
+// (either may be empty) to every request.
+std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client,
+                                            ResourceRef resource, std::string label_selector = "",
+                                            std::string field_selector = "");
+
+// Where a reflector writes. Calls come from the reflector's thread, one at
+// a time.
+class ReflectorSink {
+ public:
+  virtual ~ReflectorSink() = default;
+  // Commits watch events (never bookmarks) in order, with the resume point
+  // they lead to, as one atomic write. `events` may be empty: a bookmark
+  // moves the resume point alone.
+  virtual Status Apply(std::vector<WatchEvent> events, std::string resource_version) = 0;
+  // Starts a relist; see Store::BeginReplace.
+  virtual StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() = 0;
+  // The committed resume point; "" if none (or a relist was cut short).
+  virtual std::string ResumeResourceVersion() const = 0;
+  // Called once, when the sink first holds the server's state (see
+  // Reflector::HasSynced).
+  virtual void Synced() {}
+};
+
+// A sink writing straight into `store`, with no notifications.
+std::shared_ptr<ReflectorSink> NewStoreSink(std::shared_ptr<Store> store);
+
+// What happened, for logs: one line per list, resume and relist.
+struct ReflectorEvent {
+  enum class Type {
+    kListed,     // a LIST or streaming list was applied
+    kResumed,    // started from a resume point, without a LIST
+    kSynced,     // caught up with the server
+    kWatchEnded, // a watch ended with an error; what follows is in `message`
+  };
+  Type type;
+  std::string message;
+};
+
+struct ReflectorOptions {
+  // Default: Clock::Real().
+  std::shared_ptr<Clock> clock;
+  // LIST page size. Default: 500 (client-go's pager).
+  int64_t page_size = 500;
+  // Ask for a streaming list (sendInitialEvents) first; a server that
+  // refuses it (HTTP 4xx, e.g. before Kubernetes 1.27) or ignores it is
+  // then listed with LIST for the rest of the reflector's life.
+  // Default: true.
+  bool streaming_list = true;
+  // Watches ask for timeoutSeconds drawn from [min, 2 * min]. Default: 5 min.
+  std::chrono::seconds min_watch_timeout{300};
+  // Backoff between failed attempts. Defaults: client-go's.
+  std::chrono::milliseconds backoff_initial{800};
+  std::chrono::milliseconds backoff_max{30000};
+  std::chrono::milliseconds backoff_reset{120000};
+  // A watch ending in a 500 is reopened (no relist) while the errors last
+  // less than this. Default: 0, never (client-go's default).
+  std::chrono::milliseconds max_internal_error_retry{0};
+  // Starting from a resume point, the reflector counts as synced once the
+  // watch is quiet for this long (the server sends the backlog since the
+  // resume point at once), or once it reaches the probe's resourceVersion.
+  // Default: 200 ms.
+  std::chrono::milliseconds sync_quiet_period{200};
+  // Watch events committed per write, at most. Default: 1,000.
+  size_t max_batch = 1000;
+  // Seeds the jitter of backoff and watch timeouts. Default: random.
+  uint64_t seed = 0;
+  // Called with every error that ends a list or watch (client-go's
+  // WatchErrorHandler), on the reflector's thread.
+  std::function<void(const Status&)> watch_error_handler;
+  // Called for each ReflectorEvent, on the reflector's (or its sync
+  // timer's) thread.
+  std::function<void(const ReflectorEvent&)> on_event;
+};
+
+// Counters since the reflector was created.
+struct ReflectorStats {
+  uint64_t lists = 0;          // full lists (LIST or streaming), each counted once
+  uint64_t list_requests = 0;  // LIST requests of full lists (pages)
+  uint64_t probes = 0;         // limit=1 LIST probes
+  uint64_t watches = 0;        // watch requests opened
+  uint64_t events = 0;         // ADDED/MODIFIED/DELETED events applied
+  uint64_t listed_objects = 0; // objects received by full lists
+  uint64_t bytes = 0;          // JSON bytes of listed objects and events
+};
+
+class Reflector {
+ public:
+  static std::unique_ptr<Reflector> Create(std::shared_ptr<ListerWatcher> lw,
+                                           std::shared_ptr<ReflectorSink> sink,
+                                           ReflectorOptions options = {});
+  virtual ~Reflector() = default;
+
+  // Lists and watches until `stop` is requested (client-go's Run).
+  virtual void Run(std::stop_token stop) = 0;
+
+  // True once the sink holds the server's state: a list has been applied,
+  // or, from a resume point, the watch has caught up.
+  virtual bool HasSynced() const = 0;
+  // The resourceVersion of the last event, bookmark or list applied.
+  virtual std::string LastSyncResourceVersion() const = 0;
+  virtual ReflectorStats stats() const = 0;
+};
+
+}  // namespace kcache
+
+#endif  // KCACHE_REFLECTOR_H_

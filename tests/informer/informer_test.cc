@@ -1,0 +1,381 @@
+// SharedIndexInformer over kcache serve, with a RocksDB cache: first sync,
+// handlers, restarts from a checkpoint, expired checkpoints and faults.
+#include "kcache/informer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "kcache/cache.h"
+#include "kcache/lister.h"
+#include "testing/serve_fixture.h"
+#include "testing/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using testing::Eventually;
+using testing::ServeFixture;
+using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
+
+// Records every call as "add NAME initial|live", "update NAME OLDV>NEWV",
+// "delete NAME [tombstone]".
+class Recorder final : public ResourceEventHandler {
+ public:
+  void OnAdd(const ObjectPtr& o, bool initial) override {
+    Record("add " + o->name() + (initial ? " initial" : " live"));
+  }
+  void OnUpdate(const ObjectPtr& a, const ObjectPtr& b) override {
+    Record("update " + b->name() + " " + Value(a) + ">" + Value(b));
+  }
+  void OnDelete(const DeletedObject& d) override {
+    if (auto* t = std::get_if<DeletedFinalStateUnknown>(&d)) {
+      Record("delete " + t->key.substr(t->key.find('/') + 1) + " tombstone");
+    } else {
+      Record("delete " + std::get<ObjectPtr>(d)->name());
+    }
+  }
+  std::vector<std::string> calls() const {
+    std::lock_guard l(mu_);
+    return calls_;
+  }
+  size_t size() const {
+    std::lock_guard l(mu_);
+    return calls_.size();
+  }
+  // Set to check, inside each call, what the store holds.
+  std::function<void(const std::string&)> on_call;
+
+ private:
+  static std::string Value(const ObjectPtr& o) {
+    auto doc = o->Document();
+    return doc.ok() && doc->contains("data") ? (*doc)["data"].value("k", "") : "";
+  }
+  void Record(std::string s) {
+    if (on_call) on_call(s);
+    std::lock_guard l(mu_);
+    calls_.push_back(std::move(s));
+  }
+  mutable std::mutex mu_;
+  std::vector<std::string> calls_;
+};
+
+InformerOptions Fast(bool streaming = true) {
+  InformerOptions o;
+  o.reflector.streaming_list = streaming;
+  o.reflector.backoff_initial = std::chrono::milliseconds(10);
+  o.reflector.backoff_max = std::chrono::milliseconds(50);
+  o.reflector.sync_quiet_period = std::chrono::milliseconds(50);
+  o.reflector.seed = 7;
+  return o;
+}
+
+struct CacheInformer {
+  CacheInformer(ServeFixture& f, const std::string& dir, InformerOptions o = Fast()) {
+    auto c = Cache::Open(dir);
+    EXPECT_TRUE(c.ok()) << c.status();
+    cache = std::move(c).value();
+    auto ks = cache->OpenKeyspace("configmaps");
+    EXPECT_TRUE(ks.ok()) << ks.status();
+    indexer = *ks;
+    informer = SharedIndexInformer::Create(NewListWatch(f.client, ServeFixture::ConfigMaps()), indexer, o);
+  }
+  ~CacheInformer() { informer->Stop(); }
+  std::shared_ptr<Recorder> Handler(StartMode mode = StartMode::kReplay) {
+    auto r = std::make_shared<Recorder>();
+    auto reg = informer->AddEventHandler(r, {std::chrono::milliseconds(0), mode});
+    EXPECT_TRUE(reg.ok()) << reg.status();
+    registrations.push_back(*reg);
+    return r;
+  }
+  std::set<std::string> Names() {
+    std::set<std::string> out;
+    auto all = indexer->List();
+    EXPECT_TRUE(all.ok());
+    for (auto& o : *all) out.insert(o->name());
+    return out;
+  }
+  std::unique_ptr<Cache> cache;
+  std::shared_ptr<Indexer> indexer;
+  std::shared_ptr<SharedIndexInformer> informer;
+  std::vector<std::shared_ptr<HandlerRegistration>> registrations;
+};
+
+TEST(InformerTest, FirstSyncListsOnceThenWatches) {
+  ServeFixture f;
+  for (int i = 0; i < 30; ++i) f.Create("cm-" + std::to_string(i));
+  testing::TempDir dir;
+  for (bool streaming : {true, false}) {
+    SCOPED_TRACE(streaming ? "streaming list" : "paginated LIST");
+    CacheInformer c(f, dir.Sub(streaming ? "s" : "p"), Fast(streaming));
+    auto h = c.Handler();
+    ASSERT_TRUE(c.informer->Start().ok());
+    ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+    EXPECT_EQ(c.Names().size(), 30u);
+    ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced(); }));
+    EXPECT_EQ(h->size(), 30u);
+    for (const std::string& call : h->calls()) EXPECT_THAT(call, ::testing::EndsWith(" initial"));
+    ReflectorStats s = c.informer->stats();
+    EXPECT_EQ(s.lists, 1u);
+    EXPECT_EQ(s.list_requests, streaming ? 0u : 1u);
+    EXPECT_EQ(s.listed_objects, 30u);
+  }
+}
+
+// Invariant 2: a handler hears of a change only after the store has it, and
+// in watch order.
+TEST(InformerTest, StoreFirstThenHandlersInWatchOrder) {
+  ServeFixture f;
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path());
+  auto h = c.Handler();
+  std::atomic<int> stale{0};
+  h->on_call = [&](const std::string& call) {
+    std::string name = call.substr(call.find(' ') + 1);
+    name = name.substr(0, name.find(' '));
+    auto stored = c.indexer->GetByKey("default/" + name);
+    bool deleted = call.rfind("delete", 0) == 0;
+    if (!stored.ok() || (deleted ? *stored != nullptr : *stored == nullptr)) ++stale;
+  };
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  f.Create("a", "1");
+  f.Update("a", "2");
+  f.Create("b", "1");
+  f.Update("a", "3");
+  f.Delete("b");
+  ASSERT_TRUE(Eventually([&] { return h->size() == 5; })) << ::testing::PrintToString(h->calls());
+  EXPECT_THAT(h->calls(), ElementsAre("add a live", "update a 1>2", "add b live", "update a 2>3", "delete b"));
+  EXPECT_EQ(stale, 0);
+}
+
+// Invariant 2: a slow handler holds up neither ingestion nor other handlers.
+TEST(InformerTest, SlowHandlerHasItsOwnQueue) {
+  ServeFixture f;
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path());
+  auto fast = c.Handler();
+  auto slow = std::make_shared<Recorder>();
+  std::mutex gate;
+  std::unique_lock held(gate);
+  slow->on_call = [&](const std::string&) { std::lock_guard l(gate); };
+  auto reg = c.informer->AddEventHandler(slow);
+  ASSERT_TRUE(reg.ok());
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  for (int i = 0; i < 20; ++i) f.Create("cm-" + std::to_string(i));
+  ASSERT_TRUE(Eventually([&] { return fast->size() == 20 && c.Names().size() == 20; }));
+  EXPECT_EQ(slow->size(), 0u);
+  EXPECT_GE((*reg)->Backlog(), 19u);
+  held.unlock();
+  ASSERT_TRUE(Eventually([&] { return slow->size() == 20; }));
+  EXPECT_EQ((*reg)->Backlog(), 0u);
+}
+
+// Invariant 3: a restart with a checkpoint watches from it; the only LIST
+// is the limit=1 probe. Replay handlers get every cached object, changes-only
+// handlers exactly what changed while down.
+TEST(InformerTest, RestartResumesWithoutList) {
+  ServeFixture f;
+  for (int i = 0; i < 50; ++i) f.Create("cm-" + std::to_string(i), "1");
+  testing::TempDir dir;
+  {
+    CacheInformer c(f, dir.path());
+    ASSERT_TRUE(c.informer->Start().ok());
+    ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  }
+  // Changes while down.
+  f.Create("new", "1");
+  f.Update("cm-1", "2");
+  f.Delete("cm-2");
+  int64_t lists = f.Lists("configmaps"), items = f.ListedItems("configmaps");
+
+  CacheInformer c(f, dir.path());
+  auto replay = c.Handler(StartMode::kReplay);
+  auto changes = c.Handler(StartMode::kChangesOnly);
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced() && c.registrations[1]->HasSynced(); }));
+  EXPECT_EQ(f.Lists("configmaps") - lists, 1);   // the probe
+  EXPECT_LE(f.ListedItems("configmaps") - items, 1);
+  EXPECT_EQ(c.informer->stats().lists, 0u);
+  EXPECT_THAT(changes->calls(), ElementsAre("add new live", "update cm-1 1>2", "delete cm-2"));
+  // 50 cached objects replayed, then the three changes.
+  auto calls = replay->calls();
+  ASSERT_EQ(calls.size(), 53u);
+  EXPECT_THAT(std::vector<std::string>(calls.end() - 3, calls.end()),
+              ElementsAre("add new live", "update cm-1 1>2", "delete cm-2"));
+  EXPECT_EQ(c.Names().size(), 50u);
+  EXPECT_TRUE(c.Names().count("new"));
+  EXPECT_FALSE(c.Names().count("cm-2"));
+}
+
+// Invariant 3: a checkpoint older than the server's history leads to one
+// relist, diffed against the store: unchanged objects are not announced,
+// vanished ones are deleted with a tombstone.
+TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
+  serve::ServeOptions o = testing::QuietCluster();
+  o.history = 5;
+  ServeFixture f(o);
+  for (int i = 0; i < 40; ++i) f.Create("cm-" + std::to_string(i), "1");
+  testing::TempDir dir;
+  {
+    CacheInformer c(f, dir.path());
+    ASSERT_TRUE(c.informer->Start().ok());
+    ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  }
+  f.Create("new", "1");
+  f.Update("cm-1", "2");
+  f.Delete("cm-2");
+  for (int i = 0; i < 10; ++i) f.Create("pad-" + std::to_string(i), "1", "ns-1");  // pushes history out
+  f.Delete("cm-3");
+
+  CacheInformer c(f, dir.path());
+  auto changes = c.Handler(StartMode::kChangesOnly);
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced(); }));
+  EXPECT_EQ(c.informer->stats().lists, 1u);
+  std::vector<std::string> calls = changes->calls();
+  std::vector<std::string> expected = {"add new initial", "update cm-1 1>2", "delete cm-2 tombstone",
+                                       "delete cm-3 tombstone"};
+  for (int i = 0; i < 10; ++i) expected.push_back("add pad-" + std::to_string(i) + " initial");
+  EXPECT_THAT(calls, ::testing::UnorderedElementsAreArray(expected));
+  EXPECT_EQ(c.Names().size(), 38u + 1u + 10u);
+}
+
+// A stream cut mid-event is reopened from the last resourceVersion with no
+// relist; 429 backs off and watches again; 410 and a malformed event relist.
+TEST(InformerTest, WatchFaults) {
+  struct Case {
+    const char* name;
+    serve::RequestSet serve::Faults::*fault;
+    uint64_t lists;
+  };
+  for (const Case& k : {Case{"cut", &serve::Faults::cut, 1}, Case{"throttle", &serve::Faults::throttle, 1},
+                        Case{"expire", &serve::Faults::expire, 2}, Case{"malformed", &serve::Faults::malformed, 2}}) {
+    SCOPED_TRACE(k.name);
+    serve::ServeOptions o = testing::QuietCluster();
+    // Resource requests are numbered: 1 creates "first", 2 is the LIST,
+    // 3 the watch.
+    auto set = serve::RequestSet::Parse("fault", "3");
+    ASSERT_TRUE(set.ok());
+    o.api.faults.*k.fault = *set;
+    ServeFixture f(o);
+    f.Create("first");
+    testing::TempDir dir;
+    CacheInformer c(f, dir.path(), Fast(false));
+    ASSERT_TRUE(c.informer->Start().ok());
+    ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+    ASSERT_TRUE(Eventually([&] { return f.Metric("kcache_serve_watches") == 1; }));
+    f.Create("second");
+    ASSERT_TRUE(Eventually([&] { return c.Names().count("second") == 1 && c.informer->stats().lists == k.lists; }))
+        << c.informer->stats().lists;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(c.informer->stats().lists, k.lists);
+    EXPECT_THAT(c.Names(), UnorderedElementsAre("first", "second"));
+  }
+}
+
+TEST(InformerTest, HandlerAddedWhileRunningGetsCachedObjects) {
+  ServeFixture f;
+  f.Create("a");
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path());
+  auto h1 = c.Handler();
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  auto h2 = c.Handler();
+  ASSERT_TRUE(Eventually([&] { return c.registrations[1]->HasSynced(); }));
+  EXPECT_THAT(h2->calls(), ElementsAre("add a initial"));
+  f.Create("b");
+  ASSERT_TRUE(Eventually([&] { return h1->size() == 2 && h2->size() == 2; }));
+  EXPECT_THAT(h2->calls(), ElementsAre("add a initial", "add b live"));
+  // Removed: no further calls.
+  ASSERT_TRUE(c.informer->RemoveEventHandler(c.registrations[1]).ok());
+  ASSERT_TRUE(c.informer->RemoveEventHandler(c.registrations[1]).ok());
+  EXPECT_FALSE(c.registrations[1]->IsActive());
+  f.Create("c");
+  ASSERT_TRUE(Eventually([&] { return h1->size() == 3; }));
+  EXPECT_EQ(h2->size(), 2u);
+  c.informer->Stop();
+  auto late = c.informer->AddEventHandler(std::make_shared<Recorder>());
+  EXPECT_EQ(late.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(late.status().message()),
+              ::testing::EndsWith("was not added to shared informer because it has stopped already"));
+}
+
+TEST(InformerTest, ResyncDeliversUpdatesOfEveryObject) {
+  ServeFixture f;
+  f.Create("a");
+  f.Create("b");
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path());
+  auto r = std::make_shared<Recorder>();
+  auto reg = c.informer->AddEventHandler(r, {std::chrono::milliseconds(100), StartMode::kReplay});
+  ASSERT_TRUE(reg.ok());
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(Eventually([&] { return r->size() >= 4; }));
+  auto calls = r->calls();
+  EXPECT_THAT(std::vector<std::string>(calls.begin(), calls.begin() + 2),
+              UnorderedElementsAre("add a initial", "add b initial"));
+  EXPECT_THAT(std::vector<std::string>(calls.begin() + 2, calls.begin() + 4),
+              UnorderedElementsAre("update a v>v", "update b v>v"));
+}
+
+TEST(InformerTest, TransformAppliesBeforeStoreAndHandlers) {
+  ServeFixture f;
+  f.Create("a");
+  testing::TempDir dir;
+  InformerOptions o = Fast();
+  o.transform = DropManagedFields;
+  int calls = 0;
+  o.transform = [&](ObjectPtr obj) -> StatusOr<ObjectPtr> {
+    ++calls;
+    auto doc = obj->Document();
+    if (!doc.ok()) return doc.status();
+    (*doc)["metadata"]["annotations"]["seen"] = "yes";
+    return Object::Parse(doc->dump());
+  };
+  CacheInformer c(f, dir.path(), o);
+  auto h = c.Handler();
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  auto stored = c.indexer->GetByKey("default/a");
+  ASSERT_TRUE(stored.ok() && *stored);
+  EXPECT_EQ((*stored)->annotations().at("seen"), "yes");
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(InformerTest, ListerAndIndexersOverTheInformerStore) {
+  ServeFixture f;
+  f.Create("a", "1");
+  f.Create("b", "1", "ns-1");
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path());
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  Lister lister(c.informer->GetIndexer(), {"", "configmaps"});
+  auto sel = LabelSelector::Parse("app=a");
+  ASSERT_TRUE(sel.ok());
+  auto in_ns = lister.Namespace("ns-1").List(*sel);
+  ASSERT_TRUE(in_ns.ok());
+  ASSERT_EQ(in_ns->size(), 1u);
+  EXPECT_EQ((*in_ns)[0]->name(), "b");
+  EXPECT_TRUE(lister.Namespace("default").Get("a").ok());
+  ASSERT_TRUE(c.informer->AddIndexers({{"by-name", [](const Object& o) -> StatusOr<std::vector<std::string>> {
+                                          return std::vector<std::string>{o.name()};
+                                        }}}).ok());
+  auto by = c.indexer->ByIndex("by-name", "b");
+  ASSERT_TRUE(by.ok());
+  EXPECT_EQ(by->size(), 1u);
+}
+
+}  // namespace
+}  // namespace kcache
