@@ -11,6 +11,10 @@
 #include "cli/flags.h"
 #include "demo/demo.h"
 #include "serve/server.h"
+#include "tool/get.h"
+#include "tool/sync.h"
+
+#include <unistd.h>
 
 namespace {
 
@@ -22,6 +26,10 @@ Usage:
   kcache bench store [flags]   ingest and queries of the RocksDB cache against raw RocksDB
   kcache bench serve [flags]   kcache serve's LIST and watch rates against the loopback limit
   kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
+  kcache sync RESOURCE... --cache DIR [flags]
+                               mirror resources of a cluster into a cache and keep it current
+  kcache get RESOURCE [NAME] --cache DIR [flags]
+                               read objects back from a cache (also while sync runs)
   kcache version               print the version
 
 Run "kcache COMMAND --help" for a command's flags.
@@ -168,6 +176,50 @@ int Serve(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "serve");
 }
 
+int Sync(const std::vector<std::string>& args) {
+  kcache::tool::SyncOptions o;
+  std::string ns;
+  kcache::cli::FlagSet flags;
+  flags.String("cache", '\0', &o.cache_dir, "the cache directory (created if missing)");
+  flags.String("kubeconfig", '\0', &o.kubeconfig.path, "path to the kubeconfig file");
+  flags.String("context", '\0', &o.kubeconfig.context, "the kubeconfig context to use");
+  flags.String("server", '\0', &o.kubeconfig.server, "the address of the API server");
+  flags.String("namespace", 'n', &ns, "sync this namespace only (default: all namespaces)");
+  flags.String("selector", 'l', &o.label_selector, "label selector sent with every list and watch");
+  flags.String("field-selector", '\0', &o.field_selector, "field selector sent with every list and watch");
+  flags.Bool("drop-managed-fields", '\0', &o.drop_managed_fields, "store objects without metadata.managedFields");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "sync", &positional); rc >= 0) return rc;
+  o.resources = positional;
+  if (!ns.empty()) {
+    o.kubeconfig.namespace_ = ns;
+    o.all_namespaces = false;
+  }
+  o.progress = isatty(STDERR_FILENO);
+  kcache::Status st = kcache::tool::RunSync(o, std::cerr, std::cerr);
+  if (o.progress) std::cerr << "\n";
+  return st.ok() ? 0 : Fail(st, "sync");
+}
+
+int Get(const std::vector<std::string>& args) {
+  kcache::tool::GetOptions o;
+  kcache::cli::FlagSet flags;
+  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
+  flags.String("namespace", 'n', &o.namespace_, "the namespace to list");
+  flags.Bool("all-namespaces", 'A', &o.all_namespaces, "list every namespace");
+  flags.String("selector", 'l', &o.label_selector, "label selector, e.g. app=web");
+  flags.String("field-selector", '\0', &o.field_selector, "field selector, e.g. spec.nodeName=node-1");
+  flags.String("output", 'o', &o.output, "output format: json or name (default: a table)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "get", &positional); rc >= 0) return rc;
+  if (positional.empty()) return Fail(kcache::Status::InvalidArgument("name a resource type, e.g. pods"), "get");
+  if (positional.size() > 2) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[2] + "\""), "get");
+  o.resource = positional[0];
+  if (positional.size() == 2) o.name = positional[1];
+  kcache::Status st = kcache::tool::RunGet(o, std::cout);
+  return st.ok() ? 0 : Fail(st, "get");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,6 +233,8 @@ int main(int argc, char** argv) {
   if (command == "demo") return Demo(args);
   if (command == "bench") return Bench(args);
   if (command == "serve") return Serve(args);
+  if (command == "sync") return Sync(args);
+  if (command == "get") return Get(args);
   if (command == "version") {
     std::cout << "kcache " << KCACHE_VERSION << "\n";
     return 0;

@@ -1,0 +1,29 @@
+// `kcache get`: reads objects back from a cache directory, read-only (also
+// while `kcache sync` writes it), in kubectl's idiom.
+
+#ifndef KCACHE_SRC_TOOL_GET_H_
+#define KCACHE_SRC_TOOL_GET_H_
+
+#include <iosfwd>
+#include <string>
+
+#include "kcache/status.h"
+
+namespace kcache::tool {
+
+struct GetOptions {
+  std::string cache_dir;
+  std::string resource;  // a keyspace ("pods", "deployments.apps"), singular or short name
+  std::string name;      // one object; empty: a list
+  std::string namespace_ = "default";
+  bool all_namespaces = false;
+  std::string label_selector;
+  std::string field_selector;
+  std::string output;  // "" (a table), "json" or "name"
+};
+
+Status RunGet(const GetOptions& options, std::ostream& out);
+
+}  // namespace kcache::tool
+
+#endif  // KCACHE_SRC_TOOL_GET_H_
