@@ -110,8 +110,8 @@ struct ReflectorOptions {
   // Starting from a resume point, the reflector counts as synced once the
   // watch is quiet for this long (the server sends the backlog since the
   // resume point at once), or once it reaches the probe's resourceVersion.
-  // Default: 200 ms.
-  std::chrono::milliseconds sync_quiet_period{200};
+  // Default: 100 ms.
+  std::chrono::milliseconds sync_quiet_period{100};
   // Watch events committed per write, at most. Default: 1,000.
   size_t max_batch = 1000;
   // Seeds the jitter of backoff and watch timeouts. Default: random.

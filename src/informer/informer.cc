@@ -441,6 +441,8 @@ class InformerReplaceSession final : public ReplaceSession {
   Status Open() {
     std::lock_guard l(informer_->mu());
     if (first_) informer_->set_first_list(true);
+    // The store's writer lock is taken inside, after ours: the same order
+    // as Apply's commits.
     KCACHE_ASSIGN_OR_RETURN(inner_, informer_->GetIndexer()->BeginReplace(
         [this](std::vector<StoreChange> changes) {
           if (!first_) informer_->Publish(std::move(changes));

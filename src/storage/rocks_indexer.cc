@@ -490,11 +490,13 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
 // Writes a relist chunk by chunk. Every listed key is also recorded under
 // meta "seen\0ks\0key" in the same batch as its object, so that Finish can
 // find the stored keys the list did not have by walking objects and seen
-// keys side by side, both in key order, with no key set in memory.
+// keys side by side, both in key order, with no key set in memory. The
+// keyspace's writer lock is taken per chunk, not for the whole session, so
+// that callers may hold their own locks around Put without inverting the
+// order.
 class RocksReplaceSession final : public ReplaceSession {
  public:
-  RocksReplaceSession(RocksIndexer* ix, ChangeSink sink)
-      : ix_(ix), lock_(ix->write_mu_), sink_(std::move(sink)) {
+  RocksReplaceSession(RocksIndexer* ix, ChangeSink sink) : ix_(ix), sink_(std::move(sink)) {
     std::shared_lock l(ix_->defs_mu_);
     defs_ = ix_->defs_;
   }
@@ -502,13 +504,13 @@ class RocksReplaceSession final : public ReplaceSession {
   Status Begin() {
     // Mark the relist: until the final batch, the resume point is void.
     // Seen keys left by an abandoned relist go in the same batch.
+    std::lock_guard w(ix_->write_mu_);
     rocksdb::WriteBatch mark;
     mark.Put(ix_->db_->meta, MetaKey("relist", ix_->ks_), "1");
     mark.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
     KCACHE_RETURN_IF_ERROR(ix_->Write(&mark, "start relist of"));
     std::lock_guard l(ix_->state_mu_);
     ix_->relist_incomplete_ = true;
-    count_ = ix_->count_;
     return Status::OK();
   }
 
@@ -532,6 +534,7 @@ class RocksReplaceSession final : public ReplaceSession {
   StatusOr<size_t> Finish(std::string resource_version) override {
     KCACHE_RETURN_IF_ERROR(failed_);
     if (Status st = Flush(); !st.ok()) return Fail(st);
+    std::lock_guard w(ix_->write_mu_);
     if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
     rocksdb::WriteBatch done;
     done.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
@@ -540,7 +543,6 @@ class RocksReplaceSession final : public ReplaceSession {
     if (Status st = ix_->Write(&done, "finish relist of"); !st.ok()) return Fail(st);
     std::lock_guard l(ix_->state_mu_);
     ix_->rv_ = std::move(resource_version);
-    ix_->count_ = count_;
     ix_->relist_incomplete_ = false;
     failed_ = Status::FailedPrecondition("the relist session has finished");
     return unchanged_;
@@ -565,6 +567,8 @@ class RocksReplaceSession final : public ReplaceSession {
   // the count the chunk leaves, so that a relist cut short has a true count.
   Status Flush() {
     if (chunk_.empty()) return Status::OK();
+    std::lock_guard w(ix_->write_mu_);
+    size_t count = Count();
     const size_t n = chunk_.size();
     std::vector<std::string> okeys(n);
     std::vector<rocksdb::Slice> slices(n);
@@ -601,20 +605,32 @@ class RocksReplaceSession final : public ReplaceSession {
         old = std::move(e);
       }
       ix_->PutObject(&batch, item.key, *item.obj, old, item.entries);
-      if (!old) ++count_;
+      if (!old) ++count;
       changes.push_back({old_obj ? StoreChange::Type::kUpdated : StoreChange::Type::kAdded,
                          std::move(item.key), std::move(old_obj), std::move(item.obj)});
     }
-    batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count_));
+    batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
     KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist"));
+    SetCount(count);
     chunk_.clear();
     in_chunk_.clear();
     if (sink_ && !changes.empty()) sink_(std::move(changes));
     return Status::OK();
   }
 
+  size_t Count() const {
+    std::lock_guard l(ix_->state_mu_);
+    return ix_->count_;
+  }
+  void SetCount(size_t count) {
+    std::lock_guard l(ix_->state_mu_);
+    ix_->count_ = count;
+  }
+
   // Deletes the stored objects without a seen mark, a chunk at a time.
+  // REQUIRES: the writer lock held.
   Status DeleteUnseen() {
+    size_t count = Count();
     const std::shared_ptr<Db>& db = ix_->db_;
     std::string oprefix = KeyspacePrefix(ix_->ks_), oend = KeyspaceEnd(ix_->ks_);
     std::string sprefix = SeenPrefix(), send = SeenEnd();
@@ -629,8 +645,9 @@ class RocksReplaceSession final : public ReplaceSession {
     std::vector<StoreChange> changes;
     auto flush = [&]() -> Status {
       if (changes.empty()) return Status::OK();
-      batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count_));
+      batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
       KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist"));
+      SetCount(count);
       batch.Clear();
       if (sink_) sink_(std::move(changes));
       changes.clear();
@@ -644,7 +661,7 @@ class RocksReplaceSession final : public ReplaceSession {
       KCACHE_ASSIGN_OR_RETURN(auto old, ix_->CurrentEntries({}, k));
       KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, ix_->Decode(View(objects->value())));
       ix_->DeleteObject(&batch, k, old ? *old : std::vector<IndexEntry>{});
-      --count_;
+      --count;
       changes.push_back({StoreChange::Type::kDeleted, std::move(k), std::move(old_obj), nullptr});
       if (changes.size() == kChunk) KCACHE_RETURN_IF_ERROR(flush());
     }
@@ -654,12 +671,10 @@ class RocksReplaceSession final : public ReplaceSession {
   }
 
   RocksIndexer* ix_;
-  std::unique_lock<std::mutex> lock_;
   RocksIndexer::Defs defs_;
   ChangeSink sink_;
   std::vector<Item> chunk_;
   std::unordered_map<std::string, size_t> in_chunk_;
-  size_t count_ = 0;
   size_t unchanged_ = 0;
   Status failed_;
 };

@@ -112,12 +112,21 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   }
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  for (;;) {
+    if (options.until_synced && factory->WaitForCacheSync(std::chrono::milliseconds(0))) break;
+    timespec poll{0, 50 * 1000 * 1000};
+    int got = sigtimedwait(&signals, nullptr, &poll);
+    if (got > 0) {
+      sig = got;
+      break;
+    }
+  }
   if (ticker.joinable()) {
     ticker.request_stop();
     ticker.join();
   }
-  say(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
+  say(sig == 0 ? std::string("synced: stopping (--until-synced)")
+               : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
   factory->Shutdown();
   for (auto& [name, informer] : factory->informers()) {
     say(name + ": stopped at resourceVersion " + informer->GetIndexer()->LastSyncResourceVersion() +

@@ -23,13 +23,15 @@ struct SyncOptions {
   bool drop_managed_fields = false;
   // A progress line on `progress` (a terminal) every second while syncing.
   bool progress = false;
+  // Stop once every resource has synced, instead of at SIGINT/SIGTERM.
+  bool until_synced = false;
 };
 
 // The configuration --kubeconfig/--context/--server/-n select; with only
 // --server and no kubeconfig file, that URL without credentials.
 StatusOr<RestConfig> ResolveConfig(const KubeconfigOptions& options);
 
-// Runs until SIGINT or SIGTERM; logs each list, resume, relist and sync to
+// Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume, relist and sync to
 // `log`, progress to `progress`.
 Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress);
 

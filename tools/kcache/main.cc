@@ -188,6 +188,7 @@ int Sync(const std::vector<std::string>& args) {
   flags.String("selector", 'l', &o.label_selector, "label selector sent with every list and watch");
   flags.String("field-selector", '\0', &o.field_selector, "field selector sent with every list and watch");
   flags.Bool("drop-managed-fields", '\0', &o.drop_managed_fields, "store objects without metadata.managedFields");
+  flags.Bool("until-synced", '\0', &o.until_synced, "exit once every resource has synced");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "sync", &positional); rc >= 0) return rc;
   o.resources = positional;
