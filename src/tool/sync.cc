@@ -36,18 +36,6 @@ std::string Megabytes(uint64_t bytes) {
 
 }  // namespace
 
-StatusOr<RestConfig> ResolveConfig(const KubeconfigOptions& options) {
-  StatusOr<RestConfig> config = LoadKubeconfig(options);
-  if (config.ok() || !config.status().IsNotFound() || options.server.empty() || !options.path.empty()) {
-    return config;
-  }
-  RestConfig plain;
-  plain.server = options.server;
-  plain.namespace_ = options.namespace_;
-  plain.source = "--server " + options.server;
-  return plain;
-}
-
 Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
   if (options.resources.empty()) return Status::InvalidArgument("name at least one resource to sync, e.g. pods");
   if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
@@ -58,7 +46,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  KCACHE_ASSIGN_OR_RETURN(RestConfig config, ResolveConfig(options.kubeconfig));
+  KCACHE_ASSIGN_OR_RETURN(RestConfig config, LoadClientConfig(options.kubeconfig));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client, RestClient::Create(config));
   KCACHE_ASSIGN_OR_RETURN(auto discovery, Discovery::Fetch(*client));
   std::vector<ApiResource> resources;

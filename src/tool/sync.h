@@ -27,10 +27,6 @@ struct SyncOptions {
   bool until_synced = false;
 };
 
-// The configuration --kubeconfig/--context/--server/-n select; with only
-// --server and no kubeconfig file, that URL without credentials.
-StatusOr<RestConfig> ResolveConfig(const KubeconfigOptions& options);
-
 // Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume, relist and sync to
 // `log`, progress to `progress`.
 Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress);
