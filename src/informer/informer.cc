@@ -399,8 +399,10 @@ class Informer final : public SharedIndexInformer, public std::enable_shared_fro
         for (auto& listener : listeners_) {
           auto period = listener->options().resync_period;
           if (period.count() <= 0) continue;
-          if (now >= listener->next_resync && synced_ && !listener->ResyncPending()) {
-            (void)PushWalk(*listener, true);
+          if (now >= listener->next_resync) {
+            // A resync still streaming, or an informer not synced yet, skips
+            // this round.
+            if (synced_ && !listener->ResyncPending()) (void)PushWalk(*listener, true);
             listener->next_resync = now + period;
           }
           next = std::min(next, listener->next_resync);

@@ -252,6 +252,13 @@ class ReflectorImpl final : public Reflector {
 
   StatusOr<std::unique_ptr<WatchStream>> StreamingList(const std::string& rv, std::stop_token stop,
                                                        bool* refused) {
+    auto result = StreamingListActive(rv, stop, refused);
+    SetActive(nullptr, stop);  // the stream, if any, is returned or gone
+    return result;
+  }
+
+  StatusOr<std::unique_ptr<WatchStream>> StreamingListActive(const std::string& rv, std::stop_token stop,
+                                                             bool* refused) {
     ListOptions o;
     o.resource_version = rv;
     o.resource_version_match = "NotOlderThan";
@@ -273,12 +280,8 @@ class ReflectorImpl final : public Reflector {
     uint64_t n = 0, bytes = 0;
     for (;;) {
       auto ev = stream->Next();
-      if (!ev.ok()) {
-        SetActive(nullptr, stop);
-        return ev.status();
-      }
+      if (!ev.ok()) return ev.status();
       if (!*ev) {
-        SetActive(nullptr, stop);
         return Status::Unavailable(lw_->Describe() + ": the streaming list ended before its initial-events-end bookmark");
       }
       WatchEvent& e = **ev;
@@ -291,7 +294,6 @@ class ReflectorImpl final : public Reflector {
       if (e.type != WatchEventType::kAdded) {
         // A server that ignores sendInitialEvents sends ordinary events
         // with no end bookmark.
-        SetActive(nullptr, stop);
         *refused = true;
         return Status::Unimplemented(lw_->Describe() + ": the server ignored sendInitialEvents");
       }

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,6 +167,49 @@ TEST(RocksStoreTest, UnfinishedRelistVoidsTheResumePoint) {
   EXPECT_EQ(result->unchanged, 1u);
   EXPECT_EQ(result->changes.size(), 1u);
   EXPECT_EQ(store->LastSyncResourceVersion(), "11");
+}
+
+// Invariant 3: a streamed relist reports chunk by chunk, rewrites nothing
+// unchanged, deletes what the list lacks, and moves the resume point only at
+// Finish; an abandoned one leaves no resume point, and the next relist
+// (whose stale seen marks are cleared) gets it right.
+TEST(RocksStoreTest, StreamedRelistInChunks) {
+  TempDir dir;
+  auto store = OpenPods(dir.path());
+  std::vector<ObjectPtr> first;
+  for (int i = 0; i < 2500; ++i) first.push_back(Pod("p" + std::to_string(10000 + i), "ns", "1"));
+  ASSERT_TRUE(store->Replace(first, "10").ok());
+  {
+    auto abandoned = store->BeginReplace(nullptr);
+    ASSERT_TRUE(abandoned.ok());
+    ASSERT_TRUE((*abandoned)->Put(Pod("p10000", "ns", "1")).ok());
+  }
+  EXPECT_EQ(store->LastSyncResourceVersion(), "");
+  std::vector<size_t> chunks;
+  std::map<StoreChange::Type, size_t> by_type;
+  auto session = store->BeginReplace([&](std::vector<StoreChange> changes) {
+    chunks.push_back(changes.size());
+    for (auto& c : changes) ++by_type[c.type];
+  });
+  ASSERT_TRUE(session.ok());
+  // Keep the first 2000 (every tenth changed), drop 500, add 100.
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE((*session)->Put(Pod("p" + std::to_string(10000 + i), "ns", i % 10 == 0 ? "2" : "1")).ok());
+  }
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*session)->Put(Pod("q" + std::to_string(i), "ns", "2")).ok());
+  EXPECT_EQ(store->LastSyncResourceVersion(), "");
+  auto unchanged = (*session)->Finish("20");
+  ASSERT_TRUE(unchanged.ok()) << unchanged.status();
+  EXPECT_EQ(*unchanged, 1800u);
+  EXPECT_EQ(by_type[StoreChange::Type::kUpdated], 200u);
+  EXPECT_EQ(by_type[StoreChange::Type::kAdded], 100u);
+  EXPECT_EQ(by_type[StoreChange::Type::kDeleted], 500u);
+  EXPECT_GE(chunks.size(), 3u);  // reported as chunks commit, not at the end
+  EXPECT_EQ(store->LastSyncResourceVersion(), "20");
+  EXPECT_EQ(*store->Size(), 2100u);
+  auto cache = Cache::OpenReadOnly(dir.path());
+  ASSERT_TRUE(cache.ok());
+  EXPECT_TRUE((*cache)->Verify().ok());
 }
 
 // Indexes whose definition changed are rebuilt on open, never stale.
