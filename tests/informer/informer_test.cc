@@ -13,6 +13,7 @@
 
 #include "kcache/cache.h"
 #include "kcache/lister.h"
+#include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/temp_dir.h"
 
@@ -24,47 +25,7 @@ using testing::ServeFixture;
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
-// Records every call as "add NAME initial|live", "update NAME OLDV>NEWV",
-// "delete NAME [tombstone]".
-class Recorder final : public ResourceEventHandler {
- public:
-  void OnAdd(const ObjectPtr& o, bool initial) override {
-    Record("add " + o->name() + (initial ? " initial" : " live"));
-  }
-  void OnUpdate(const ObjectPtr& a, const ObjectPtr& b) override {
-    Record("update " + b->name() + " " + Value(a) + ">" + Value(b));
-  }
-  void OnDelete(const DeletedObject& d) override {
-    if (auto* t = std::get_if<DeletedFinalStateUnknown>(&d)) {
-      Record("delete " + t->key.substr(t->key.find('/') + 1) + " tombstone");
-    } else {
-      Record("delete " + std::get<ObjectPtr>(d)->name());
-    }
-  }
-  std::vector<std::string> calls() const {
-    std::lock_guard l(mu_);
-    return calls_;
-  }
-  size_t size() const {
-    std::lock_guard l(mu_);
-    return calls_.size();
-  }
-  // Set to check, inside each call, what the store holds.
-  std::function<void(const std::string&)> on_call;
-
- private:
-  static std::string Value(const ObjectPtr& o) {
-    auto doc = o->Document();
-    return doc.ok() && doc->contains("data") ? (*doc)["data"].value("k", "") : "";
-  }
-  void Record(std::string s) {
-    if (on_call) on_call(s);
-    std::lock_guard l(mu_);
-    calls_.push_back(std::move(s));
-  }
-  mutable std::mutex mu_;
-  std::vector<std::string> calls_;
-};
+using Recorder = testing::RecordingHandler;
 
 InformerOptions Fast(bool streaming = true) {
   InformerOptions o;
@@ -145,12 +106,15 @@ TEST(InformerTest, StoreFirstThenHandlersInWatchOrder) {
   };
   ASSERT_TRUE(c.informer->Start().ok());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
-  f.Create("a", "1");
-  f.Update("a", "2");
-  f.Create("b", "1");
-  f.Update("a", "3");
-  f.Delete("b");
-  ASSERT_TRUE(Eventually([&] { return h->size() == 5; })) << ::testing::PrintToString(h->calls());
+  // One change at a time, so that the store is never ahead of the handler
+  // by more than the change it is hearing about.
+  std::vector<std::function<void()>> changes = {
+      [&] { f.Create("a", "1"); }, [&] { f.Update("a", "2"); }, [&] { f.Create("b", "1"); },
+      [&] { f.Update("a", "3"); }, [&] { f.Delete("b"); }};
+  for (size_t i = 0; i < changes.size(); ++i) {
+    changes[i]();
+    ASSERT_TRUE(Eventually([&] { return h->size() == i + 1; })) << ::testing::PrintToString(h->calls());
+  }
   EXPECT_THAT(h->calls(), ElementsAre("add a live", "update a 1>2", "add b live", "update a 2>3", "delete b"));
   EXPECT_EQ(stale, 0);
 }

@@ -20,6 +20,7 @@
 #include "integration/cluster.h"
 #include "kcache/cache.h"
 #include "kcache/informer.h"
+#include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/temp_dir.h"
 
@@ -96,37 +97,6 @@ std::map<std::string, std::string> CacheState(Indexer& indexer) {
   }
   return out;
 }
-
-// "add NAME", "update NAME OLD>NEW", "delete NAME [tombstone]".
-class Recorder final : public ResourceEventHandler {
- public:
-  void OnAdd(const ObjectPtr& o, bool) override { Record("add " + o->name()); }
-  void OnUpdate(const ObjectPtr& a, const ObjectPtr& b) override {
-    Record("update " + b->name() + " " + Value(a) + ">" + Value(b));
-  }
-  void OnDelete(const DeletedObject& d) override {
-    if (auto* t = std::get_if<DeletedFinalStateUnknown>(&d)) {
-      Record("delete " + t->key.substr(t->key.find('/') + 1) + " tombstone");
-    } else {
-      Record("delete " + std::get<ObjectPtr>(d)->name());
-    }
-  }
-  std::vector<std::string> calls() const {
-    std::lock_guard l(mu_);
-    return calls_;
-  }
- private:
-  static std::string Value(const ObjectPtr& o) {
-    auto doc = o->Document();
-    return doc.ok() ? (*doc)["data"].value("k", "") : "";
-  }
-  void Record(std::string s) {
-    std::lock_guard l(mu_);
-    calls_.push_back(std::move(s));
-  }
-  mutable std::mutex mu_;
-  std::vector<std::string> calls_;
-};
 
 // Applies every handler call to a name -> resourceVersion map.
 class Mirror final : public ResourceEventHandler {
@@ -220,7 +190,7 @@ TEST(InformerIntegrationTest, ExpiredCheckpointRelistsOnceAndReportsTheChanges) 
   auto ks = (*cache)->OpenKeyspace("configmaps");
   ASSERT_TRUE(ks.ok());
   auto informer = SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
-  auto changes = std::make_shared<Recorder>();
+  auto changes = std::make_shared<testing::RecordingHandler>(false);
   auto reg = informer->AddEventHandler(changes, {std::chrono::milliseconds(0), StartMode::kChangesOnly});
   ASSERT_TRUE(reg.ok());
   ASSERT_TRUE(informer->Start().ok());

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kcache/rest_client.h"
+#include "testing/serve_fixture.h"
 #include "serve/server.h"
 
 namespace kcache::serve {
@@ -24,15 +25,7 @@ ResourceRef ConfigMaps(const std::string& ns) { return {{"", "v1", "configmaps"}
 ResourceRef Nodes() { return {{"", "v1", "nodes"}, false, ""}; }
 ResourceRef Widgets(const std::string& ns = "") { return {{"demo.kcache.io", "v1", "widgets"}, true, ns}; }
 
-ServeOptions Quiet(int pods = 200) {
-  ServeOptions o;
-  o.listen = "127.0.0.1:0";
-  o.cluster.pods = pods;
-  o.cluster.namespaces = 4;
-  o.cluster.nodes = 10;
-  o.churn = {0, 0, 0, 0};
-  return o;
-}
+ServeOptions Quiet(int pods = 200) { return testing::QuietCluster(pods); }
 
 struct Fixture {
   explicit Fixture(ServeOptions o, RestClientOptions client_options = {}) {
