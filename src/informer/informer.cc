@@ -161,7 +161,7 @@ class InformerSink final : public ReflectorSink {
   Informer* informer_;
 };
 
-class Informer final : public SharedIndexInformer, public std::enable_shared_from_this<Informer> {
+class Informer final : public SharedIndexInformer {
  public:
   Informer(std::shared_ptr<ListerWatcher> lw, std::shared_ptr<Indexer> indexer, InformerOptions o)
       : lw_(std::move(lw)), indexer_(std::move(indexer)), o_(std::move(o)) {
@@ -189,7 +189,6 @@ class Informer final : public SharedIndexInformer, public std::enable_shared_fro
       listeners_.push_back(listener);
       listener->StartWorker();
     }
-    resync_cv_.notify_all();
     return std::shared_ptr<HandlerRegistration>(listener);
   }
 
@@ -237,7 +236,6 @@ class Informer final : public SharedIndexInformer, public std::enable_shared_fro
       listeners.swap(listeners_);
     }
     sync_cv_.notify_all();
-    resync_cv_.notify_all();
     reflector_thread_.request_stop();
     resync_thread_.request_stop();
     if (reflector_thread_.joinable()) reflector_thread_.join();
@@ -378,7 +376,6 @@ class Informer final : public SharedIndexInformer, public std::enable_shared_fro
   std::mutex& mu() { return mu_; }
   // REQUIRES: mu_ held.
   void set_first_list(bool on) { first_list_ = on; }
-  bool synced_locked() const { return synced_; }
 
  private:
   // Queues a walk over a snapshot of the store. REQUIRES: mu_ held, so that
@@ -418,7 +415,6 @@ class Informer final : public SharedIndexInformer, public std::enable_shared_fro
 
   mutable std::mutex mu_;
   mutable std::condition_variable sync_cv_;
-  std::condition_variable resync_cv_;
   std::list<std::shared_ptr<Listener>> listeners_;  // guarded by mu_
   bool started_ = false;                            // guarded by mu_
   bool stopped_ = false;                            // guarded by mu_

@@ -137,7 +137,7 @@ class ReflectorImpl final : public Reflector {
     std::string resume = sink_->ResumeResourceVersion();
     std::unique_ptr<WatchStream> stream;
     if (need_list_ || resume.empty()) {
-      KCACHE_ASSIGN_OR_RETURN(stream, ListAll(resume, stop));
+      KCACHE_ASSIGN_OR_RETURN(stream, ListAll(stop));
     } else if (!synced_ && !probed_) {
       SetLastRV(resume);
       Emit(ReflectorEvent::Type::kResumed,
@@ -197,9 +197,9 @@ class ReflectorImpl final : public Reflector {
   // A full list into a replace session, following client-go's ladder:
   // the last resourceVersion seen, then "" once that is expired. Returns
   // the open watch stream when the list was a streaming one.
-  StatusOr<std::unique_ptr<WatchStream>> ListAll(const std::string& resume, std::stop_token stop) {
+  StatusOr<std::unique_ptr<WatchStream>> ListAll(std::stop_token stop) {
     for (;;) {
-      std::string rv = unavailable_ ? "" : (last_rv_known_ ? LastSyncResourceVersion() : resume);
+      std::string rv = unavailable_ ? "" : LastSyncResourceVersion();
       StatusOr<std::unique_ptr<WatchStream>> result = Status::OK();
       if (streaming_) {
         bool refused = false;
@@ -310,7 +310,6 @@ class ReflectorImpl final : public Reflector {
       stats_.listed_objects += n;
       stats_.bytes += bytes;
       last_rv_ = rv;
-      last_rv_known_ = true;
     }
     Emit(ReflectorEvent::Type::kListed,
          lw_->Describe() + ": " + how + " of " + std::to_string(n) + " objects at resourceVersion " + rv +
@@ -418,7 +417,6 @@ class ReflectorImpl final : public Reflector {
       {
         std::lock_guard l(mu_);
         last_rv_ = rv;
-        last_rv_known_ = true;
         stats_.events += n;
         stats_.bytes += bytes;
         last_activity_ = clock_->Now();
@@ -451,7 +449,6 @@ class ReflectorImpl final : public Reflector {
   void SetLastRV(std::string rv) {
     std::lock_guard l(mu_);
     last_rv_ = std::move(rv);
-    last_rv_known_ = true;
   }
 
   int64_t WatchTimeout() {
@@ -481,7 +478,6 @@ class ReflectorImpl final : public Reflector {
   bool streaming_;
   bool need_list_ = false;
   bool unavailable_ = false;
-  bool last_rv_known_ = false;
   std::string target_;  // the probe's resourceVersion
   std::atomic<bool> probed_{false};
   std::jthread sync_timer_;

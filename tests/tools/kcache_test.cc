@@ -81,6 +81,10 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
       {"serve --fault-expire 0", "error: serve: invalid argument \"0\" for \"--fault-expire\" flag"},
       {"serve --listen 8080", "error: serve: listen address \"8080\" is not HOST:PORT"},
       {"serve --history 0", "error: serve: --history must be at least 1"},
+      {"sync --cache /tmp/x", "error: sync: name at least one resource to sync"},
+      {"sync pods", "error: sync: --cache DIR is required"},
+      {"get", "error: get: name a resource type"},
+      {"get pods --cache /tmp/x -o yaml", "error: get: unable to match a printer suitable for the output format \"yaml\""},
   };
   for (const auto& c : cases) {
     Result r = Kcache(c.args);
@@ -184,6 +188,63 @@ TEST(KcacheToolTest, ServeReportsAPortInUse) {
   kill(first.pid, SIGTERM);
   waitpid(first.pid, nullptr, 0);
   Drain(first.out);
+}
+
+}  // namespace
+
+namespace {
+
+// `kcache sync` into a cache from `kcache serve`, until synced; then
+// `kcache get` reads it back; a second sync resumes without a LIST. Errors
+// name what is wrong: an unknown resource, object or cache.
+TEST(KcacheToolTest, SyncThenGetThenResume) {
+  Serving s = StartServe("--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 0 --updates 0 "
+                         "--relabels 0 --deletes 0");
+  size_t at = s.banner.find("http://");
+  ASSERT_NE(at, std::string::npos) << s.banner;
+  std::string url = s.banner.substr(at, s.banner.find_first_of(" \n", at) - at);
+  char tmpl[] = "/tmp/kcache-tool-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string cache = std::string(tmpl) + "/cache";
+
+  Result first = Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("pods: streaming list of 300 objects"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("nodes: synced at resourceVersion"), std::string::npos) << first.output;
+
+  Result names = Kcache("get pods --cache " + cache + " -A -o name");
+  ASSERT_EQ(names.exit_code, 0) << names.output;
+  EXPECT_EQ(std::count(names.output.begin(), names.output.end(), '\n'), 300) << names.output;
+  EXPECT_EQ(names.output.rfind("pod/", 0), 0u) << names.output;
+  Result nodes = Kcache("get no --cache " + cache);
+  EXPECT_NE(nodes.output.find("node-4"), std::string::npos) << nodes.output;
+  Result one = Kcache("get node node-1 --cache " + cache + " -o json");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("\"kind\": \"Node\""), std::string::npos) << one.output;
+  Result missing = Kcache("get node nope --cache " + cache);
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("nodes \"nope\" not found"), std::string::npos) << missing.output;
+  Result unknown = Kcache("get widgets --cache " + cache);
+  EXPECT_NE(unknown.output.find("the cache has no resource type \"widgets\" (it has: nodes, pods)"),
+            std::string::npos)
+      << unknown.output;
+  Result absent = Kcache("get pods --cache " + std::string(tmpl) + "/absent");
+  EXPECT_EQ(absent.exit_code, 1);
+
+  Result again = Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("pods: resuming the watch from resourceVersion"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("streaming list"), std::string::npos) << again.output;
+
+  Result bad = Kcache("sync gizmos --server " + url + " --cache " + cache);
+  EXPECT_NE(bad.output.find("the server doesn't have a resource type \"gizmos\""), std::string::npos)
+      << bad.output;
+
+  kill(s.pid, SIGTERM);
+  int status;
+  waitpid(s.pid, &status, 0);
+  Drain(s.out);
+  kcache::testing::RunCommand(std::string("rm -rf ") + tmpl);
 }
 
 }  // namespace
