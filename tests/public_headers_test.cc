@@ -2,9 +2,13 @@
 // the include path of this test holds include/ only (see tests/meson.build).
 
 #include "kcache/cache.h"
+#include "kcache/clock.h"
+#include "kcache/delta_fifo.h"
 #include "kcache/discovery.h"
 #include "kcache/field_selector.h"
 #include "kcache/indexer.h"
+#include "kcache/informer.h"
+#include "kcache/informer_factory.h"
 #include "kcache/key.h"
 #include "kcache/label_selector.h"
 #include "kcache/labels.h"
@@ -12,6 +16,7 @@
 #include "kcache/lister.h"
 #include "kcache/object.h"
 #include "kcache/pager.h"
+#include "kcache/reflector.h"
 #include "kcache/resource.h"
 #include "kcache/rest_client.h"
 #include "kcache/rest_config.h"
