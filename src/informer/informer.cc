@@ -30,7 +30,7 @@ struct Entry {
   bool resync = false;
 };
 
-class Listener final : public HandlerRegistration {
+class Listener final : public HandlerRegistration, public std::enable_shared_from_this<Listener> {
  public:
   Listener(std::shared_ptr<ResourceEventHandler> handler, HandlerOptions options)
       : handler_(std::move(handler)), options_(options) {}
@@ -65,8 +65,10 @@ class Listener final : public HandlerRegistration {
     return resync_pending_;
   }
 
+  // The worker keeps its listener alive, so that a handler may remove
+  // itself (or stop the informer) from inside a call.
   void StartWorker() {
-    worker_ = std::jthread([this](std::stop_token stop) { Work(stop); });
+    worker_ = std::jthread([self = shared_from_this()](std::stop_token stop) { self->Work(stop); });
   }
   // Stops the worker; waits for it unless called from it.
   void Stop() {
@@ -91,7 +93,7 @@ class Listener final : public HandlerRegistration {
       Entry e;
       {
         std::unique_lock l(mu_);
-        if (!cv_.wait(l, stop, [&] { return !queue_.empty(); })) return;
+        if (!cv_.wait(l, stop, [&] { return !queue_.empty(); }) || stop.stop_requested()) return;
         e = queue_.front();  // shared pointers: cheap
         if (!e.walk) queue_.pop_front();
       }

@@ -275,6 +275,30 @@ TEST(InformerTest, HandlerAddedWhileRunningGetsCachedObjects) {
               ::testing::EndsWith("was not added to shared informer because it has stopped already"));
 }
 
+// A handler may remove its own registration from inside a call.
+TEST(InformerTest, HandlerRemovesItself) {
+  ServeFixture f;
+  f.Create("a");
+  f.Create("b");
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path());
+  auto h = std::make_shared<Recorder>();
+  std::shared_ptr<HandlerRegistration> reg;
+  std::atomic<bool> removed{false};
+  h->on_call = [&](const std::string&) {
+    if (!removed.exchange(true)) EXPECT_TRUE(c.informer->RemoveEventHandler(reg).ok());
+  };
+  auto r = c.informer->AddEventHandler(h);
+  ASSERT_TRUE(r.ok());
+  reg = *r;
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(Eventually([&] { return removed && !reg->IsActive(); }));
+  f.Create("c");
+  auto other = c.Handler();
+  ASSERT_TRUE(Eventually([&] { return other->size() == 3; }));
+  EXPECT_EQ(h->size(), 1u);
+}
+
 TEST(InformerTest, ResyncDeliversUpdatesOfEveryObject) {
   ServeFixture f;
   f.Create("a");
