@@ -79,10 +79,11 @@ std::shared_ptr<ReflectorSink> NewStoreSink(std::shared_ptr<Store> store);
 // What happened, for logs: one line per list, resume and relist.
 struct ReflectorEvent {
   enum class Type {
-    kListed,     // a LIST or streaming list was applied
-    kResumed,    // started from a resume point, without a LIST
-    kSynced,     // caught up with the server
-    kWatchEnded, // a watch ended with an error; what follows is in `message`
+    kListed,   // a LIST or streaming list was applied
+    kResumed,  // started from a resume point, without a LIST
+    kSynced,   // caught up with the server
+    kRelist,   // the watch expired: a relist follows
+    kError,    // a list or watch failed; a retry follows after backoff
   };
   Type type;
   std::string message;

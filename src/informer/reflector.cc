@@ -111,7 +111,7 @@ class ReflectorImpl final : public Reflector {
       Status st = ListAndWatch(stop);
       if (stop.stop_requested()) break;
       if (!st.ok()) {
-        Emit(ReflectorEvent::Type::kWatchEnded, std::string(st.message()));
+        Emit(ReflectorEvent::Type::kError, std::string(st.message()));
         if (o_.watch_error_handler) o_.watch_error_handler(st);
       }
       clock_->SleepFor(backoff_.Next(), stop);
@@ -151,7 +151,8 @@ class ReflectorImpl final : public Reflector {
 
   // Learns the collection's current resourceVersion with a limit=1 LIST.
   // If the resume point is already there, the store is in sync; otherwise
-  // the watch decides (CaughtUp) and a timer watches for a quiet stream.
+  // Consume() compares each batch with it, and a timer watches for a quiet
+  // stream.
   Status Probe(const std::string& resume, std::stop_token stop) {
     ListOptions o;
     o.limit = 1;
@@ -359,7 +360,7 @@ class ReflectorImpl final : public Reflector {
       }
       if (st.IsExpired()) {
         need_list_ = true;
-        Emit(ReflectorEvent::Type::kWatchEnded,
+        Emit(ReflectorEvent::Type::kRelist,
              lw_->Describe() + ": the watch from resourceVersion " + LastSyncResourceVersion() +
                  " expired (" + std::string(st.message()) + "): relisting");
         return Status::OK();
