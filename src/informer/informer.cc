@@ -211,11 +211,14 @@ class Informer final : public SharedIndexInformer {
   }
 
   Status Start() override {
+    Reflector* reflector;
     {
       std::lock_guard l(mu_);
       if (started_) return Status::FailedPrecondition("the informer was started already");
       if (stopped_) return Status::FailedPrecondition("the informer has stopped");
       started_ = true;
+      reflector_ = Reflector::Create(lw_, std::make_shared<InformerSink>(this), o_.reflector);
+      reflector = reflector_.get();
       // Handlers registered before Start replay what the store holds now.
       for (auto& listener : listeners_) {
         if (listener->options().start_mode == StartMode::kReplay) {
@@ -223,8 +226,7 @@ class Informer final : public SharedIndexInformer {
         }
       }
     }
-    reflector_ = Reflector::Create(lw_, std::make_shared<InformerSink>(this), o_.reflector);
-    reflector_thread_ = std::jthread([this](std::stop_token stop) { reflector_->Run(stop); });
+    reflector_thread_ = std::jthread([reflector](std::stop_token stop) { reflector->Run(stop); });
     resync_thread_ = std::jthread([this](std::stop_token stop) { ResyncLoop(stop); });
     return Status::OK();
   }
@@ -269,9 +271,13 @@ class Informer final : public SharedIndexInformer {
     return indexer_->AddIndexers(indexers);
   }
   std::string LastSyncResourceVersion() const override {
-    return reflector_ ? reflector_->LastSyncResourceVersion() : indexer_->LastSyncResourceVersion();
+    const Reflector* r = reflector();
+    return r ? r->LastSyncResourceVersion() : indexer_->LastSyncResourceVersion();
   }
-  ReflectorStats stats() const override { return reflector_ ? reflector_->stats() : ReflectorStats{}; }
+  ReflectorStats stats() const override {
+    const Reflector* r = reflector();
+    return r ? r->stats() : ReflectorStats{};
+  }
 
   // --- the sink side, on the reflector's thread ---
 
@@ -380,6 +386,12 @@ class Informer final : public SharedIndexInformer {
   void set_first_list(bool on) { first_list_ = on; }
 
  private:
+  // Set once by Start(); lives as long as the informer.
+  const Reflector* reflector() const {
+    std::lock_guard l(mu_);
+    return reflector_.get();
+  }
+
   // Queues a walk over a snapshot of the store. REQUIRES: mu_ held, so that
   // the snapshot and the queue agree on which changes came before it.
   Status PushWalk(Listener& listener, bool resync) {
@@ -423,7 +435,7 @@ class Informer final : public SharedIndexInformer {
   bool synced_ = false;                             // guarded by mu_
   bool first_list_ = false;                         // guarded by mu_
 
-  std::unique_ptr<Reflector> reflector_;
+  std::unique_ptr<Reflector> reflector_;  // guarded by mu_
   std::jthread reflector_thread_;
   std::jthread resync_thread_;
 };
