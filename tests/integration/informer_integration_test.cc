@@ -194,7 +194,7 @@ TEST(InformerIntegrationTest, ExpiredCheckpointRelistsOnceAndReportsTheChanges) 
   auto reg = informer->AddEventHandler(changes, {std::chrono::milliseconds(0), StartMode::kChangesOnly});
   ASSERT_TRUE(reg.ok());
   ASSERT_TRUE(informer->Start().ok());
-  ASSERT_TRUE(Eventually([&] { return informer->stats().lists == 1 && (*reg)->HasSynced(); }));
+  ASSERT_TRUE(Eventually([&] { return informer->stats().lists == 1 && (*reg)->HasSynced() && changes->size() >= 3; }));
   EXPECT_THAT(changes->calls(),
               ::testing::UnorderedElementsAre("add new", "update cm-1 1>2", "delete cm-2 tombstone"));
   EXPECT_EQ(CacheState(**ks), api.State());
