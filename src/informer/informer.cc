@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "informer/events.h"
+
 namespace kcache {
 namespace {
 
@@ -314,12 +316,7 @@ class Informer final : public SharedIndexInformer {
         }
         out.push_back(std::move(n));
       }
-      switch (e.type) {
-        case WatchEventType::kAdded: txn.Add(std::move(e.object)); break;
-        case WatchEventType::kModified: txn.Update(std::move(e.object)); break;
-        case WatchEventType::kDeleted: txn.Delete(std::move(e.object)); break;
-        case WatchEventType::kBookmark: break;
-      }
+      informer::AppendToTransaction(std::move(e), &txn);
     }
     KCACHE_RETURN_IF_ERROR(indexer_->Commit(txn, nullptr));
     for (const NotificationPtr& n : out) {

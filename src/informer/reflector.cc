@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "informer/backoff.h"
+#include "informer/events.h"
 #include "informer/resource_version.h"
 
 namespace kcache {
@@ -51,14 +52,7 @@ class StoreSink final : public ReflectorSink {
   explicit StoreSink(std::shared_ptr<Store> store) : store_(std::move(store)) {}
   Status Apply(std::vector<WatchEvent> events, std::string rv) override {
     Transaction txn;
-    for (WatchEvent& e : events) {
-      switch (e.type) {
-        case WatchEventType::kAdded: txn.Add(std::move(e.object)); break;
-        case WatchEventType::kModified: txn.Update(std::move(e.object)); break;
-        case WatchEventType::kDeleted: txn.Delete(std::move(e.object)); break;
-        case WatchEventType::kBookmark: break;
-      }
-    }
+    for (WatchEvent& e : events) informer::AppendToTransaction(std::move(e), &txn);
     txn.resource_version = std::move(rv);
     return store_->Commit(txn, nullptr);
   }
@@ -382,7 +376,8 @@ class ReflectorImpl final : public Reflector {
     }
   }
 
-  // Applies a stream's events in batches until it ends.
+  // Applies a stream's events in batches until it ends; `*count` counts the
+  // events received, bookmarks included.
   Status Consume(WatchStream* stream, uint64_t* count) {
     for (;;) {
       auto ev = stream->Next();
@@ -393,7 +388,9 @@ class ReflectorImpl final : public Reflector {
       uint64_t bytes = 0;
       Status end;
       bool ended = false;
+      uint64_t received = 0;  // bookmarks included
       auto take = [&](WatchEvent e) {
+        ++received;
         rv = e.object->resource_version();
         if (e.type == WatchEventType::kBookmark) return;
         bytes += e.object->byte_size();
@@ -414,7 +411,7 @@ class ReflectorImpl final : public Reflector {
       }
       size_t n = batch.size();
       KCACHE_RETURN_IF_ERROR(sink_->Apply(std::move(batch), rv));
-      *count += n + 1;
+      *count += received;
       {
         std::lock_guard l(mu_);
         last_rv_ = rv;

@@ -17,7 +17,8 @@
 namespace kcache::tool {
 namespace {
 
-std::string Clock() {
+// "HH:MM:SS.mmm" (UTC), for log lines.
+std::string TimeOfDay() {
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
@@ -61,7 +62,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   auto say = [&](const std::string& line) {
     std::lock_guard l(log_mu);
     if (options.progress) progress << "\r\033[K" << std::flush;
-    log << Clock() << " " << line << std::endl;
+    log << TimeOfDay() << " " << line << std::endl;
   };
   InformerFactoryOptions fo;
   fo.namespace_ = options.all_namespaces ? "" : config.namespace_;

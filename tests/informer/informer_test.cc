@@ -68,6 +68,13 @@ struct CacheInformer {
   std::vector<std::shared_ptr<HandlerRegistration>> registrations;
 };
 
+// A first sync into `dir`, stopped once synced: a cache with a checkpoint.
+void SyncOnce(ServeFixture& f, const std::string& dir) {
+  CacheInformer c(f, dir);
+  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+}
+
 TEST(InformerTest, FirstSyncListsOnceThenWatches) {
   ServeFixture f;
   for (int i = 0; i < 30; ++i) f.Create("cm-" + std::to_string(i));
@@ -149,11 +156,7 @@ TEST(InformerTest, RestartResumesWithoutList) {
   ServeFixture f;
   for (int i = 0; i < 50; ++i) f.Create("cm-" + std::to_string(i), "1");
   testing::TempDir dir;
-  {
-    CacheInformer c(f, dir.path());
-    ASSERT_TRUE(c.informer->Start().ok());
-    ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
-  }
+  ASSERT_NO_FATAL_FAILURE(SyncOnce(f, dir.path()));
   // Changes while down.
   f.Create("new", "1");
   f.Update("cm-1", "2");
@@ -192,11 +195,7 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
   ServeFixture f(o);
   for (int i = 0; i < 40; ++i) f.Create("cm-" + std::to_string(i), "1");
   testing::TempDir dir;
-  {
-    CacheInformer c(f, dir.path());
-    ASSERT_TRUE(c.informer->Start().ok());
-    ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
-  }
+  ASSERT_NO_FATAL_FAILURE(SyncOnce(f, dir.path()));
   f.Create("new", "1");
   f.Update("cm-1", "2");
   f.Delete("cm-2");
