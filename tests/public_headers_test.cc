@@ -20,6 +20,7 @@
 #include "kcache/resource.h"
 #include "kcache/rest_client.h"
 #include "kcache/rest_config.h"
+#include "kcache/snapshot.h"
 #include "kcache/status.h"
 #include "kcache/status_or.h"
 #include "kcache/store.h"

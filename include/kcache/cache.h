@@ -18,8 +18,12 @@
 #ifndef KCACHE_CACHE_H_
 #define KCACHE_CACHE_H_
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,6 +58,43 @@ struct CacheOptions {
   // zstd dictionary per SST file for object blocks, trained on samples;
   // 0 turns dictionaries off. Default: 0 (see docs/benchmarks.md).
   size_t zstd_dictionary_bytes = 0;
+  // The wall-clock time recorded with every commit (a keyspace's last sync
+  // time). Default (empty): std::chrono::system_clock::now.
+  std::function<std::chrono::system_clock::time_point()> wall_clock;
+};
+
+// What a keyspace holds, recorded by whoever syncs it, so that offline
+// readers (kcache get, tree, snapshots) know kinds and scopes without a
+// server.
+struct ResourceInfo {
+  std::string group;     // "" for the core group
+  std::string version;   // "v1"
+  std::string resource;  // "pods"
+  std::string kind;      // "Pod"
+  bool namespaced = true;
+};
+
+// The cluster a cache mirrors, where known.
+struct ClusterInfo {
+  std::string server;   // "https://10.0.0.1:6443"
+  std::string version;  // the server's gitVersion, "v1.20.2"; may be empty
+};
+
+// One keyspace's state, as Cache::Stats reports it.
+struct KeyspaceStats {
+  std::string name;
+  uint64_t objects = 0;
+  // Approximate bytes of the keyspace's objects and index entries in
+  // RocksDB's files and memtables.
+  uint64_t bytes_on_disk = 0;
+  // The resume point as recorded (also while a relist is incomplete).
+  std::string resource_version;
+  bool relist_in_progress = false;
+  // The time of the last commit; unset if none was recorded.
+  std::optional<std::chrono::system_clock::time_point> last_sync;
+  std::optional<ResourceInfo> resource;
+  // (index name, version) of the indexes recorded on disk.
+  std::vector<std::pair<std::string, std::string>> indexes;
 };
 
 struct KeyspaceOptions {
@@ -106,6 +147,23 @@ class Cache {
   // reads meet no overlapping files. Blocks until done. FailedPrecondition
   // for read-only caches.
   virtual Status Compact() = 0;
+
+  // Records what `keyspace` holds (see ResourceInfo). FailedPrecondition for
+  // read-only caches.
+  virtual Status SetResourceInfo(std::string_view keyspace, const ResourceInfo& info) = 0;
+  // Records the cluster the cache mirrors.
+  virtual Status SetClusterInfo(const ClusterInfo& info) = 0;
+  // Unset if none was recorded.
+  virtual StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const = 0;
+  // NotFound for a keyspace with neither objects nor a resume point.
+  virtual StatusOr<KeyspaceStats> Stats(std::string_view keyspace) const = 0;
+
+  // Writes a consistent copy of the whole cache to `out_dir` (which must not
+  // exist), openable with Open(). A writable cache makes a RocksDB
+  // checkpoint (hard links where the filesystem allows); a read-only one
+  // copies its current view row by row, since only the writer may pin
+  // files. The copy appears under `out_dir` complete or not at all.
+  virtual Status Checkpoint(const std::string& out_dir) const = 0;
 
   // Cross-checks every keyspace: each index entry has its object and its
   // reverse entry, each object's reverse entries exist, counts match.

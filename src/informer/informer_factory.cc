@@ -25,6 +25,10 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(cons
       resource.gvr.group.empty() ? resource.gvr.version : resource.gvr.group + "/" + resource.gvr.version;
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client, RestClient::Create(config_, co));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, cache_->OpenKeyspace(name, options_.keyspace));
+  // Offline readers (kcache get, tree, snapshots) learn kinds and scopes here.
+  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(
+      name, ResourceInfo{resource.gvr.group, resource.gvr.version, resource.gvr.resource, resource.kind,
+                         resource.namespaced}));
   auto lw = NewListWatch(std::move(client), resource.Ref(options_.namespace_), options_.label_selector,
                          options_.field_selector);
   auto informer = SharedIndexInformer::Create(std::move(lw), std::move(indexer), options_.informer);

@@ -5,6 +5,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_buffer_manager.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -101,6 +102,19 @@ Db::~Db() {
   }
 }
 
+std::string Db::NowMillis() const {
+  auto now = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+}
+
+rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& o) {
+  return rocksdb::Options(MakeDbOptions(o), FamilyOptions(name, o, MakeBlockCache(o)));
+}
+
+std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db) {
+  return {db.meta, db.objects, db.rindex, db.index};
+}
+
 rocksdb::Options ObjectsLikeOptions(const CacheOptions& o) {
   return rocksdb::Options(MakeDbOptions(o), FamilyOptions(kObjectsCF, o, MakeBlockCache(o)));
 }
@@ -142,6 +156,7 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
   auto db = std::make_shared<Db>();
   db->dir = dir;
   db->read_only = read_only;
+  db->options = o;
   db->write_options.sync = o.sync == SyncMode::kEveryCommit;
   rocksdb::Status s;
   if (read_only) {
@@ -177,6 +192,57 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
     }
   }
   return db;
+}
+
+StatusOr<std::vector<std::string>> ListKeyspaces(const Db& db, const rocksdb::Snapshot* snapshot) {
+  std::set<std::string> names;
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.meta));
+  for (const char* kind : {"rv", "count"}) {
+    std::string prefix = MetaKey(kind, "");
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      names.insert(it->key().ToString().substr(prefix.size()));
+    }
+  }
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "list keyspaces of " + db.dir));
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* snapshot,
+                                         std::string_view ks) {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  KeyspaceStats out;
+  out.name = ks;
+  auto get = [&](std::string_view kind, std::string* value) -> StatusOr<bool> {
+    rocksdb::Status s = db.db->Get(ro, db.meta, MetaKey(kind, ks), value);
+    if (s.IsNotFound()) return false;
+    KCACHE_RETURN_IF_ERROR(FromRocks(s, "read " + std::string(kind) + " of " + std::string(ks)));
+    return true;
+  };
+  std::string value;
+  KCACHE_ASSIGN_OR_RETURN(bool has, get("count", &value));
+  if (has) out.objects = std::strtoull(value.c_str(), nullptr, 10);
+  KCACHE_ASSIGN_OR_RETURN(has, get("rv", &value));
+  if (has) out.resource_version = value;
+  KCACHE_ASSIGN_OR_RETURN(out.relist_in_progress, get("relist", &value));
+  KCACHE_ASSIGN_OR_RETURN(has, get("time", &value));
+  if (has) {
+    out.last_sync = std::chrono::system_clock::time_point(
+        std::chrono::milliseconds(std::strtoll(value.c_str(), nullptr, 10)));
+  }
+  KCACHE_ASSIGN_OR_RETURN(has, get("resource", &value));
+  if (has) {
+    KCACHE_ASSIGN_OR_RETURN(out.resource, DecodeResourceInfo(value));
+  }
+  std::string prefix = IndexVersionKey(ks, "");
+  std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.meta));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    out.indexes.emplace_back(it->key().ToString().substr(prefix.size()), it->value().ToString());
+  }
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read indexes of " + std::string(ks)));
+  return out;
 }
 
 Status VerifyKeyspace(const Db& db, std::string_view ks) {

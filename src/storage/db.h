@@ -27,6 +27,10 @@ struct Db {
   bool read_only = false;
   std::string dir;
   std::string secondary_dir;  // read-only caches: removed on close
+  CacheOptions options;
+
+  // The wall-clock time to record with a commit: decimal Unix milliseconds.
+  std::string NowMillis() const;
 };
 
 // Opens `dir` with `options`; `read_only` opens a secondary instance.
@@ -36,6 +40,26 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
 // The options a plain RocksDB database would need to store objects the way
 // a cache's objects column family does (for benchmarks that compare).
 rocksdb::Options ObjectsLikeOptions(const CacheOptions& options);
+
+// The options of column family `name` alone, for writing table files that
+// a cache will ingest.
+rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& options);
+
+// The column families that hold rows, in the order snapshots carry them:
+// meta, objects, rindex, index.
+std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db);
+
+// Keyspaces that hold a resume point or objects, sorted, as of `snapshot`
+// (null: the current state).
+StatusOr<std::vector<std::string>> ListKeyspaces(const Db& db, const rocksdb::Snapshot* snapshot);
+
+// A keyspace's meta records (everything of KeyspaceStats but bytes_on_disk)
+// as of `snapshot` (null: the current state).
+StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* snapshot,
+                                         std::string_view ks);
+
+// The database behind a Cache (every Cache is backed by one).
+const std::shared_ptr<Db>& DbOf(const Cache& cache);
 
 // Structural checks of one keyspace (Cache::Verify).
 Status VerifyKeyspace(const Db& db, std::string_view ks);

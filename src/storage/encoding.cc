@@ -1,5 +1,7 @@
 #include "storage/encoding.h"
 
+#include <nlohmann/json.hpp>
+
 namespace kcache::storage {
 namespace {
 
@@ -131,6 +133,24 @@ StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record) {
     record.remove_prefix(b + 1);
   }
   return out;
+}
+
+StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) return Status::Corruption("malformed resource record: " + std::string(json));
+  ResourceInfo r;
+  r.group = j.value("group", "");
+  r.version = j.value("version", "");
+  r.resource = j.value("resource", "");
+  r.kind = j.value("kind", "");
+  r.namespaced = j.value("namespaced", true);
+  return r;
+}
+
+StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) return Status::Corruption("malformed cluster record: " + std::string(json));
+  return ClusterInfo{j.value("server", ""), j.value("version", "")};
 }
 
 }  // namespace kcache::storage

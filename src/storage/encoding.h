@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kcache/cache.h"
 #include "kcache/status_or.h"
 
 namespace kcache::storage {
@@ -18,6 +19,7 @@ inline constexpr char kIndexCF[] = "index";
 inline constexpr char kReverseIndexCF[] = "rindex";
 inline constexpr char kMetaCF[] = "meta";
 inline constexpr char kFormatKey[] = "format";
+inline constexpr char kClusterKey[] = "cluster";
 
 // (index name, value), as listed in a reverse index record.
 using IndexEntry = std::pair<std::string, std::string>;
@@ -51,6 +53,10 @@ Status DecodeObject(std::string_view record, std::string_view* rv, std::string_v
 // Reverse index record: (index + \0 + value + \0)*, `entries` sorted.
 std::string EncodeEntries(const std::vector<IndexEntry>& entries);
 StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record);
+
+// meta "resource\0ks" and "cluster" values: JSON objects.
+StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json);
+StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json);
 
 }  // namespace kcache::storage
 

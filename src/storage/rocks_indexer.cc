@@ -19,7 +19,6 @@ constexpr char kLabelVersion[] = "kcache.io/labels@1";
 // Objects per batch when a write is split (Replace, rebuilds).
 constexpr size_t kChunk = 1000;
 
-std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
 
 Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
 
@@ -195,8 +194,6 @@ StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> d
   std::shared_ptr<RocksIndexer> store(
       new RocksIndexer(std::move(db), std::move(ks), std::move(options.key_func), std::move(defs)));
   KCACHE_RETURN_IF_ERROR(store->LoadState());
-  if (store->db_->read_only) return store;  // trusts the indexes on disk
-
   // Compare the recorded index versions with the configured ones.
   std::map<std::string, std::string, std::less<>> recorded;
   {
@@ -206,6 +203,14 @@ StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> d
       recorded[std::string(View(it->key()).substr(prefix.size()))] = it->value().ToString();
     }
     KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index versions of " + store->ks_));
+  }
+  if (store->db_->read_only) {
+    // A reader trusts the indexes on disk, and can query the ones it was not
+    // given functions for (kcache get --index).
+    for (const auto& [name, version] : recorded) {
+      if (!store->defs_.count(name)) store->defs_[name] = IndexDef{nullptr, version};
+    }
+    return store;
   }
   bool same = recorded.size() == store->defs_.size();
   for (const auto& [name, def] : store->defs_) {
@@ -478,6 +483,7 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
   if (!done.empty() || txn.resource_version) {
     batch.Put(db_->meta, MetaKey("rv", ks_), rv);
     batch.Put(db_->meta, MetaKey("count", ks_), std::to_string(count));
+    batch.Put(db_->meta, MetaKey("time", ks_), db_->NowMillis());
     KCACHE_RETURN_IF_ERROR(Write(&batch, "commit to"));
     std::lock_guard l(state_mu_);
     rv_ = rv;
@@ -540,6 +546,7 @@ class RocksReplaceSession final : public ReplaceSession {
     done.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
     done.Put(ix_->db_->meta, MetaKey("rv", ix_->ks_), resource_version);
     done.Delete(ix_->db_->meta, MetaKey("relist", ix_->ks_));
+    done.Put(ix_->db_->meta, MetaKey("time", ix_->ks_), ix_->db_->NowMillis());
     if (Status st = ix_->Write(&done, "finish relist of"); !st.ok()) return Fail(st);
     std::lock_guard l(ix_->state_mu_);
     ix_->rv_ = std::move(resource_version);
@@ -921,6 +928,10 @@ StatusOr<std::vector<ObjectPtr>> RocksIndexer::Index(std::string_view name,
     if (d == defs_.end()) return UnknownIndexError(name);
     fn = d->second.fn;
   }
+  if (!fn) {
+    return Status::FailedPrecondition("index " + std::string(name) + " of " + ks_ +
+                                      " can be read here but not computed: its function is not configured");
+  }
   KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> values, fn(object));
   std::vector<std::string> keys;
   for (const std::string& v : values) {
@@ -988,7 +999,9 @@ StatusOr<std::vector<std::string>> RocksIndexer::ListIndexFuncValues(std::string
 Indexers RocksIndexer::GetIndexers() const {
   std::shared_lock l(defs_mu_);
   Indexers out;
-  for (const auto& [name, def] : defs_) out.emplace(name, def.fn);
+  for (const auto& [name, def] : defs_) {
+    if (def.fn) out.emplace(name, def.fn);
+  }
   return out;
 }
 

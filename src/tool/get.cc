@@ -1,108 +1,166 @@
 #include "tool/get.h"
 
 #include <algorithm>
-#include <ctime>
-#include <map>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
 
-#include "kcache/cache.h"
 #include "kcache/field_selector.h"
 #include "kcache/label_selector.h"
 #include "kcache/lister.h"
+#include "tool/printers.h"
+#include "tool/source.h"
 
 namespace kcache::tool {
 namespace {
 
-// kubectl's short names for the common built-in resources.
-const std::map<std::string, std::string>& ShortNames() {
-  static const std::map<std::string, std::string> m = {
-      {"po", "pods"},           {"cm", "configmaps"},      {"ns", "namespaces"},
-      {"no", "nodes"},          {"svc", "services"},       {"deploy", "deployments.apps"},
-      {"rs", "replicasets.apps"}, {"sts", "statefulsets.apps"}, {"ds", "daemonsets.apps"},
-      {"sa", "serviceaccounts"}, {"ep", "endpoints"},      {"secret", "secrets"}};
-  return m;
-}
+using Row = std::vector<std::string>;
 
-// The keyspace `name` means: itself, its plural, its short name, or a
-// keyspace whose resource part is one of those.
-StatusOr<std::string> ResolveKeyspace(const std::vector<std::string>& keyspaces, std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-  if (auto s = ShortNames().find(name); s != ShortNames().end()) name = s->second;
-  for (const std::string& candidate : {name, name + "s", name + "es"}) {
-    for (const std::string& ks : keyspaces) {
-      if (ks == candidate || ks.substr(0, ks.find('.')) == candidate) return ks;
+// Pod columns: READY, STATUS and RESTARTS as kubectl derives them.
+void PodColumns(const nlohmann::json& pod, Row* row, Row* wide) {
+  const nlohmann::json& status = pod.value("status", nlohmann::json::object());
+  size_t containers =
+      pod.contains("spec") ? pod["spec"].value("containers", nlohmann::json::array()).size() : 0;
+  size_t ready = 0;
+  int64_t restarts = 0;
+  std::string reason = status.value("phase", "");
+  if (status.contains("reason")) reason = status["reason"].get<std::string>();
+  for (const nlohmann::json& c : status.value("containerStatuses", nlohmann::json::array())) {
+    if (c.value("ready", false)) ++ready;
+    restarts += c.value("restartCount", int64_t{0});
+    if (c.contains("state") && c["state"].contains("waiting") &&
+        c["state"]["waiting"].contains("reason")) {
+      reason = c["state"]["waiting"]["reason"].get<std::string>();
     }
   }
-  std::string have;
-  for (const std::string& ks : keyspaces) have += (have.empty() ? "" : ", ") + ks;
-  return Status::NotFound("the cache has no resource type \"" + name + "\" (it has: " +
-                          (have.empty() ? "nothing yet" : have) + ")");
+  if (pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp"))
+    reason = "Terminating";
+  row->push_back(std::to_string(ready) + "/" + std::to_string(containers));
+  row->push_back(reason);
+  row->push_back(std::to_string(restarts));
+  wide->push_back(status.value("podIP", "<none>"));
+  wide->push_back(pod.contains("spec") ? pod["spec"].value("nodeName", "<none>") : "<none>");
 }
 
-std::string KindPath(const Object& o) {
-  std::string kind = o.kind();
-  std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
-  const std::string& av = o.api_version();
-  size_t slash = av.find('/');
-  if (slash != std::string::npos) kind += "." + av.substr(0, slash);
-  return kind;
+Status PrintTable(const std::vector<ObjectPtr>& objects, bool show_ns, bool wide,
+                  std::ostream& out) {
+  const std::string kind = objects.front()->kind();
+  auto now = std::chrono::system_clock::now();
+  std::vector<Row> rows;
+  Row header;
+  if (show_ns) header.push_back("NAMESPACE");
+  header.push_back("NAME");
+  if (kind == "Pod") header.insert(header.end(), {"READY", "STATUS", "RESTARTS"});
+  if (kind == "ConfigMap" || kind == "Secret") header.push_back("DATA");
+  header.push_back("AGE");
+  if (wide && kind == "Pod") header.insert(header.end(), {"IP", "NODE"});
+  if (wide && kind != "Pod") header.push_back("LABELS");
+  rows.push_back(std::move(header));
+  for (const ObjectPtr& o : objects) {
+    Row row, extra;
+    if (show_ns) row.push_back(o->namespace_());
+    row.push_back(o->name());
+    if (kind == "Pod" || kind == "ConfigMap" || kind == "Secret") {
+      KCACHE_ASSIGN_OR_RETURN(nlohmann::json doc, o->Document());
+      if (kind == "Pod") {
+        PodColumns(doc, &row, &extra);
+      } else {
+        row.push_back(std::to_string(doc.value("data", nlohmann::json::object()).size() +
+                                     doc.value("binaryData", nlohmann::json::object()).size()));
+      }
+    }
+    if (wide && kind != "Pod") {
+      std::string labels;
+      for (const auto& [k, v] : o->meta().labels)
+        labels += (labels.empty() ? "" : ",") + k + "=" + v;
+      extra.push_back(labels.empty() ? "<none>" : labels);
+    }
+    row.push_back(Age(o->meta().creation_timestamp, now));
+    if (wide) row.insert(row.end(), extra.begin(), extra.end());
+    rows.push_back(std::move(row));
+  }
+  tool::PrintTable(rows, out);
+  return Status::OK();
 }
 
-std::string Age(const std::string& created) {
-  std::tm tm{};
-  if (created.empty() || !strptime(created.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return "<unknown>";
-  int64_t secs = static_cast<int64_t>(std::time(nullptr) - timegm(&tm));
-  if (secs < 0) secs = 0;
-  if (secs < 120) return std::to_string(secs) + "s";
-  if (secs < 7200) return std::to_string(secs / 60) + "m";
-  if (secs < 172800) return std::to_string(secs / 3600) + "h";
-  return std::to_string(secs / 86400) + "d";
+// Sorts by the field at `path`: numbers by value, strings bytewise, objects
+// without the field first, as kubectl --sort-by does.
+Status SortBy(const std::string& path, std::vector<ObjectPtr>* objects) {
+  KCACHE_ASSIGN_OR_RETURN(nlohmann::json::json_pointer ptr, ParseFieldPath(path));
+  std::vector<std::pair<nlohmann::json, ObjectPtr>> keyed;
+  for (ObjectPtr& o : *objects) {
+    KCACHE_ASSIGN_OR_RETURN(nlohmann::json doc, o->Document());
+    nlohmann::json v = doc.contains(ptr) ? doc[ptr] : nlohmann::json();
+    if (v.is_structured())
+      return Status::InvalidArgument("--sort-by " + path +
+                                     " names an object or a list, not a value");
+    keyed.emplace_back(std::move(v), std::move(o));
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    if (a.first.is_null() || b.first.is_null()) return a.first.is_null() && !b.first.is_null();
+    if (a.first.is_number() && b.first.is_number())
+      return a.first.template get<double>() < b.first.template get<double>();
+    return a.first.dump() < b.first.dump();
+  });
+  objects->clear();
+  for (auto& [v, o] : keyed) objects->push_back(std::move(o));
+  return Status::OK();
 }
 
 }  // namespace
 
 Status RunGet(const GetOptions& options, std::ostream& out) {
-  if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
-  if (options.output != "" && options.output != "json" && options.output != "name") {
-    return Status::InvalidArgument("unable to match a printer suitable for the output format \"" + options.output +
-                                   "\", allowed formats are: json,name");
+  static const char* kFormats[] = {"", "wide", "json", "yaml", "name"};
+  if (std::find(std::begin(kFormats), std::end(kFormats), options.output) == std::end(kFormats)) {
+    return Status::InvalidArgument("unable to match a printer suitable for the output format \"" +
+                                   options.output + "\", allowed formats are: json,name,wide,yaml");
   }
-  CacheOptions co;
-  co.create_if_missing = false;
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::OpenReadOnly(options.cache_dir, co));
-  KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keyspaces, cache->ListKeyspaces());
-  KCACHE_ASSIGN_OR_RETURN(std::string ks, ResolveKeyspace(keyspaces, options.resource));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, cache->OpenKeyspace(ks));
+  if (!options.name.empty() && !options.index.empty())
+    return Status::InvalidArgument("--index lists objects: give no NAME");
   KCACHE_ASSIGN_OR_RETURN(LabelSelector labels, LabelSelector::Parse(options.label_selector));
   KCACHE_ASSIGN_OR_RETURN(FieldSelector fields, FieldSelector::Parse(options.field_selector));
-  GroupResource gr{ks.find('.') == std::string::npos ? "" : ks.substr(ks.find('.') + 1), ks.substr(0, ks.find('.'))};
-
-  // Cluster-scoped keyspaces have keys without a namespace.
-  bool namespaced = true;
-  {
-    auto it = indexer->NewIterator();
-    if (it->Valid()) namespaced = it->key().find('/') != std::string::npos;
+  if (!options.sort_by.empty()) KCACHE_RETURN_IF_ERROR(ParseFieldPath(options.sort_by).status());
+  std::string index_name, index_value;
+  if (!options.index.empty()) {
+    size_t eq = options.index.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::InvalidArgument("--index wants INDEX=VALUE, got \"" + options.index + "\"");
+    index_name = options.index.substr(0, eq);
+    index_value = options.index.substr(eq + 1);
   }
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Source> source,
+                          Source::Open(options.cache_dir, options.snapshot));
+  KCACHE_ASSIGN_OR_RETURN(std::string ks, source->Resolve(options.resource));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, source->Keyspace(ks));
+  const bool namespaced = source->Namespaced(ks);
   const std::string ns = options.all_namespaces || !namespaced ? "" : options.namespace_;
 
   std::vector<ObjectPtr> objects;
   if (!options.name.empty()) {
     std::string key = ns.empty() ? options.name : ns + "/" + options.name;
     KCACHE_ASSIGN_OR_RETURN(ObjectPtr o, indexer->GetByKey(key));
-    if (!o) return Status::NotFound(gr.String() + " \"" + options.name + "\" not found");
+    if (!o) return Status::NotFound(ks + " \"" + options.name + "\" not found");
     objects.push_back(std::move(o));
+  } else if (!index_name.empty()) {
+    KCACHE_ASSIGN_OR_RETURN(std::vector<ObjectPtr> found,
+                            indexer->ByIndex(index_name, index_value));
+    for (ObjectPtr& o : found) {
+      if ((ns.empty() || o->namespace_() == ns) && labels.Matches(o->meta().labels) &&
+          fields.Matches(*o)) {
+        objects.push_back(std::move(o));
+      }
+    }
   } else {
     KCACHE_RETURN_IF_ERROR(ListAllByNamespace(*indexer, ns, labels, [&](const ObjectPtr& o) {
       if (fields.Matches(*o)) objects.push_back(o);
       return true;
     }));
   }
+  if (!options.sort_by.empty()) KCACHE_RETURN_IF_ERROR(SortBy(options.sort_by, &objects));
 
   if (options.output == "name") {
     for (const ObjectPtr& o : objects) out << KindPath(*o) << "/" << o->name() << "\n";
-  } else if (options.output == "json") {
+  } else if (options.output == "json" || options.output == "yaml") {
     nlohmann::json doc;
     if (!options.name.empty()) {
       KCACHE_ASSIGN_OR_RETURN(doc, objects[0]->Document());
@@ -114,24 +172,16 @@ Status RunGet(const GetOptions& options, std::ostream& out) {
         doc["items"].push_back(std::move(item));
       }
     }
-    out << doc.dump(4) << "\n";
+    if (options.output == "json") {
+      out << doc.dump(4) << "\n";
+    } else {
+      PrintYaml(doc, out);
+    }
+  } else if (objects.empty()) {
+    out << (ns.empty() ? "No resources found\n" : "No resources found in " + ns + " namespace.\n");
   } else {
-    if (objects.empty()) {
-      out << (ns.empty() ? "No resources found\n" : "No resources found in " + ns + " namespace.\n");
-      return Status::OK();
-    }
-    bool show_ns = ns.empty() && namespaced;
-    size_t width = 4;
-    for (const ObjectPtr& o : objects) width = std::max(width, o->name().size());
-    size_t ns_width = 9;
-    for (const ObjectPtr& o : objects) ns_width = std::max(ns_width, o->namespace_().size());
-    auto pad = [](const std::string& s, size_t w) { return s + std::string(w + 3 - s.size(), ' '); };
-    if (show_ns) out << pad("NAMESPACE", ns_width);
-    out << pad("NAME", width) << "AGE\n";
-    for (const ObjectPtr& o : objects) {
-      if (show_ns) out << pad(o->namespace_(), ns_width);
-      out << pad(o->name(), width) << Age(o->meta().creation_timestamp) << "\n";
-    }
+    KCACHE_RETURN_IF_ERROR(
+        PrintTable(objects, ns.empty() && namespaced, options.output == "wide", out));
   }
   return Status::OK();
 }

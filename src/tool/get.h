@@ -1,5 +1,5 @@
-// `kcache get`: reads objects back from a cache directory, read-only (also
-// while `kcache sync` writes it), in kubectl's idiom.
+// `kcache get`: reads objects back from a cache directory (read-only, also
+// while `kcache sync` writes it) or a snapshot file, in kubectl's idiom.
 
 #ifndef KCACHE_SRC_TOOL_GET_H_
 #define KCACHE_SRC_TOOL_GET_H_
@@ -12,14 +12,18 @@
 namespace kcache::tool {
 
 struct GetOptions {
-  std::string cache_dir;
-  std::string resource;  // a keyspace ("pods", "deployments.apps"), singular or short name
+  std::string cache_dir;  // one of cache_dir and snapshot
+  std::string snapshot;
+  std::string resource;  // a keyspace ("pods", "deployments.apps"), singular, kind or short name
   std::string name;      // one object; empty: a list
   std::string namespace_ = "default";
   bool all_namespaces = false;
   std::string label_selector;
   std::string field_selector;
-  std::string output;  // "" (a table), "json" or "name"
+  // An index query "INDEX=VALUE", over any index recorded in the cache.
+  std::string index;
+  std::string output;   // "" (a table), "wide", "json", "yaml" or "name"
+  std::string sort_by;  // a JSONPath such as "{.metadata.name}"
 };
 
 Status RunGet(const GetOptions& options, std::ostream& out);

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
 #include "kcache/informer_factory.h"
@@ -57,6 +59,16 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   }
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> opened, Cache::Open(options.cache_dir));
   std::shared_ptr<Cache> cache = std::move(opened);
+  {
+    // The server's version, for stats and snapshot manifests; a server that
+    // does not say is no reason to stop.
+    ClusterInfo cluster{config.server, ""};
+    if (StatusOr<std::string> body = client->Get("/version"); body.ok()) {
+      nlohmann::json v = nlohmann::json::parse(*body, nullptr, false);
+      if (v.is_object()) cluster.version = v.value("gitVersion", "");
+    }
+    KCACHE_RETURN_IF_ERROR(cache->SetClusterInfo(cluster));
+  }
 
   std::mutex log_mu;
   auto say = [&](const std::string& line) {

@@ -84,7 +84,22 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
       {"sync --cache /tmp/x", "error: sync: name at least one resource to sync"},
       {"sync pods", "error: sync: --cache DIR is required"},
       {"get", "error: get: name a resource type"},
-      {"get pods --cache /tmp/x -o yaml", "error: get: unable to match a printer suitable for the output format \"yaml\""},
+      {"get pods --cache /tmp/x -o xml", "error: get: unable to match a printer suitable for the output format \"xml\""},
+      {"get pods", "error: get: name what to read: --cache DIR or --snapshot FILE"},
+      {"get pods --cache a --snapshot b", "error: get: --cache and --snapshot exclude each other"},
+      {"get pods --cache /tmp/x --sort-by {.a[x]}", "error: get: bad field path"},
+      {"get pods --cache /tmp/x --index app", "error: get: --index wants INDEX=VALUE"},
+      {"stats", "error: stats: name what to read"},
+      {"tree pods", "error: tree: name a resource type and an object"},
+      {"diff a", "error: diff: name two caches or snapshot files"},
+      {"snapshot", "error: snapshot: name a snapshot command: create, export, import, verify"},
+      {"snapshot frobnicate", "error: snapshot: unknown snapshot command \"frobnicate\""},
+      {"snapshot export --cache /tmp/x", "error: snapshot export: name the file to write"},
+      {"snapshot export --cache /tmp/x f --zstd-level 40", "error: snapshot export: --zstd-level must be between 1 and 19"},
+      {"snapshot import f", "error: snapshot import: --cache DIR is required"},
+      {"snapshot verify", "error: snapshot verify: name the snapshot file"},
+      {"snapshot verify a b", "error: snapshot verify: unexpected argument \"b\""},
+      {"snapshot create --cache /tmp/x", "error: snapshot create: name the directory to create"},
   };
   for (const auto& c : cases) {
     Result r = Kcache(c.args);
@@ -225,7 +240,7 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.output.find("nodes \"nope\" not found"), std::string::npos) << missing.output;
   Result unknown = Kcache("get widgets --cache " + cache);
-  EXPECT_NE(unknown.output.find("the cache has no resource type \"widgets\" (it has: nodes, pods)"),
+  EXPECT_NE(unknown.output.find("has no resource type \"widgets\" (it has: nodes, pods)"),
             std::string::npos)
       << unknown.output;
   Result absent = Kcache("get pods --cache " + std::string(tmpl) + "/absent");
@@ -244,6 +259,203 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   int status;
   waitpid(s.pid, &status, 0);
   Drain(s.out);
+  kcache::testing::RunCommand(std::string("rm -rf ") + tmpl);
+}
+
+}  // namespace
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kcache/cache.h"
+#include "testing/objects.h"
+
+namespace {
+
+std::string Url(const Serving& s) {
+  size_t at = s.banner.find("http://");
+  return s.banner.substr(at, s.banner.find_first_of(" \n", at) - at);
+}
+
+// The snapshot commands and the inspection commands over what `kcache sync`
+// wrote: export while a sync runs, verify, import, then get, stats and diff
+// over the cache, the file and the import; damaged files and occupied
+// targets are refused with exit code 1 and say where.
+TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
+  Serving s = StartServe("--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 0 --updates 0 "
+                         "--relabels 0 --deletes 0");
+  char tmpl[] = "/tmp/kcache-snap-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, cache = dir + "/cache", file = dir + "/s.kcs", restored = dir + "/restored";
+  ASSERT_EQ(Kcache("sync pods nodes --server " + Url(s) + " --cache " + cache + " --until-synced").exit_code, 0);
+
+  Result exported = Kcache("snapshot export --cache " + cache + " " + file);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_NE(exported.output.find("pods       Pod    300"), std::string::npos) << exported.output;
+  EXPECT_NE(exported.output.find("cluster " + Url(s)), std::string::npos) << exported.output;
+  Result verified = Kcache("snapshot verify " + file);
+  ASSERT_EQ(verified.exit_code, 0) << verified.output;
+  EXPECT_NE(verified.output.find(": OK"), std::string::npos) << verified.output;
+  Result imported = Kcache("snapshot import " + file + " --cache " + restored);
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  Result again = Kcache("snapshot import " + file + " --cache " + restored);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.output.find("already exists and is not an empty directory"), std::string::npos) << again.output;
+  Result created = Kcache("snapshot create --cache " + cache + " " + dir + "/copy");
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+
+  // get over the file reads what get over the cache reads, in every format.
+  for (const char* format : {"json", "yaml", "name", "wide"}) {
+    SCOPED_TRACE(format);
+    Result a = Kcache(std::string("get pods -A -o ") + format + " --cache " + cache);
+    Result b = Kcache(std::string("get pods -A -o ") + format + " --snapshot " + file);
+    Result c = Kcache(std::string("get pods -A -o ") + format + " --cache " + dir + "/copy");
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.output, b.output);
+    EXPECT_EQ(a.output, c.output);
+  }
+  Result yaml = Kcache("get pods -n ns-1 -o yaml --snapshot " + file);
+  EXPECT_EQ(yaml.output.rfind("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Pod\n", 0), 0u) << yaml.output;
+  EXPECT_NE(yaml.output.find("\nkind: List\nmetadata:\n  resourceVersion: \"\"\n"), std::string::npos);
+  Result wide = Kcache("get pods -n ns-1 -o wide --cache " + cache);
+  EXPECT_EQ(wide.output.rfind("NAME", 0), 0u) << wide.output;
+  EXPECT_NE(wide.output.find("READY   STATUS"), std::string::npos) << wide.output;
+  EXPECT_NE(wide.output.find("IP"), std::string::npos) << wide.output;
+  EXPECT_NE(wide.output.find("node-"), std::string::npos) << wide.output;
+
+  // --sort-by orders by the field's value.
+  Result sorted = Kcache("get pods -A -o json --sort-by {.spec.nodeName} --cache " + cache);
+  ASSERT_EQ(sorted.exit_code, 0) << sorted.output;
+  auto items = nlohmann::json::parse(sorted.output)["items"];
+  ASSERT_EQ(items.size(), 300u);
+  for (size_t i = 1; i < items.size(); ++i) {
+    EXPECT_LE(items[i - 1]["spec"]["nodeName"].get<std::string>(), items[i]["spec"]["nodeName"].get<std::string>());
+  }
+  Result by_index = Kcache("get pods -A -o name --index kcache.io/labels=tier=web --cache " + cache);
+  Result by_label = Kcache("get pods -A -o name -l tier=web --cache " + cache);
+  EXPECT_EQ(by_index.output, by_label.output);
+  EXPECT_GT(std::count(by_index.output.begin(), by_index.output.end(), '\n'), 0) << by_index.output;
+
+  Result stats = Kcache("stats --snapshot " + file);
+  ASSERT_EQ(stats.exit_code, 0) << stats.output;
+  EXPECT_NE(stats.output.find("CLUSTER   " + Url(s)), std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("nodes      Node   Cluster      5"), std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("pods       Pod    Namespaced   300"), std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("ns-2        pods       100"), std::string::npos) << stats.output;
+
+  // diff: identical sources exit 0, differing ones 1 with the objects.
+  Result same = Kcache("diff " + file + " " + restored);
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_NE(same.output.find("pods: no differences (300 objects)"), std::string::npos) << same.output;
+  {
+    auto c = kcache::Cache::Open(restored);
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto pods = (*c)->OpenKeyspace("pods");
+    ASSERT_TRUE(pods.ok());
+    auto victim = (*pods)->GetByKey("ns-0/" + nlohmann::json::parse(Kcache("get pods -n ns-0 -o json --cache " + cache).output)["items"][0]["metadata"]["name"].get<std::string>());
+    ASSERT_TRUE(victim.ok() && *victim);
+    ASSERT_TRUE((*pods)->Delete(*victim).ok());
+    ASSERT_TRUE((*pods)->Add(kcache::testing::Pod("extra", "ns-0", "99999", {{"app", "x"}})).ok());
+  }
+  Result differ = Kcache("diff " + file + " " + restored);
+  EXPECT_EQ(differ.exit_code, 1) << differ.output;
+  EXPECT_NE(differ.output.find("pods: 1 added, 1 removed, 0 changed, 299 unchanged"), std::string::npos) << differ.output;
+  EXPECT_NE(differ.output.find("  + ns-0/extra"), std::string::npos) << differ.output;
+  Result nowhere = Kcache("diff " + file + " " + dir + "/absent");
+  EXPECT_EQ(nowhere.exit_code, 2) << nowhere.output;
+
+  // Damage: a flipped byte and a truncation are found, named, and imported
+  // into nothing.
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  {
+    std::string flipped = bytes;
+    flipped[bytes.size() / 2] ^= 0x20;
+    std::ofstream(dir + "/flipped.kcs", std::ios::binary) << flipped;
+    std::ofstream(dir + "/short.kcs", std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  }
+  Result flipped = Kcache("snapshot verify " + dir + "/flipped.kcs");
+  EXPECT_EQ(flipped.exit_code, 1);
+  EXPECT_NE(flipped.output.find("checksum mismatch (the file is corrupt)"), std::string::npos) << flipped.output;
+  Result truncated = Kcache("snapshot import " + dir + "/short.kcs --cache " + dir + "/never");
+  EXPECT_EQ(truncated.exit_code, 1);
+  EXPECT_NE(truncated.output.find("the file is truncated"), std::string::npos) << truncated.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/never"));
+  Result not_one = Kcache("get pods --snapshot " + cache + "/CURRENT");
+  EXPECT_NE(not_one.output.find("is not a kcache snapshot"), std::string::npos) << not_one.output;
+
+  kill(s.pid, SIGTERM);
+  waitpid(s.pid, nullptr, 0);
+  Drain(s.out);
+  kcache::testing::RunCommand("rm -rf " + dir);
+}
+
+// kcache tree follows ownerReferences up to the top owner and down to every
+// dependent, across keyspaces; an owner the cache lacks is named.
+TEST(KcacheToolTest, TreeShowsOwnersAndDependents) {
+  char tmpl[] = "/tmp/kcache-tree-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string cache = std::string(tmpl) + "/cache";
+  auto obj = [](const std::string& api, const std::string& kind, const std::string& name, const std::string& uid,
+                const std::string& owner_kind = "", const std::string& owner = "", const std::string& owner_uid = "",
+                const std::string& owner_api = "apps/v1") {
+    nlohmann::json j = {{"apiVersion", api},
+                        {"kind", kind},
+                        {"metadata",
+                         {{"name", name}, {"namespace", "default"}, {"uid", uid}, {"resourceVersion", "1"},
+                          {"creationTimestamp", "2026-01-01T00:00:00Z"}}}};
+    if (!owner.empty()) {
+      j["metadata"]["ownerReferences"] = {
+          {{"apiVersion", owner_api}, {"kind", owner_kind}, {"name", owner}, {"uid", owner_uid}, {"controller", true}}};
+    }
+    return kcache::testing::MakeObject(j.dump());
+  };
+  {
+    auto c = kcache::Cache::Open(cache);
+    ASSERT_TRUE(c.ok());
+    auto deploys = (*c)->OpenKeyspace("deployments.apps");
+    auto sets = (*c)->OpenKeyspace("replicasets.apps");
+    auto pods = (*c)->OpenKeyspace("pods");
+    ASSERT_TRUE(deploys.ok() && sets.ok() && pods.ok());
+    ASSERT_TRUE((*deploys)->Add(obj("apps/v1", "Deployment", "web", "d1")).ok());
+    ASSERT_TRUE((*sets)->Add(obj("apps/v1", "ReplicaSet", "web-1", "r1", "Deployment", "web", "d1")).ok());
+    ASSERT_TRUE((*sets)->Add(obj("apps/v1", "ReplicaSet", "web-0", "r0", "Deployment", "web", "d1")).ok());
+    ASSERT_TRUE((*pods)->Add(obj("v1", "Pod", "web-1-a", "p1", "ReplicaSet", "web-1", "r1")).ok());
+    ASSERT_TRUE((*pods)->Add(obj("v1", "Pod", "web-1-b", "p2", "ReplicaSet", "web-1", "r1")).ok());
+    ASSERT_TRUE((*pods)->Add(obj("v1", "Pod", "orphan", "p3", "ReplicaSet", "gone", "r9")).ok());
+    ASSERT_TRUE((*c)->SetResourceInfo("replicasets.apps", {"apps", "v1", "replicasets", "ReplicaSet", true}).ok());
+  }
+  Result from_pod = Kcache("tree pod web-1-a --cache " + cache);
+  ASSERT_EQ(from_pod.exit_code, 0) << from_pod.output;
+  std::vector<std::string> lines;
+  for (std::istringstream in(from_pod.output); std::getline(in, lines.emplace_back());) {
+  }
+  lines.pop_back();
+  ASSERT_EQ(lines.size(), 4u) << from_pod.output;
+  EXPECT_EQ(lines[0].rfind("NAMESPACE   NAME", 0), 0u) << from_pod.output;
+  EXPECT_EQ(lines[1].rfind("default     Deployment/web   ", 0), 0u) << from_pod.output;
+  EXPECT_EQ(lines[2].rfind("default     └─ReplicaSet/web-1   ", 0), 0u) << from_pod.output;
+  EXPECT_EQ(lines[3].rfind("default       └─Pod/web-1-a   ", 0), 0u) << from_pod.output;
+  for (size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(lines[i].back(), 'd') << lines[i];  // created 2026-01-01
+  Result from_top = Kcache("tree deploy web --cache " + cache);
+  ASSERT_EQ(from_top.exit_code, 0) << from_top.output;
+  EXPECT_NE(from_top.output.find("├─ReplicaSet/web-0"), std::string::npos) << from_top.output;
+  EXPECT_NE(from_top.output.find("└─ReplicaSet/web-1"), std::string::npos) << from_top.output;
+  EXPECT_NE(from_top.output.find("    ├─Pod/web-1-a"), std::string::npos) << from_top.output;
+  EXPECT_NE(from_top.output.find("    └─Pod/web-1-b"), std::string::npos) << from_top.output;
+  EXPECT_EQ(from_top.output.find("orphan"), std::string::npos) << from_top.output;
+  Result orphan = Kcache("tree pods orphan --cache " + cache);
+  EXPECT_NE(orphan.output.find("ReplicaSet/gone (not in the cache)"), std::string::npos) << orphan.output;
+  EXPECT_NE(orphan.output.find("└─Pod/orphan"), std::string::npos) << orphan.output;
+  Result absent = Kcache("tree pods nope --cache " + cache);
+  EXPECT_EQ(absent.exit_code, 1);
+  EXPECT_NE(absent.output.find("pods \"nope\" not found"), std::string::npos) << absent.output;
   kcache::testing::RunCommand(std::string("rm -rf ") + tmpl);
 }
 

@@ -12,6 +12,8 @@
 #include "demo/demo.h"
 #include "serve/server.h"
 #include "tool/get.h"
+#include "tool/inspect.h"
+#include "tool/snapshot.h"
 #include "tool/sync.h"
 
 #include <unistd.h>
@@ -28,8 +30,20 @@ Usage:
   kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
   kcache sync RESOURCE... --cache DIR [flags]
                                mirror resources of a cluster into a cache and keep it current
-  kcache get RESOURCE [NAME] --cache DIR [flags]
-                               read objects back from a cache (also while sync runs)
+  kcache get RESOURCE [NAME] (--cache DIR | --snapshot FILE) [flags]
+                               read objects back from a cache (also while sync runs) or a snapshot
+  kcache stats (--cache DIR | --snapshot FILE)
+                               objects, bytes, resume points and last sync per resource and namespace
+  kcache tree RESOURCE NAME (--cache DIR | --snapshot FILE) [-n NS]
+                               an object's owners and dependents (ownerReferences)
+  kcache diff FROM TO          added, removed and changed objects between caches or snapshots
+  kcache snapshot create --cache DIR OUTDIR
+                               a consistent copy of a cache as a directory (also while sync runs)
+  kcache snapshot export --cache DIR FILE
+                               a consistent copy of a cache as one portable, checksummed file
+  kcache snapshot import FILE --cache DIR
+                               a new cache from a snapshot file; sync resumes from it
+  kcache snapshot verify FILE  check a snapshot file's checksums, manifest and indexes
   kcache version               print the version
 
 Run "kcache COMMAND --help" for a command's flags.
@@ -206,11 +220,14 @@ int Get(const std::vector<std::string>& args) {
   kcache::tool::GetOptions o;
   kcache::cli::FlagSet flags;
   flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
+  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
   flags.String("namespace", 'n', &o.namespace_, "the namespace to list");
   flags.Bool("all-namespaces", 'A', &o.all_namespaces, "list every namespace");
   flags.String("selector", 'l', &o.label_selector, "label selector, e.g. app=web");
   flags.String("field-selector", '\0', &o.field_selector, "field selector, e.g. spec.nodeName=node-1");
-  flags.String("output", 'o', &o.output, "output format: json or name (default: a table)");
+  flags.String("index", '\0', &o.index, "objects whose index INDEX has VALUE: INDEX=VALUE");
+  flags.String("output", 'o', &o.output, "output format: json, yaml, name or wide (default: a table)");
+  flags.String("sort-by", '\0', &o.sort_by, "sort by a field, as a JSONPath: {.metadata.creationTimestamp}");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "get", &positional); rc >= 0) return rc;
   if (positional.empty()) return Fail(kcache::Status::InvalidArgument("name a resource type, e.g. pods"), "get");
@@ -219,6 +236,91 @@ int Get(const std::vector<std::string>& args) {
   if (positional.size() == 2) o.name = positional[1];
   kcache::Status st = kcache::tool::RunGet(o, std::cout);
   return st.ok() ? 0 : Fail(st, "get");
+}
+
+int Stats(const std::vector<std::string>& args) {
+  kcache::tool::StatsOptions o;
+  kcache::cli::FlagSet flags;
+  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
+  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
+  flags.String("namespace", 'n', &o.namespace_, "only this namespace in the per-namespace table");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "stats", &positional); rc >= 0) return rc;
+  if (!positional.empty()) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""), "stats");
+  kcache::Status st = kcache::tool::RunStats(o, std::cout);
+  return st.ok() ? 0 : Fail(st, "stats");
+}
+
+int Tree(const std::vector<std::string>& args) {
+  kcache::tool::TreeOptions o;
+  kcache::cli::FlagSet flags;
+  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
+  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
+  flags.String("namespace", 'n', &o.namespace_, "the object's namespace");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "tree", &positional); rc >= 0) return rc;
+  if (positional.size() != 2) {
+    return Fail(kcache::Status::InvalidArgument("name a resource type and an object, e.g. kcache tree deployments web"), "tree");
+  }
+  o.resource = positional[0];
+  o.name = positional[1];
+  kcache::Status st = kcache::tool::RunTree(o, std::cout);
+  return st.ok() ? 0 : Fail(st, "tree");
+}
+
+// Exit codes as diff(1) and kubectl diff: 0 no differences, 1 differences,
+// 2 trouble.
+int Diff(const std::vector<std::string>& args) {
+  kcache::tool::DiffOptions o;
+  kcache::cli::FlagSet flags;
+  flags.Bool("summary", '\0', &o.summary_only, "only the counts per resource");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "diff", &positional); rc >= 0) return rc;
+  if (positional.size() != 2) {
+    Fail(kcache::Status::InvalidArgument("name two caches or snapshot files, e.g. kcache diff before.kcs after.kcs"), "diff");
+    return 2;
+  }
+  o.from = positional[0];
+  o.to = positional[1];
+  kcache::StatusOr<bool> differ = kcache::tool::RunDiff(o, std::cout);
+  if (!differ.ok()) {
+    Fail(differ.status(), "diff");
+    return 2;
+  }
+  return *differ ? 1 : 0;
+}
+
+int Snapshot(const std::vector<std::string>& args) {
+  static const char* kVerbs = "create, export, import, verify";
+  if (args.empty()) return Fail(kcache::Status::InvalidArgument(std::string("name a snapshot command: ") + kVerbs), "snapshot");
+  const std::string verb = args[0];
+  const std::string command = "snapshot " + verb;
+  kcache::tool::SnapshotOptions o;
+  int64_t level = 1;
+  kcache::cli::FlagSet flags;
+  if (verb != "verify") {
+    flags.String("cache", '\0', &o.cache_dir, verb == "import" ? "the cache directory to create" : "the cache directory to copy");
+  }
+  if (verb == "export") flags.Int("zstd-level", '\0', &level, "zstd compression level, 1 (fast) to 19 (small)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, {args.begin() + 1, args.end()}, command, &positional); rc >= 0) return rc;
+  if (positional.size() > 1) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[1] + "\""), command);
+  if (!positional.empty()) o.target = positional[0];
+  o.zstd_level = static_cast<int>(level);
+  o.progress = isatty(STDERR_FILENO);
+  kcache::Status st;
+  if (verb == "create") {
+    st = kcache::tool::RunSnapshotCreate(o, std::cout, std::cerr);
+  } else if (verb == "export") {
+    st = kcache::tool::RunSnapshotExport(o, std::cout, std::cerr);
+  } else if (verb == "import") {
+    st = kcache::tool::RunSnapshotImport(o, std::cout, std::cerr);
+  } else if (verb == "verify") {
+    st = kcache::tool::RunSnapshotVerify(o, std::cout, std::cerr);
+  } else {
+    return Fail(kcache::Status::InvalidArgument("unknown snapshot command \"" + verb + "\" (available: " + kVerbs + ")"), "snapshot");
+  }
+  return st.ok() ? 0 : Fail(st, command);
 }
 
 }  // namespace
@@ -236,6 +338,10 @@ int main(int argc, char** argv) {
   if (command == "serve") return Serve(args);
   if (command == "sync") return Sync(args);
   if (command == "get") return Get(args);
+  if (command == "stats") return Stats(args);
+  if (command == "tree") return Tree(args);
+  if (command == "diff") return Diff(args);
+  if (command == "snapshot") return Snapshot(args);
   if (command == "version") {
     std::cout << "kcache " << KCACHE_VERSION << "\n";
     return 0;
