@@ -15,6 +15,7 @@
 #include "storage/db.h"
 #include "storage/rocks_status.h"
 #include "synth/pods.h"
+#include "util/scratch_dir.h"
 
 namespace kcache::bench {
 namespace {
@@ -82,22 +83,9 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   if (o.objects <= 0 || o.batch <= 0 || o.runs <= 0) {
     return Status::InvalidArgument("--objects, --batch and --runs must be positive");
   }
-  std::string root = o.dir;
-  bool remove_root = false;
-  if (root.empty()) {
-    char tmpl[] = "/tmp/kcache-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) return Status::IOError("cannot create a directory under /tmp");
-    root = tmpl;
-    remove_root = true;
-  }
-  struct Cleanup {
-    std::string dir;
-    bool on;
-    ~Cleanup() {
-      std::error_code ec;
-      if (on) fs::remove_all(dir, ec);
-    }
-  } cleanup{root, remove_root};
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
+                          util::ScratchDir::Create("kcache-bench", o.dir));
+  const std::string root = work->path();
   char line[256];
   const size_t rss_start = Rss();
 

@@ -12,6 +12,7 @@
 #include "kcache/label_selector.h"
 #include "kcache/lister.h"
 #include "synth/pods.h"
+#include "util/scratch_dir.h"
 
 namespace kcache::demo {
 namespace {
@@ -122,16 +123,9 @@ Status RunDemo(const DemoOptions& o, std::ostream& out) {
   out << "  resume resourceVersion: " << store->LastSyncResourceVersion() << "\n";
 
   // The same cluster in a cache on disk, then a restart.
-  char tmpl[] = "/tmp/kcache-demo-XXXXXX";
-  if (!mkdtemp(tmpl)) return Status::IOError("cannot create a directory under /tmp");
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{tmpl};
-  const std::string dir = std::string(tmpl) + "/cache";
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
+                          util::ScratchDir::Create("kcache-demo"));
+  const std::string dir = work->path() + "/cache";
   out << "\npersistent cache in " << dir << "\n";
   {
     start = Clock::now();

@@ -1,50 +1,23 @@
 #include "snapshot/format.h"
 
+#include <unistd.h>
 #include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "util/coding.h"
 #include "util/crc32c.h"
 #include "util/rfc3339.h"
-
-#include <unistd.h>
 
 namespace kcache::snapshot {
 namespace {
 
-void PutVarint32(std::string* out, uint32_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-bool GetVarint32(std::string_view* in, uint32_t* v) {
-  uint32_t result = 0;
-  for (int shift = 0; shift <= 28 && !in->empty(); shift += 7) {
-    uint32_t byte = static_cast<unsigned char>(in->front());
-    in->remove_prefix(1);
-    result |= (byte & 0x7f) << shift;
-    if (!(byte & 0x80)) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
-
-void PutFixed32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-
-uint32_t GetFixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return v;
-}
+using util::GetFixed32;
+using util::GetVarint32;
+using util::PutFixed32;
+using util::PutVarint32;
 
 std::string ErrnoText() { return std::strerror(errno); }
 

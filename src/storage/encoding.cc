@@ -2,32 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/coding.h"
+
 namespace kcache::storage {
 namespace {
 
 constexpr char kObjectRecordVersion = 0x01;
 
-void PutVarint32(std::string* out, uint32_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-bool GetVarint32(std::string_view* in, uint32_t* v) {
-  uint32_t result = 0;
-  for (int shift = 0; shift <= 28 && !in->empty(); shift += 7) {
-    auto byte = static_cast<uint8_t>(in->front());
-    in->remove_prefix(1);
-    result |= static_cast<uint32_t>(byte & 0x7f) << shift;
-    if (!(byte & 0x80)) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
+using util::GetVarint32;
+using util::PutVarint32;
 
 std::string Join(std::initializer_list<std::string_view> parts) {
   std::string out;
@@ -42,7 +25,8 @@ std::string Join(std::initializer_list<std::string_view> parts) {
 
 Status CheckNoZero(std::string_view what, std::string_view s) {
   if (s.find('\0') == std::string_view::npos) return Status::OK();
-  return Status::InvalidArgument(std::string(what) + " contains a zero byte, which kcache cannot store");
+  return Status::InvalidArgument(std::string(what) +
+                                 " contains a zero byte, which kcache cannot store");
 }
 
 std::string ObjectKey(std::string_view ks, std::string_view key) {
@@ -129,7 +113,8 @@ StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record) {
     size_t a = record.find('\0');
     size_t b = a == std::string_view::npos ? a : record.find('\0', a + 1);
     if (b == std::string_view::npos) return Status::Corruption("truncated reverse index record");
-    out.emplace_back(std::string(record.substr(0, a)), std::string(record.substr(a + 1, b - a - 1)));
+    out.emplace_back(std::string(record.substr(0, a)),
+                     std::string(record.substr(a + 1, b - a - 1)));
     record.remove_prefix(b + 1);
   }
   return out;

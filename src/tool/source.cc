@@ -7,6 +7,7 @@
 #include <map>
 
 #include "kcache/snapshot.h"
+#include "util/scratch_dir.h"
 
 namespace kcache::tool {
 namespace {
@@ -40,10 +41,7 @@ std::string Lower(std::string s) {
 Source::~Source() {
   open_.clear();
   cache_.reset();
-  if (!temp_dir_.empty()) {
-    std::error_code ec;
-    fs::remove_all(temp_dir_, ec);
-  }
+  temp_dir_.reset();  // after the cache in it is closed
 }
 
 StatusOr<std::unique_ptr<Source>> Source::Open(const std::string& cache_dir,
@@ -56,11 +54,8 @@ StatusOr<std::unique_ptr<Source>> Source::Open(const std::string& cache_dir,
   std::unique_ptr<Source> s(new Source());
   s->path_ = cache_dir.empty() ? snapshot : cache_dir;
   if (!snapshot.empty()) {
-    char tmpl[] = "/tmp/kcache-snapshot-XXXXXX";
-    if (!mkdtemp(tmpl))
-      return Status::IOError("cannot create a temporary directory for " + snapshot);
-    s->temp_dir_ = tmpl;
-    const std::string dir = s->temp_dir_ + "/cache";
+    KCACHE_ASSIGN_OR_RETURN(s->temp_dir_, util::ScratchDir::Create("kcache-snapshot"));
+    const std::string dir = s->temp_dir_->path() + "/cache";
     KCACHE_RETURN_IF_ERROR(ImportSnapshot(snapshot, dir).status());
     KCACHE_ASSIGN_OR_RETURN(s->cache_, Cache::Open(dir));
   } else {

@@ -12,6 +12,7 @@
 
 #include "kcache/cache.h"
 #include "kcache/indexer.h"
+#include "util/scratch_dir.h"
 
 namespace kcache::tool {
 
@@ -44,7 +45,7 @@ class Source {
   Status Load();
 
   std::string path_;
-  std::string temp_dir_;  // a snapshot's import, removed on destruction
+  std::unique_ptr<util::ScratchDir> temp_dir_;  // a snapshot's import
   std::unique_ptr<Cache> cache_;
   std::vector<KeyspaceStats> keyspaces_;
   std::map<std::string, std::shared_ptr<Indexer>> open_;

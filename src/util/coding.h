@@ -1,0 +1,50 @@
+// Byte encodings shared by the storage and snapshot formats: unsigned
+// LEB128 varints (as RocksDB and protobuf write them) and little-endian
+// fixed-width integers.
+
+#ifndef KCACHE_SRC_UTIL_CODING_H_
+#define KCACHE_SRC_UTIL_CODING_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kcache::util {
+
+inline void PutVarint32(std::string* out, uint32_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// Reads a varint from the front of `in` and removes it. False if `in` ends
+// inside it or it is longer than five bytes.
+inline bool GetVarint32(std::string_view* in, uint32_t* v) {
+  uint32_t result = 0;
+  for (int shift = 0; shift <= 28 && !in->empty(); shift += 7) {
+    uint32_t byte = static_cast<unsigned char>(in->front());
+    in->remove_prefix(1);
+    result |= (byte & 0x7f) << shift;
+    if (!(byte & 0x80)) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+inline void PutFixed32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+
+inline uint32_t GetFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  return v;
+}
+
+}  // namespace kcache::util
+
+#endif  // KCACHE_SRC_UTIL_CODING_H_
