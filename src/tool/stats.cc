@@ -3,6 +3,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "kcache/lister.h"
 #include "tool/inspect.h"
 #include "tool/printers.h"
 #include "tool/source.h"
@@ -53,21 +54,20 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
   }
   PrintTable(rows, out);
 
-  // Per namespace: one pass over each namespaced keyspace's keys.
+  // Per namespace: one pass over each namespaced keyspace (or over one
+  // namespace's key range, with -n).
   std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>>
       per;  // (ns, ks) -> (objects, bytes)
   for (const KeyspaceStats& ks : source->keyspaces()) {
     if (!source->Namespaced(ks.name)) continue;
     KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, source->Keyspace(ks.name));
-    auto it = indexer->NewIterator();
-    for (; it->Valid(); it->Next()) {
-      std::string ns = it->key().substr(0, it->key().find('/'));
-      if (!options.namespace_.empty() && ns != options.namespace_) continue;
-      auto& [objects, bytes] = per[{ns, ks.name}];
-      ++objects;
-      bytes += it->object()->json().size();
-    }
-    KCACHE_RETURN_IF_ERROR(it->status());
+    KCACHE_RETURN_IF_ERROR(ListAllByNamespace(
+        *indexer, options.namespace_, LabelSelector::Everything(), [&](const ObjectPtr& o) {
+          auto& [objects, bytes] = per[{o->namespace_(), ks.name}];
+          ++objects;
+          bytes += o->json().size();
+          return true;
+        }));
   }
   if (!per.empty()) {
     out << "\n";

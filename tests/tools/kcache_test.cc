@@ -64,6 +64,19 @@ TEST(KcacheToolTest, BenchServeReportsRatesAgainstTheLoopbackLimit) {
   EXPECT_NE(r.output.find("WATCH burst"), std::string::npos) << r.output;
 }
 
+TEST(KcacheToolTest, BenchSnapshotReportsRatiosAndOpenToFirstGet) {
+  Result r = Kcache("bench snapshot --objects 500 --runs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cache: 500 pods loaded"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("snapshot of 500 pods:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("disk sequential write (fdatasync)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("snapshot export"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("snapshot import"), std::string::npos) << r.output;
+  // The whole `kcache get` process ran against the bench's cache (it fails
+  // the bench if it cannot find the object).
+  EXPECT_NE(r.output.find("kcache get pods NAME, whole process"), std::string::npos) << r.output;
+}
+
 TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
   struct {
     const char* args;
@@ -76,6 +89,7 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
       {"bench", "error: bench: missing benchmark name"},
       {"bench fast", "error: bench: unknown benchmark \"fast\""},
       {"bench decode --objects", "error: bench decode: flag needs an argument: --objects"},
+      {"bench snapshot --objects 0", "error: bench snapshot: --objects and --runs must be positive"},
       {"frobnicate", "error: unknown command \"frobnicate\""},
       {"serve --fault-cut x", "error: serve: invalid argument \"x\" for \"--fault-cut\" flag"},
       {"serve --fault-expire 0", "error: serve: invalid argument \"0\" for \"--fault-expire\" flag"},
@@ -345,6 +359,10 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   EXPECT_NE(stats.output.find("nodes      Node   Cluster      5"), std::string::npos) << stats.output;
   EXPECT_NE(stats.output.find("pods       Pod    Namespaced   300"), std::string::npos) << stats.output;
   EXPECT_NE(stats.output.find("ns-2        pods       100"), std::string::npos) << stats.output;
+  Result one_ns = Kcache("stats -n ns-1 --cache " + cache);
+  ASSERT_EQ(one_ns.exit_code, 0) << one_ns.output;
+  EXPECT_NE(one_ns.output.find("ns-1        pods       100"), std::string::npos) << one_ns.output;
+  EXPECT_EQ(one_ns.output.find("ns-2 "), std::string::npos) << one_ns.output;
 
   // diff: identical sources exit 0, differing ones 1 with the objects.
   Result same = Kcache("diff " + file + " " + restored);

@@ -7,6 +7,7 @@
 
 #include "bench/decode_bench.h"
 #include "bench/serve_bench.h"
+#include "bench/snapshot_bench.h"
 #include "bench/store_bench.h"
 #include "cli/flags.h"
 #include "demo/demo.h"
@@ -27,6 +28,8 @@ Usage:
   kcache bench decode [flags]  metadata extraction against a full JSON parse
   kcache bench store [flags]   ingest and queries of the RocksDB cache against raw RocksDB
   kcache bench serve [flags]   kcache serve's LIST and watch rates against the loopback limit
+  kcache bench snapshot [flags]
+                               snapshot export/import against the disk's write rate; open to first get
   kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
   kcache sync RESOURCE... --cache DIR [flags]
                                mirror resources of a cluster into a cache and keep it current
@@ -119,13 +122,31 @@ int BenchServe(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "bench serve");
 }
 
+int BenchSnapshot(const std::vector<std::string>& args) {
+  int64_t objects = 1000000, runs = 3, level = 1;
+  std::string dir;
+  kcache::cli::FlagSet flags;
+  flags.Int("objects", '\0', &objects, "pods in the cache");
+  flags.Int("runs", '\0', &runs, "timed runs of each step (medians are reported)");
+  flags.Int("zstd-level", '\0', &level, "zstd level of the exported file");
+  flags.String("dir", '\0', &dir, "directory for the cache and files (default: a new one under /tmp, removed after)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "bench snapshot", &positional); rc >= 0) return rc;
+  kcache::Status st = kcache::bench::RunSnapshotBench(
+      {.objects = static_cast<int>(objects), .runs = static_cast<int>(runs), .zstd_level = static_cast<int>(level),
+       .dir = dir},
+      std::cout);
+  return st.ok() ? 0 : Fail(st, "bench snapshot");
+}
+
 int Bench(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "store") return BenchStore({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "snapshot") return BenchSnapshot({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "serve") return BenchServe({args.begin() + 1, args.end()});
   if (args.empty() || args[0] != "decode") {
     return Fail(kcache::Status::InvalidArgument(
-                    args.empty() ? "missing benchmark name (available: decode, serve, store)"
-                                 : "unknown benchmark \"" + args[0] + "\" (available: decode, serve, store)"),
+                    args.empty() ? "missing benchmark name (available: decode, serve, snapshot, store)"
+                                 : "unknown benchmark \"" + args[0] + "\" (available: decode, serve, snapshot, store)"),
                 "bench");
   }
   int64_t objects = 20000, runs = 5;
