@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -252,6 +253,18 @@ TEST_F(SnapshotTest, DamagedFilesAreRefusedWithTheirPlaceAndLeaveNoCache) {
     auto i = ImportSnapshot(path, dir_.Sub("target"));
     EXPECT_EQ(i.status().code(), c.code) << i.status();
     ExpectNoTraceOf(dir_.Sub("target"));
+  }
+  // A file cut anywhere is refused: every prefix at ~200 offsets across it.
+  const size_t stride = std::max<size_t>(1, good.size() / 200);
+  for (size_t n = 0; n < good.size(); n += stride) {
+    SCOPED_TRACE("cut to " + std::to_string(n) + " bytes");
+    const std::string path = dir_.Sub("cut.kcs");
+    WriteFile(path, good.substr(0, n));
+    auto v = VerifySnapshot(path);
+    ASSERT_FALSE(v.ok());
+    EXPECT_TRUE(v.status().code() == StatusCode::kCorruption ||
+                v.status().code() == StatusCode::kInvalidArgument)
+        << v.status();
   }
   auto missing = VerifySnapshot(dir_.Sub("absent.kcs"));
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
