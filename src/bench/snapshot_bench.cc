@@ -59,6 +59,13 @@ StatusOr<double> DiskWriteRate(const std::string& path, uint64_t bytes) {
   return static_cast<double>(bytes) / secs;
 }
 
+// `s` as one word for sh.
+std::string ShellWord(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string Mb(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.0f MB", bytes / 1e6);
@@ -155,23 +162,25 @@ Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
     ns = obj->namespace_();
     name = obj->name();
   }
+  // What `kcache get` does before its first read: a read-only open and
+  // resolving the resource. The indexer keeps the cache open.
+  auto open_pods = [&]() -> StatusOr<std::shared_ptr<Indexer>> {
+    KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<tool::Source> source,
+                            tool::Source::Open(cache_dir, ""));
+    KCACHE_ASSIGN_OR_RETURN(std::string ks, source->Resolve("po"));
+    return source->Keyspace(ks);
+  };
   for (int run = 0; run < std::max(o.runs, 5); ++run) {
     {
       auto start = Clock::now();
-      KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<tool::Source> source,
-                              tool::Source::Open(cache_dir, ""));
-      KCACHE_ASSIGN_OR_RETURN(std::string ks, source->Resolve("po"));
-      KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, source->Keyspace(ks));
+      KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, open_pods());
       KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, pods->GetByKey(ns + "/" + name));
       if (!obj) return Status::Internal("bench: " + ns + "/" + name + " is not in the cache");
       named.push_back(Seconds(Clock::now() - start));
     }
     {
       auto start = Clock::now();
-      KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<tool::Source> source,
-                              tool::Source::Open(cache_dir, ""));
-      KCACHE_ASSIGN_OR_RETURN(std::string ks, source->Resolve("po"));
-      KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, source->Keyspace(ks));
+      KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, open_pods());
       bool got = false;
       KCACHE_RETURN_IF_ERROR(
           ListAllByNamespace(*pods, ns, LabelSelector::Everything(), [&](const ObjectPtr&) {
@@ -183,8 +192,10 @@ Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
     }
     {
       // The whole command, process start to exit.
-      std::string cmd = fs::read_symlink("/proc/self/exe").string() + " get pods " + name + " -n " +
-                        ns + " -o name --cache " + cache_dir + " > /dev/null";
+      // This process is the kcache tool (the bench is one of its commands).
+      std::string cmd = ShellWord(fs::read_symlink("/proc/self/exe").string()) + " get pods " +
+                        name + " -n " + ns + " -o name --cache " + ShellWord(cache_dir) +
+                        " > /dev/null";
       auto start = Clock::now();
       if (std::system(cmd.c_str()) != 0) return Status::Internal("bench: " + cmd + " failed");
       process.push_back(Seconds(Clock::now() - start));
