@@ -28,7 +28,7 @@
 
 #include <gtest/gtest.h>
 
-#if __has_include("json/json_error.h") || __has_include("store/errors.h")
+#if __has_include("core/json_error.h") || __has_include("cache/store_errors.h")
 #error "a private header is reachable from the public include path"
 #endif
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kcache/object.h"
-#include "synth/pods.h"
+#include "testserver/pods.h"
 
 namespace kcache::bench {
 namespace {

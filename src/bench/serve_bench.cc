@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "serve/server.h"
-#include "serve/synthetic.h"
+#include "testserver/server.h"
+#include "testserver/synthetic.h"
 
 namespace kcache::bench {
 namespace {

@@ -14,9 +14,9 @@
 #include "kcache/cache.h"
 #include "kcache/lister.h"
 #include "kcache/snapshot.h"
-#include "synth/pods.h"
-#include "tool/source.h"
-#include "util/scratch_dir.h"
+#include "testserver/pods.h"
+#include "tools/kcache/source.h"
+#include "tools/kcache/scratch_dir.h"
 
 namespace kcache::bench {
 namespace {

@@ -12,10 +12,10 @@
 
 #include "kcache/cache.h"
 #include "kcache/lister.h"
-#include "storage/db.h"
-#include "storage/rocks_status.h"
-#include "synth/pods.h"
-#include "util/scratch_dir.h"
+#include "persist/db.h"
+#include "persist/rocks_status.h"
+#include "testserver/pods.h"
+#include "tools/kcache/scratch_dir.h"
 
 namespace kcache::bench {
 namespace {

@@ -1,7 +1,7 @@
 // Base64 (RFC 4648, standard alphabet, padded), as kubeconfig *-data fields
 // and HTTP basic authentication use it.
-#ifndef KCACHE_UTIL_BASE64_H_
-#define KCACHE_UTIL_BASE64_H_
+#ifndef KCACHE_SRC_UTIL_BASE64_H_
+#define KCACHE_SRC_UTIL_BASE64_H_
 
 #include <optional>
 #include <string>
@@ -16,4 +16,4 @@ std::optional<std::string> Base64Decode(std::string_view text);
 
 }  // namespace kcache
 
-#endif  // KCACHE_UTIL_BASE64_H_
+#endif  // KCACHE_SRC_UTIL_BASE64_H_

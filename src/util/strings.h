@@ -1,6 +1,6 @@
 // Small string helpers shared across subsystems.
-#ifndef KCACHE_UTIL_STRINGS_H_
-#define KCACHE_UTIL_STRINGS_H_
+#ifndef KCACHE_SRC_UTIL_STRINGS_H_
+#define KCACHE_SRC_UTIL_STRINGS_H_
 
 #include <string_view>
 
@@ -15,4 +15,4 @@ inline std::string_view TrimSpace(std::string_view s) {
 
 }  // namespace kcache
 
-#endif  // KCACHE_UTIL_STRINGS_H_
+#endif  // KCACHE_SRC_UTIL_STRINGS_H_

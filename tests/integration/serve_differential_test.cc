@@ -14,7 +14,7 @@
 
 #include "integration/cluster.h"
 #include "kcache/rest_client.h"
-#include "serve/server.h"
+#include "testserver/server.h"
 
 namespace kcache {
 namespace {

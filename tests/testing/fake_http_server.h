@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "http/server.h"
+#include "testserver/http_server.h"
 
 namespace kcache::testing {
 

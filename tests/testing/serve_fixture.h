@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "kcache/rest_client.h"
-#include "serve/server.h"
+#include "testserver/server.h"
 
 namespace kcache::testing {
 

@@ -9,13 +9,13 @@
 #include "bench/serve_bench.h"
 #include "bench/snapshot_bench.h"
 #include "bench/store_bench.h"
-#include "cli/flags.h"
-#include "demo/demo.h"
-#include "serve/server.h"
-#include "tool/get.h"
-#include "tool/inspect.h"
-#include "tool/snapshot.h"
-#include "tool/sync.h"
+#include "tools/kcache/flags.h"
+#include "bench/demo.h"
+#include "testserver/server.h"
+#include "tools/kcache/get.h"
+#include "tools/kcache/inspect.h"
+#include "tools/kcache/snapshot.h"
+#include "tools/kcache/sync.h"
 
 #include <unistd.h>
 

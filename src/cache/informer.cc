@@ -1,0 +1,509 @@
+#include "kcache/informer.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cache/events.h"
+
+namespace kcache {
+namespace {
+
+// One notification, shared by every handler's queue.
+struct Notification {
+  enum class Type { kAdd, kUpdate, kDelete };
+  Type type;
+  ObjectPtr object;      // kAdd, kUpdate (new)
+  ObjectPtr old_object;  // kUpdate
+  DeletedObject deleted; // kDelete
+  bool initial = false;  // kAdd
+};
+using NotificationPtr = std::shared_ptr<const Notification>;
+
+// A queue entry: a notification, or a walk over a store snapshot (a replay
+// delivers OnAdd(o, true), a resync OnUpdate(o, o)).
+struct Entry {
+  NotificationPtr notification;
+  std::shared_ptr<ObjectIterator> walk;
+  bool resync = false;
+};
+
+class Listener final : public HandlerRegistration, public std::enable_shared_from_this<Listener> {
+ public:
+  Listener(std::shared_ptr<ResourceEventHandler> handler, HandlerOptions options)
+      : handler_(std::move(handler)), options_(options) {}
+
+  bool HasSynced() const override {
+    std::lock_guard l(mu_);
+    return sync_mark_ && done_ >= *sync_mark_;
+  }
+  size_t Backlog() const override {
+    std::lock_guard l(mu_);
+    return queue_.size();
+  }
+  uint64_t Delivered() const override { return delivered_; }
+  bool IsActive() const override { return active_; }
+
+  const HandlerOptions& options() const { return options_; }
+
+  void Push(Entry e) {
+    std::lock_guard l(mu_);
+    if (e.resync) resync_pending_ = true;
+    queue_.push_back(std::move(e));
+    ++pushed_;
+    cv_.notify_all();
+  }
+  // Everything pushed so far must be handled before HasSynced().
+  void MarkSynced() {
+    std::lock_guard l(mu_);
+    if (!sync_mark_) sync_mark_ = pushed_;
+  }
+  bool ResyncPending() const {
+    std::lock_guard l(mu_);
+    return resync_pending_;
+  }
+
+  // The worker keeps its listener alive, so that a handler may remove
+  // itself (or stop the informer) from inside a call.
+  void StartWorker() {
+    worker_ = std::jthread([self = shared_from_this()](std::stop_token stop) { self->Work(stop); });
+  }
+  // Stops the worker; waits for it unless called from it.
+  void Stop() {
+    active_ = false;
+    {
+      std::lock_guard l(mu_);
+      cv_.notify_all();
+    }
+    worker_.request_stop();
+    if (worker_.joinable()) {
+      if (worker_.get_id() == std::this_thread::get_id()) {
+        worker_.detach();
+      } else {
+        worker_.join();
+      }
+    }
+  }
+
+ private:
+  void Work(std::stop_token stop) {
+    for (;;) {
+      Entry e;
+      {
+        std::unique_lock l(mu_);
+        if (!cv_.wait(l, stop, [&] { return !queue_.empty(); }) || stop.stop_requested()) return;
+        e = queue_.front();  // shared pointers: cheap
+        if (!e.walk) queue_.pop_front();
+      }
+      if (e.walk) {
+        // One object per turn, so that Stop() is heard mid-walk.
+        if (e.walk->Valid()) {
+          const ObjectPtr& o = e.walk->object();
+          if (e.resync) {
+            handler_->OnUpdate(o, o);
+          } else {
+            handler_->OnAdd(o, true);
+          }
+          ++delivered_;
+          e.walk->Next();
+        }
+        if (!e.walk->Valid()) {
+          std::lock_guard l(mu_);
+          queue_.pop_front();
+          if (e.resync) resync_pending_ = false;
+          ++done_;
+        }
+        continue;
+      }
+      const Notification& n = *e.notification;
+      switch (n.type) {
+        case Notification::Type::kAdd: handler_->OnAdd(n.object, n.initial); break;
+        case Notification::Type::kUpdate: handler_->OnUpdate(n.old_object, n.object); break;
+        case Notification::Type::kDelete: handler_->OnDelete(n.deleted); break;
+      }
+      ++delivered_;
+      std::lock_guard l(mu_);
+      ++done_;
+    }
+  }
+
+  const std::shared_ptr<ResourceEventHandler> handler_;
+  const HandlerOptions options_;
+  std::atomic<bool> active_{true};
+  std::atomic<uint64_t> delivered_{0};
+
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<Entry> queue_;           // guarded by mu_
+  uint64_t pushed_ = 0;               // guarded by mu_
+  uint64_t done_ = 0;                 // guarded by mu_
+  std::optional<uint64_t> sync_mark_; // guarded by mu_
+  bool resync_pending_ = false;       // guarded by mu_
+
+  std::jthread worker_;
+
+ public:
+  // Informer's resync bookkeeping; guarded by the informer's mutex.
+  Clock::TimePoint next_resync;
+};
+
+class Informer;
+
+class InformerSink final : public ReflectorSink {
+ public:
+  explicit InformerSink(Informer* informer) : informer_(informer) {}
+  Status Apply(std::vector<WatchEvent> events, std::string rv) override;
+  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() override;
+  std::string ResumeResourceVersion() const override;
+  void Synced() override;
+
+ private:
+  Informer* informer_;
+};
+
+class Informer final : public SharedIndexInformer {
+ public:
+  Informer(std::shared_ptr<ListerWatcher> lw, std::shared_ptr<Indexer> indexer, InformerOptions o)
+      : lw_(std::move(lw)), indexer_(std::move(indexer)), o_(std::move(o)) {
+    if (!o_.clock) o_.clock = Clock::Real();
+    if (!o_.reflector.clock) o_.reflector.clock = o_.clock;
+  }
+  ~Informer() override { Stop(); }
+
+  StatusOr<std::shared_ptr<HandlerRegistration>> AddEventHandler(std::shared_ptr<ResourceEventHandler> handler,
+                                                                 HandlerOptions options) override {
+    if (!handler) return Status::InvalidArgument("AddEventHandler with a null handler");
+    auto listener = std::make_shared<Listener>(std::move(handler), options);
+    {
+      std::lock_guard l(mu_);
+      if (stopped_) {
+        return Status::FailedPrecondition(
+            "handler was not added to shared informer because it has stopped already");
+      }
+      listener->next_resync = o_.clock->Now() + options.resync_period;
+      // During the first list, PublishFirstList will walk the store for it.
+      if (started_ && !first_list_ && options.start_mode == StartMode::kReplay) {
+        KCACHE_RETURN_IF_ERROR(PushWalk(*listener, false));
+      }
+      if (synced_) listener->MarkSynced();
+      listeners_.push_back(listener);
+      listener->StartWorker();
+    }
+    return std::shared_ptr<HandlerRegistration>(listener);
+  }
+
+  Status RemoveEventHandler(const std::shared_ptr<HandlerRegistration>& registration) override {
+    std::shared_ptr<Listener> found;
+    {
+      std::lock_guard l(mu_);
+      for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
+        if (*it == registration) {
+          found = *it;
+          listeners_.erase(it);
+          break;
+        }
+      }
+    }
+    if (found) found->Stop();
+    return Status::OK();
+  }
+
+  Status Start() override {
+    Reflector* reflector;
+    {
+      std::lock_guard l(mu_);
+      if (started_) return Status::FailedPrecondition("the informer was started already");
+      if (stopped_) return Status::FailedPrecondition("the informer has stopped");
+      started_ = true;
+      reflector_ = Reflector::Create(lw_, std::make_shared<InformerSink>(this), o_.reflector);
+      reflector = reflector_.get();
+      // Handlers registered before Start replay what the store holds now.
+      for (auto& listener : listeners_) {
+        if (listener->options().start_mode == StartMode::kReplay) {
+          KCACHE_RETURN_IF_ERROR(PushWalk(*listener, false));
+        }
+      }
+    }
+    reflector_thread_ = std::jthread([reflector](std::stop_token stop) { reflector->Run(stop); });
+    resync_thread_ = std::jthread([this](std::stop_token stop) { ResyncLoop(stop); });
+    return Status::OK();
+  }
+
+  void Stop() override {
+    std::list<std::shared_ptr<Listener>> listeners;
+    {
+      std::lock_guard l(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      listeners.swap(listeners_);
+    }
+    sync_cv_.notify_all();
+    reflector_thread_.request_stop();
+    resync_thread_.request_stop();
+    if (reflector_thread_.joinable()) reflector_thread_.join();
+    if (resync_thread_.joinable()) resync_thread_.join();
+    for (auto& listener : listeners) listener->Stop();
+  }
+
+  bool HasStarted() const override {
+    std::lock_guard l(mu_);
+    return started_;
+  }
+  bool IsStopped() const override {
+    std::lock_guard l(mu_);
+    return stopped_;
+  }
+  bool HasSynced() const override {
+    std::lock_guard l(mu_);
+    return synced_;
+  }
+  bool WaitForSync(std::chrono::milliseconds timeout) const override {
+    std::unique_lock l(mu_);
+    sync_cv_.wait_for(l, timeout, [&] { return synced_ || stopped_; });
+    return synced_;
+  }
+
+  std::shared_ptr<Indexer> GetIndexer() const override { return indexer_; }
+  Status AddIndexers(const Indexers& indexers) override {
+    if (IsStopped()) return Status::FailedPrecondition("indexer was not added because it has stopped already");
+    return indexer_->AddIndexers(indexers);
+  }
+  std::string LastSyncResourceVersion() const override {
+    const Reflector* r = reflector();
+    return r ? r->LastSyncResourceVersion() : indexer_->LastSyncResourceVersion();
+  }
+  ReflectorStats stats() const override {
+    const Reflector* r = reflector();
+    return r ? r->stats() : ReflectorStats{};
+  }
+
+  // --- the sink side, on the reflector's thread ---
+
+  Status Apply(std::vector<WatchEvent> events, std::string rv) {
+    for (WatchEvent& e : events) {
+      KCACHE_ASSIGN_OR_RETURN(e.object, Transform(std::move(e.object)));
+    }
+    std::lock_guard l(mu_);
+    Transaction txn;
+    txn.resource_version = std::move(rv);
+    std::vector<NotificationPtr> out;
+    const bool notify = !listeners_.empty();
+    // What this batch has written so far, by key, for old objects.
+    std::map<std::string, ObjectPtr, std::less<>> written;
+    for (WatchEvent& e : events) {
+      if (notify) {
+        KCACHE_ASSIGN_OR_RETURN(std::string key, indexer_->KeyOf(*e.object));
+        ObjectPtr old;
+        if (auto w = written.find(key); w != written.end()) {
+          old = w->second;
+        } else {
+          KCACHE_ASSIGN_OR_RETURN(old, indexer_->GetByKey(key));
+        }
+        auto n = std::make_shared<Notification>();
+        if (e.type == WatchEventType::kDeleted) {
+          n->type = Notification::Type::kDelete;
+          n->deleted = e.object;
+          written[key] = nullptr;
+        } else {
+          n->type = old ? Notification::Type::kUpdate : Notification::Type::kAdd;
+          n->object = e.object;
+          n->old_object = old;
+          written[key] = e.object;
+        }
+        out.push_back(std::move(n));
+      }
+      informer::AppendToTransaction(std::move(e), &txn);
+    }
+    KCACHE_RETURN_IF_ERROR(indexer_->Commit(txn, nullptr));
+    for (const NotificationPtr& n : out) {
+      for (auto& listener : listeners_) listener->Push(Entry{n, nullptr, false});
+    }
+    return Status::OK();
+  }
+
+  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace();
+
+  std::string ResumeResourceVersion() const { return indexer_->LastSyncResourceVersion(); }
+
+  void Synced() {
+    {
+      std::lock_guard l(mu_);
+      synced_ = true;
+      for (auto& listener : listeners_) listener->MarkSynced();
+    }
+    sync_cv_.notify_all();
+  }
+
+  // Turns a relist's committed changes into notifications; called with mu_
+  // held (the session's calls take it).
+  void Publish(std::vector<StoreChange> changes) {
+    if (listeners_.empty()) return;
+    for (StoreChange& c : changes) {
+      auto n = std::make_shared<Notification>();
+      switch (c.type) {
+        case StoreChange::Type::kAdded:
+          n->type = Notification::Type::kAdd;
+          n->object = std::move(c.new_object);
+          n->initial = !synced_;
+          break;
+        case StoreChange::Type::kUpdated:
+          n->type = Notification::Type::kUpdate;
+          n->object = std::move(c.new_object);
+          n->old_object = std::move(c.old_object);
+          break;
+        case StoreChange::Type::kDeleted:
+          n->type = Notification::Type::kDelete;
+          n->deleted = DeletedFinalStateUnknown{std::move(c.key), std::move(c.old_object)};
+          break;
+      }
+      NotificationPtr shared = std::move(n);
+      for (auto& listener : listeners_) listener->Push(Entry{shared, nullptr, false});
+    }
+  }
+
+  // After the first list into an empty store: one walk over the store per
+  // handler instead of a queued OnAdd per object, so that memory does not
+  // grow with the list.
+  Status PublishFirstList() {
+    for (auto& listener : listeners_) KCACHE_RETURN_IF_ERROR(PushWalk(*listener, false));
+    return Status::OK();
+  }
+
+  StatusOr<ObjectPtr> Transform(ObjectPtr o) {
+    if (!o_.transform) return o;
+    return o_.transform(std::move(o));
+  }
+
+  std::mutex& mu() { return mu_; }
+  // REQUIRES: mu_ held.
+  void set_first_list(bool on) { first_list_ = on; }
+
+ private:
+  // Set once by Start(); lives as long as the informer.
+  const Reflector* reflector() const {
+    std::lock_guard l(mu_);
+    return reflector_.get();
+  }
+
+  // Queues a walk over a snapshot of the store. REQUIRES: mu_ held, so that
+  // the snapshot and the queue agree on which changes came before it.
+  Status PushWalk(Listener& listener, bool resync) {
+    std::shared_ptr<ObjectIterator> it = indexer_->NewIterator();
+    if (!it->Valid() && !it->status().ok()) return it->status();
+    listener.Push(Entry{nullptr, std::move(it), resync});
+    return Status::OK();
+  }
+
+  void ResyncLoop(std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      Clock::TimePoint next = o_.clock->Now() + std::chrono::seconds(1);
+      {
+        std::lock_guard l(mu_);
+        Clock::TimePoint now = o_.clock->Now();
+        for (auto& listener : listeners_) {
+          auto period = listener->options().resync_period;
+          if (period.count() <= 0) continue;
+          if (now >= listener->next_resync) {
+            // A resync still streaming, or an informer not synced yet, skips
+            // this round.
+            if (synced_ && !listener->ResyncPending()) (void)PushWalk(*listener, true);
+            listener->next_resync = now + period;
+          }
+          next = std::min(next, listener->next_resync);
+        }
+      }
+      if (!o_.clock->SleepUntil(next, stop)) return;
+    }
+  }
+
+  const std::shared_ptr<ListerWatcher> lw_;
+  const std::shared_ptr<Indexer> indexer_;
+  InformerOptions o_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable sync_cv_;
+  std::list<std::shared_ptr<Listener>> listeners_;  // guarded by mu_
+  bool started_ = false;                            // guarded by mu_
+  bool stopped_ = false;                            // guarded by mu_
+  bool synced_ = false;                             // guarded by mu_
+  bool first_list_ = false;                         // guarded by mu_
+
+  std::unique_ptr<Reflector> reflector_;  // guarded by mu_
+  std::jthread reflector_thread_;
+  std::jthread resync_thread_;
+};
+
+// Holds the informer's mutex around each call, so that handler
+// registration sees either none or all of a committed chunk.
+class InformerReplaceSession final : public ReplaceSession {
+ public:
+  InformerReplaceSession(Informer* informer, bool first) : informer_(informer), first_(first) {}
+  ~InformerReplaceSession() override {
+    std::lock_guard l(informer_->mu());
+    inner_.reset();
+    if (first_) informer_->set_first_list(false);
+  }
+  Status Open() {
+    std::lock_guard l(informer_->mu());
+    if (first_) informer_->set_first_list(true);
+    // The store's writer lock is taken inside, after ours: the same order
+    // as Apply's commits.
+    KCACHE_ASSIGN_OR_RETURN(inner_, informer_->GetIndexer()->BeginReplace(
+        [this](std::vector<StoreChange> changes) {
+          if (!first_) informer_->Publish(std::move(changes));
+        }));
+    return Status::OK();
+  }
+  Status Put(ObjectPtr object) override {
+    KCACHE_ASSIGN_OR_RETURN(object, informer_->Transform(std::move(object)));
+    std::lock_guard l(informer_->mu());
+    return inner_->Put(std::move(object));
+  }
+  StatusOr<size_t> Finish(std::string resource_version) override {
+    std::lock_guard l(informer_->mu());
+    KCACHE_ASSIGN_OR_RETURN(size_t unchanged, inner_->Finish(std::move(resource_version)));
+    if (first_) {
+      informer_->set_first_list(false);
+      KCACHE_RETURN_IF_ERROR(informer_->PublishFirstList());
+    }
+    return unchanged;
+  }
+
+ private:
+  Informer* informer_;
+  bool first_;
+  std::unique_ptr<ReplaceSession> inner_;
+};
+
+StatusOr<std::unique_ptr<ReplaceSession>> Informer::BeginReplace() {
+  bool first;
+  {
+    std::lock_guard l(mu_);
+    KCACHE_ASSIGN_OR_RETURN(size_t size, indexer_->Size());
+    first = !synced_ && size == 0;
+  }
+  auto session = std::make_unique<InformerReplaceSession>(this, first);
+  KCACHE_RETURN_IF_ERROR(session->Open());
+  return std::unique_ptr<ReplaceSession>(std::move(session));
+}
+
+Status InformerSink::Apply(std::vector<WatchEvent> events, std::string rv) {
+  return informer_->Apply(std::move(events), std::move(rv));
+}
+StatusOr<std::unique_ptr<ReplaceSession>> InformerSink::BeginReplace() { return informer_->BeginReplace(); }
+std::string InformerSink::ResumeResourceVersion() const { return informer_->ResumeResourceVersion(); }
+void InformerSink::Synced() { informer_->Synced(); }
+
+}  // namespace
+
+std::shared_ptr<SharedIndexInformer> SharedIndexInformer::Create(std::shared_ptr<ListerWatcher> lw,
+                                                                 std::shared_ptr<Indexer> indexer,
+                                                                 InformerOptions options) {
+  return std::make_shared<Informer>(std::move(lw), std::move(indexer), std::move(options));
+}
+
+}  // namespace kcache

@@ -1,0 +1,512 @@
+#include "kcache/reflector.h"
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "cache/backoff.h"
+#include "cache/events.h"
+#include "cache/resource_version.h"
+
+namespace kcache {
+namespace {
+
+class RestListWatch final : public ListerWatcher {
+ public:
+  RestListWatch(std::shared_ptr<RestClient> client, ResourceRef resource, std::string labels,
+                std::string fields)
+      : client_(std::move(client)),
+        resource_(std::move(resource)),
+        labels_(std::move(labels)),
+        fields_(std::move(fields)) {}
+
+  StatusOr<ObjectList> List(const ListOptions& options) override {
+    return client_->List(resource_, WithSelectors(options));
+  }
+  StatusOr<std::unique_ptr<WatchStream>> Watch(const ListOptions& options) override {
+    return client_->Watch(resource_, WithSelectors(options));
+  }
+  std::string Describe() const override {
+    std::string d = resource_.gvr.group_resource().String();
+    if (resource_.namespaced && !resource_.namespace_.empty()) d += " in namespace " + resource_.namespace_;
+    if (!labels_.empty()) d += " (-l " + labels_ + ")";
+    return d;
+  }
+
+ private:
+  ListOptions WithSelectors(ListOptions o) const {
+    o.label_selector = labels_;
+    o.field_selector = fields_;
+    return o;
+  }
+
+  std::shared_ptr<RestClient> client_;
+  ResourceRef resource_;
+  std::string labels_, fields_;
+};
+
+class StoreSink final : public ReflectorSink {
+ public:
+  explicit StoreSink(std::shared_ptr<Store> store) : store_(std::move(store)) {}
+  Status Apply(std::vector<WatchEvent> events, std::string rv) override {
+    Transaction txn;
+    for (WatchEvent& e : events) informer::AppendToTransaction(std::move(e), &txn);
+    txn.resource_version = std::move(rv);
+    return store_->Commit(txn, nullptr);
+  }
+  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() override { return store_->BeginReplace(nullptr); }
+  std::string ResumeResourceVersion() const override { return store_->LastSyncResourceVersion(); }
+
+ private:
+  std::shared_ptr<Store> store_;
+};
+
+bool IsTooLargeResourceVersion(const Status& st) {
+  return st.code() == StatusCode::kDeadlineExceeded &&
+         st.message().find("Too large resource version") != std::string_view::npos;
+}
+
+// Watch-open failures after which client-go watches again without a relist:
+// 429, and a connection that could not be made (no HTTP answer).
+bool IsRetriableWatchError(const Status& st) {
+  if (st.code() == StatusCode::kResourceExhausted) return true;
+  return st.code() == StatusCode::kUnavailable && st.http_error() == nullptr;
+}
+
+// The server refused sendInitialEvents (before 1.27, or its WatchList gate
+// is off): 400 BadRequest or 422 Invalid.
+bool IsStreamingListRefused(const Status& st) {
+  const HttpError* h = st.http_error();
+  return h && (h->http_code == 400 || h->http_code == 422 || h->reason == "Invalid" || h->reason == "BadRequest");
+}
+
+class ReflectorImpl final : public Reflector {
+ public:
+  ReflectorImpl(std::shared_ptr<ListerWatcher> lw, std::shared_ptr<ReflectorSink> sink,
+                ReflectorOptions o)
+      : lw_(std::move(lw)),
+        sink_(std::move(sink)),
+        o_(std::move(o)),
+        clock_(o_.clock ? o_.clock : Clock::Real()),
+        rng_(o_.seed ? o_.seed : std::random_device{}()),
+        backoff_(clock_,
+                 informer::BackoffOptions{o_.backoff_initial, o_.backoff_max, o_.backoff_reset, 2.0, 1.0},
+                 rng_()),
+        streaming_(o_.streaming_list) {}
+
+  void Run(std::stop_token stop) override {
+    std::stop_callback cancel(stop, [this] {
+      std::lock_guard l(active_mu_);
+      if (active_) active_->Cancel();
+    });
+    while (!stop.stop_requested()) {
+      Status st = ListAndWatch(stop);
+      if (stop.stop_requested()) break;
+      if (!st.ok()) {
+        Emit(ReflectorEvent::Type::kError, std::string(st.message()));
+        if (o_.watch_error_handler) o_.watch_error_handler(st);
+      }
+      clock_->SleepFor(backoff_.Next(), stop);
+    }
+    if (sync_timer_.joinable()) {
+      sync_timer_.request_stop();
+      sync_timer_.join();
+    }
+  }
+
+  bool HasSynced() const override { return synced_; }
+  std::string LastSyncResourceVersion() const override {
+    std::lock_guard l(mu_);
+    return last_rv_;
+  }
+  ReflectorStats stats() const override {
+    std::lock_guard l(mu_);
+    return stats_;
+  }
+
+ private:
+  Status ListAndWatch(std::stop_token stop) {
+    std::string resume = sink_->ResumeResourceVersion();
+    std::unique_ptr<WatchStream> stream;
+    if (need_list_ || resume.empty()) {
+      KCACHE_ASSIGN_OR_RETURN(stream, ListAll(stop));
+    } else if (!synced_ && !probed_) {
+      SetLastRV(resume);
+      Emit(ReflectorEvent::Type::kResumed,
+           lw_->Describe() + ": resuming the watch from resourceVersion " + resume + " (no LIST)");
+      KCACHE_RETURN_IF_ERROR(Probe(resume, stop));
+    } else {
+      SetLastRV(resume);
+    }
+    return WatchLoop(std::move(stream), stop);
+  }
+
+  // Learns the collection's current resourceVersion with a limit=1 LIST.
+  // If the resume point is already there, the store is in sync; otherwise
+  // Consume() compares each batch with it, and a timer watches for a quiet
+  // stream.
+  Status Probe(const std::string& resume, std::stop_token stop) {
+    ListOptions o;
+    o.limit = 1;
+    auto list = lw_->List(o);
+    {
+      std::lock_guard l(mu_);
+      ++stats_.probes;
+    }
+    if (!list.ok()) return list.status();
+    probed_ = true;
+    target_ = list->resource_version;
+    std::optional<int> cmp = CompareResourceVersions(resume, target_);
+    if (cmp && *cmp >= 0) {
+      MarkSynced();
+      return Status::OK();
+    }
+    StartSyncTimer(stop);
+    return Status::OK();
+  }
+
+  void StartSyncTimer(std::stop_token outer) {
+    if (sync_timer_.joinable() || o_.sync_quiet_period.count() <= 0) return;
+    sync_timer_ = std::jthread([this, outer](std::stop_token own) {
+      while (!synced_ && !own.stop_requested() && !outer.stop_requested()) {
+        Clock::TimePoint since;
+        bool open;
+        {
+          std::lock_guard l(mu_);
+          since = last_activity_;
+          open = watching_;
+        }
+        Clock::TimePoint due = since + o_.sync_quiet_period;
+        if (open && clock_->Now() >= due) {
+          MarkSynced();
+          return;
+        }
+        Clock::TimePoint wake = open ? due : clock_->Now() + o_.sync_quiet_period;
+        if (!clock_->SleepUntil(wake, own)) return;
+      }
+    });
+  }
+
+  // A full list into a replace session, following client-go's ladder:
+  // the last resourceVersion seen, then "" once that is expired. Returns
+  // the open watch stream when the list was a streaming one.
+  StatusOr<std::unique_ptr<WatchStream>> ListAll(std::stop_token stop) {
+    for (;;) {
+      std::string rv = unavailable_ ? "" : LastSyncResourceVersion();
+      StatusOr<std::unique_ptr<WatchStream>> result = Status::OK();
+      if (streaming_) {
+        bool refused = false;
+        result = StreamingList(rv, stop, &refused);
+        if (refused) {
+          streaming_ = false;
+          continue;
+        }
+      } else {
+        Status st = PagedList(rv);
+        result = st.ok() ? StatusOr<std::unique_ptr<WatchStream>>(nullptr) : StatusOr<std::unique_ptr<WatchStream>>(st);
+      }
+      if (!result.ok() && !rv.empty() &&
+          (result.status().IsExpired() || IsTooLargeResourceVersion(result.status()))) {
+        unavailable_ = true;  // retry at once from ""
+        continue;
+      }
+      if (result.ok()) {
+        need_list_ = false;
+        unavailable_ = false;
+        MarkSynced();
+      }
+      return result;
+    }
+  }
+
+  Status PagedList(const std::string& rv) {
+    ListPager pager([this](const ListOptions& o) -> StatusOr<ObjectList> {
+      {
+        std::lock_guard l(mu_);
+        ++stats_.list_requests;
+      }
+      return lw_->List(o);
+    }, ListPagerOptions{o_.page_size, false});
+    KCACHE_ASSIGN_OR_RETURN(auto session, sink_->BeginReplace());
+    ListOptions o;
+    o.resource_version = rv;
+    o.limit = o_.page_size;
+    std::string list_rv;
+    uint64_t n = 0, bytes = 0;
+    KCACHE_RETURN_IF_ERROR(pager.EachListItem(o, [&](const ObjectPtr& obj) {
+      ++n;
+      bytes += obj->byte_size();
+      return session->Put(obj);
+    }, &list_rv));
+    KCACHE_ASSIGN_OR_RETURN(size_t unchanged, session->Finish(list_rv));
+    Listed("LIST", n, bytes, unchanged, list_rv);
+    return Status::OK();
+  }
+
+  StatusOr<std::unique_ptr<WatchStream>> StreamingList(const std::string& rv, std::stop_token stop,
+                                                       bool* refused) {
+    auto result = StreamingListActive(rv, stop, refused);
+    SetActive(nullptr, stop);  // the stream, if any, is returned or gone
+    return result;
+  }
+
+  StatusOr<std::unique_ptr<WatchStream>> StreamingListActive(const std::string& rv, std::stop_token stop,
+                                                             bool* refused) {
+    ListOptions o;
+    o.resource_version = rv;
+    o.resource_version_match = "NotOlderThan";
+    o.send_initial_events = true;
+    o.allow_watch_bookmarks = true;
+    o.timeout_seconds = WatchTimeout();
+    auto opened = lw_->Watch(o);
+    if (!opened.ok()) {
+      *refused = IsStreamingListRefused(opened.status());
+      return opened.status();
+    }
+    {
+      std::lock_guard l(mu_);
+      ++stats_.watches;
+    }
+    std::unique_ptr<WatchStream> stream = *std::move(opened);
+    if (!SetActive(stream.get(), stop)) return Status::Cancelled("stopped");
+    KCACHE_ASSIGN_OR_RETURN(auto session, sink_->BeginReplace());
+    uint64_t n = 0, bytes = 0;
+    for (;;) {
+      auto ev = stream->Next();
+      if (!ev.ok()) return ev.status();
+      if (!*ev) {
+        return Status::Unavailable(lw_->Describe() + ": the streaming list ended before its initial-events-end bookmark");
+      }
+      WatchEvent& e = **ev;
+      if (e.IsInitialEventsEnd()) {
+        std::string list_rv = e.object->resource_version();
+        KCACHE_ASSIGN_OR_RETURN(size_t unchanged, session->Finish(list_rv));
+        Listed("streaming list", n, bytes, unchanged, list_rv);
+        return stream;  // the same stream goes on as a watch
+      }
+      if (e.type != WatchEventType::kAdded) {
+        // A server that ignores sendInitialEvents sends ordinary events
+        // with no end bookmark.
+        *refused = true;
+        return Status::Unimplemented(lw_->Describe() + ": the server ignored sendInitialEvents");
+      }
+      ++n;
+      bytes += e.object->byte_size();
+      KCACHE_RETURN_IF_ERROR(session->Put(std::move(e.object)));
+    }
+  }
+
+  void Listed(const char* how, uint64_t n, uint64_t bytes, size_t unchanged, const std::string& rv) {
+    {
+      std::lock_guard l(mu_);
+      ++stats_.lists;
+      stats_.listed_objects += n;
+      stats_.bytes += bytes;
+      last_rv_ = rv;
+    }
+    Emit(ReflectorEvent::Type::kListed,
+         lw_->Describe() + ": " + how + " of " + std::to_string(n) + " objects at resourceVersion " + rv +
+             " applied (" + std::to_string(n - std::min<uint64_t>(n, unchanged)) + " written, " +
+             std::to_string(unchanged) + " unchanged)");
+  }
+
+  Status WatchLoop(std::unique_ptr<WatchStream> stream, std::stop_token stop) {
+    std::optional<Clock::TimePoint> first_internal_error;
+    for (;;) {
+      if (stop.stop_requested()) return Status::OK();
+      if (!stream) {
+        ListOptions o;
+        o.resource_version = LastSyncResourceVersion();
+        o.allow_watch_bookmarks = true;
+        o.timeout_seconds = WatchTimeout();
+        auto opened = lw_->Watch(o);
+        {
+          std::lock_guard l(mu_);
+          ++stats_.watches;
+        }
+        if (!opened.ok()) {
+          if (IsRetriableWatchError(opened.status())) {
+            clock_->SleepFor(backoff_.Next(), stop);
+            continue;
+          }
+          need_list_ = true;
+          return opened.status();
+        }
+        stream = *std::move(opened);
+      }
+      if (!SetActive(stream.get(), stop)) return Status::OK();
+      Clock::TimePoint start = clock_->Now();
+      uint64_t events = 0;
+      Status st = Consume(stream.get(), &events);
+      SetActive(nullptr, stop);
+      stream.reset();
+      if (stop.stop_requested() || st.code() == StatusCode::kCancelled) return Status::OK();
+      if (st.ok()) {
+        if (events == 0 && clock_->Now() - start < std::chrono::seconds(1)) {
+          need_list_ = true;
+          return Status::Unavailable(lw_->Describe() +
+                                     ": very short watch: the watch lasted less than a second and "
+                                     "received nothing");
+        }
+        continue;  // the server's timeout: watch again from the last RV
+      }
+      if (st.IsExpired()) {
+        need_list_ = true;
+        Emit(ReflectorEvent::Type::kRelist,
+             lw_->Describe() + ": the watch from resourceVersion " + LastSyncResourceVersion() +
+                 " expired (" + std::string(st.message()) + "): relisting");
+        return Status::OK();
+      }
+      if (st.code() == StatusCode::kResourceExhausted) {
+        clock_->SleepFor(backoff_.Next(), stop);
+        continue;
+      }
+      if (st.code() == StatusCode::kUnavailable && st.http_error() == nullptr) {
+        continue;  // the stream broke (client-go: unexpected EOF): watch again
+      }
+      if (st.code() == StatusCode::kInternal && st.http_error() != nullptr) {
+        Clock::TimePoint now = clock_->Now();
+        if (!first_internal_error) first_internal_error = now;
+        if (now - *first_internal_error <= o_.max_internal_error_retry) continue;
+      }
+      need_list_ = true;
+      return st;
+    }
+  }
+
+  // Applies a stream's events in batches until it ends; `*count` counts the
+  // events received, bookmarks included.
+  Status Consume(WatchStream* stream, uint64_t* count) {
+    for (;;) {
+      auto ev = stream->Next();
+      if (!ev.ok()) return ev.status();
+      if (!*ev) return Status::OK();
+      std::vector<WatchEvent> batch;
+      std::string rv;
+      uint64_t bytes = 0;
+      Status end;
+      bool ended = false;
+      uint64_t received = 0;  // bookmarks included
+      auto take = [&](WatchEvent e) {
+        ++received;
+        rv = e.object->resource_version();
+        if (e.type == WatchEventType::kBookmark) return;
+        bytes += e.object->byte_size();
+        batch.push_back(std::move(e));
+      };
+      take(std::move(**ev));
+      while (batch.size() < o_.max_batch && stream->Ready()) {
+        auto next = stream->Next();
+        if (!next.ok()) {
+          end = next.status();
+          break;
+        }
+        if (!*next) {
+          ended = true;
+          break;
+        }
+        take(std::move(**next));
+      }
+      size_t n = batch.size();
+      KCACHE_RETURN_IF_ERROR(sink_->Apply(std::move(batch), rv));
+      *count += received;
+      {
+        std::lock_guard l(mu_);
+        last_rv_ = rv;
+        stats_.events += n;
+        stats_.bytes += bytes;
+        last_activity_ = clock_->Now();
+      }
+      if (!synced_ && probed_) {
+        std::optional<int> cmp = CompareResourceVersions(rv, target_);
+        if (cmp && *cmp >= 0) MarkSynced();
+      }
+      if (!end.ok()) return end;
+      if (ended) return Status::OK();
+    }
+  }
+
+  // Makes `stream` the one Stop cancels. False if already stopped.
+  bool SetActive(WatchStream* stream, const std::stop_token& stop) {
+    std::lock_guard l(active_mu_);
+    active_ = stream;
+    {
+      std::lock_guard m(mu_);
+      watching_ = stream != nullptr;
+      last_activity_ = clock_->Now();
+    }
+    if (stream && stop.stop_requested()) {
+      active_ = nullptr;
+      return false;
+    }
+    return true;
+  }
+
+  void SetLastRV(std::string rv) {
+    std::lock_guard l(mu_);
+    last_rv_ = std::move(rv);
+  }
+
+  int64_t WatchTimeout() {
+    int64_t min = o_.min_watch_timeout.count();
+    std::uniform_int_distribution<int64_t> d(min, 2 * min);
+    return d(rng_);
+  }
+
+  void MarkSynced() {
+    if (synced_.exchange(true)) return;
+    sink_->Synced();
+    Emit(ReflectorEvent::Type::kSynced, lw_->Describe() + ": synced at resourceVersion " + LastSyncResourceVersion());
+  }
+
+  void Emit(ReflectorEvent::Type type, std::string message) {
+    if (o_.on_event) o_.on_event(ReflectorEvent{type, std::move(message)});
+  }
+
+  const std::shared_ptr<ListerWatcher> lw_;
+  const std::shared_ptr<ReflectorSink> sink_;
+  const ReflectorOptions o_;
+  const std::shared_ptr<Clock> clock_;
+  std::mt19937_64 rng_;
+  informer::Backoff backoff_;
+
+  // Reflector thread only.
+  bool streaming_;
+  bool need_list_ = false;
+  bool unavailable_ = false;
+  std::string target_;  // the probe's resourceVersion
+  std::atomic<bool> probed_{false};
+  std::jthread sync_timer_;
+
+  std::atomic<bool> synced_{false};
+
+  mutable std::mutex mu_;
+  std::string last_rv_;              // guarded by mu_
+  ReflectorStats stats_;             // guarded by mu_
+  bool watching_ = false;            // guarded by mu_
+  Clock::TimePoint last_activity_;   // guarded by mu_
+
+  std::mutex active_mu_;
+  WatchStream* active_ = nullptr;  // guarded by active_mu_
+};
+
+}  // namespace
+
+std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client, ResourceRef resource,
+                                            std::string label_selector, std::string field_selector) {
+  return std::make_shared<RestListWatch>(std::move(client), std::move(resource), std::move(label_selector),
+                                         std::move(field_selector));
+}
+
+std::shared_ptr<ReflectorSink> NewStoreSink(std::shared_ptr<Store> store) {
+  return std::make_shared<StoreSink>(std::move(store));
+}
+
+std::unique_ptr<Reflector> Reflector::Create(std::shared_ptr<ListerWatcher> lw,
+                                             std::shared_ptr<ReflectorSink> sink, ReflectorOptions options) {
+  return std::make_unique<ReflectorImpl>(std::move(lw), std::move(sink), std::move(options));
+}
+
+}  // namespace kcache

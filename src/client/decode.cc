@@ -1,0 +1,151 @@
+#include "client/decode.h"
+
+#include <simdjson.h>
+
+#include "core/json_error.h"
+#include "client/http_error.h"
+
+namespace kcache::rest {
+namespace {
+
+namespace ondemand = simdjson::ondemand;
+
+// Pads `json` for simdjson and starts iterating it as one JSON object.
+// Returns false if it is not one. One parser per thread serves both
+// decoders: neither calls the other while iterating.
+bool IterateTopObject(std::string* json, ondemand::document* doc, ondemand::object* top) {
+  if (json->capacity() < json->size() + simdjson::SIMDJSON_PADDING) {
+    json->reserve(json->size() + simdjson::SIMDJSON_PADDING);
+  }
+  thread_local ondemand::parser parser;
+  return !parser.iterate(json->data(), json->size(), json->capacity()).get(*doc) &&
+         !doc->get_object().get(*top);
+}
+
+// The error for a document the on-demand parser gave up on: the validating
+// parser locates the first bad byte.
+// Offsets count from `base_offset`, the document's place in its stream.
+Status Malformed(std::string_view what, const std::string& doc, uint64_t base_offset) {
+  Status st = json::DescribeJsonError(doc, base_offset);
+  if (st.ok()) {
+    st = Status::InvalidArgument("unexpected JSON structure at byte " +
+                                 std::to_string(base_offset));
+  }
+  return st.WithContext(what);
+}
+
+}  // namespace
+
+StatusOr<ObjectList> DecodeList(std::string body, const ParseOptions& options) {
+  ondemand::document doc;
+  ondemand::object top;
+  ObjectList list;
+  ParseOptions item_options = options;
+  std::vector<std::string_view> items;
+  auto fail = [&]() { return Malformed("list response", body, 0); };
+  if (!IterateTopObject(&body, &doc, &top)) return fail();
+  for (auto field : top) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return fail();
+    ondemand::value value;
+    if (field.value().get(value)) return fail();
+    if (key == "kind") {
+      std::string_view kind;
+      if (value.get_string().get(kind)) return fail();
+      if (kind.size() > 4 && kind.ends_with("List")) {
+        item_options.default_kind = std::string(kind.substr(0, kind.size() - 4));
+      }
+    } else if (key == "apiVersion") {
+      std::string_view v;
+      if (value.get_string().get(v)) return fail();
+      item_options.default_api_version = std::string(v);
+    } else if (key == "metadata") {
+      ondemand::object meta;
+      if (value.get_object().get(meta)) return fail();
+      for (auto m : meta) {
+        std::string_view mkey;
+        if (m.unescaped_key().get(mkey)) return fail();
+        std::string_view s;
+        if (mkey == "resourceVersion") {
+          if (m.value().get_string().get(s)) return fail();
+          list.resource_version = std::string(s);
+        } else if (mkey == "continue") {
+          if (m.value().get_string().get(s)) return fail();
+          list.continue_token = std::string(s);
+        } else if (mkey == "remainingItemCount") {
+          int64_t n;
+          if (m.value().get_int64().get(n)) return fail();
+          list.remaining_item_count = n;
+        }
+      }
+    } else if (key == "items") {
+      if (value.is_null()) continue;
+      ondemand::array arr;
+      if (value.get_array().get(arr)) return fail();
+      for (auto item : arr) {
+        ondemand::object obj;
+        std::string_view raw;
+        if (item.get_object().get(obj) || obj.raw_json().get(raw)) return fail();
+        items.push_back(raw);
+      }
+    }
+  }
+  // Items are parsed after the walk so that kind and apiVersion, which may
+  // follow "items", are known.
+  list.items.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto obj = Object::Parse(std::string(items[i]), item_options);
+    if (!obj.ok()) {
+      return obj.status().WithContext("list response: item " + std::to_string(i));
+    }
+    list.items.push_back(*std::move(obj));
+  }
+  return list;
+}
+
+StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
+                                      const ParseOptions& options, std::string_view what) {
+  ondemand::document doc;
+  ondemand::object top;
+  std::string_view type, raw;
+  auto fail = [&]() {
+    return Malformed(std::string(what) + ": watch event", frame, stream_offset);
+  };
+  if (!IterateTopObject(&frame, &doc, &top)) return fail();
+  for (auto field : top) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return fail();
+    if (key == "type") {
+      if (field.value().get_string().get(type)) return fail();
+    } else if (key == "object") {
+      ondemand::object obj;
+      if (field.value().get_object().get(obj) || obj.raw_json().get(raw)) return fail();
+    }
+  }
+  std::string at = std::string(what) + ": watch event at stream byte " + std::to_string(stream_offset);
+  if (type.empty()) return Status::InvalidArgument(at + " has no type");
+  if (type == "ERROR") return StatusFromErrorEvent(raw, what);
+  WatchEvent event;
+  if (type == "ADDED") {
+    event.type = WatchEventType::kAdded;
+  } else if (type == "MODIFIED") {
+    event.type = WatchEventType::kModified;
+  } else if (type == "DELETED") {
+    event.type = WatchEventType::kDeleted;
+  } else if (type == "BOOKMARK") {
+    event.type = WatchEventType::kBookmark;
+  } else {
+    return Status::InvalidArgument(at + ": got invalid watch event type: " + std::string(type));
+  }
+  if (raw.empty()) return Status::InvalidArgument(at + " (" + std::string(type) + ") has no object");
+  auto obj = Object::Parse(std::string(raw), options);
+  if (!obj.ok()) {
+    // Say where in the stream, not where in the object, the error is.
+    Status located = json::DescribeJsonError(raw, stream_offset + (raw.data() - frame.data()));
+    return (located.ok() ? obj.status() : located).WithContext(what);
+  }
+  event.object = *std::move(obj);
+  return event;
+}
+
+}  // namespace kcache::rest

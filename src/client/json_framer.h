@@ -1,0 +1,57 @@
+// JsonFramer: splits a byte stream into top-level JSON objects, whatever the
+// boundaries at which the bytes arrive. A watch response is a sequence of
+// JSON objects separated by optional whitespace (protocol.md 4.3).
+//
+// Thread-safety: not thread-safe; one framer per stream.
+#ifndef KCACHE_SRC_CLIENT_JSON_FRAMER_H_
+#define KCACHE_SRC_CLIENT_JSON_FRAMER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kcache/status_or.h"
+
+namespace kcache::rest {
+
+class JsonFramer {
+ public:
+  // `max_frame_bytes` bounds the memory one frame may take.
+  explicit JsonFramer(size_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
+
+  void Append(std::string_view bytes) { buf_.append(bytes); }
+
+  // Returns the next complete object, or nullopt when more bytes are needed.
+  // Errors (InvalidArgument) name the stream offset: a byte that cannot
+  // start an object, or a frame larger than the bound. After an error the
+  // framer must not be used again.
+  StatusOr<std::optional<std::string>> Next();
+
+  // True when bytes of an unfinished frame are buffered (a stream that ends
+  // now was cut in the middle of an event).
+  bool InFrame() const;
+
+  // Offset in the stream of the first buffered byte.
+  uint64_t offset() const { return consumed_ + start_; }
+
+  // Offset in the stream of the frame Next() returned last.
+  uint64_t frame_offset() const { return frame_offset_; }
+
+ private:
+  void Compact();
+
+  const size_t max_frame_bytes_;
+  std::string buf_;
+  size_t start_ = 0;    // first byte of the current frame (or of whitespace)
+  size_t scan_ = 0;     // next byte to scan, >= start_
+  uint64_t consumed_ = 0;  // stream bytes dropped from the front of buf_
+  uint64_t frame_offset_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+};
+
+}  // namespace kcache::rest
+
+#endif  // KCACHE_SRC_CLIENT_JSON_FRAMER_H_

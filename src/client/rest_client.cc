@@ -1,0 +1,309 @@
+#include "kcache/rest_client.h"
+
+#include <charconv>
+#include <random>
+#include <thread>
+
+#include "client/credentials.h"
+#include "client/decode.h"
+#include "client/http_error.h"
+#include "client/json_framer.h"
+#include "client/transport.h"
+
+namespace kcache {
+namespace {
+
+using rest::Transfer;
+
+bool Unreserved(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
+}
+
+std::string QueryEscape(std::string_view s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : s) {
+    if (Unreserved(c)) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[static_cast<unsigned char>(c) >> 4];
+      out += kHex[static_cast<unsigned char>(c) & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<int64_t> RetryAfterSeconds(const std::optional<std::string>& header) {
+  if (!header) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(header->data(), header->data() + header->size(), v);
+  if (ec != std::errc() || p != header->data() + header->size() || v < 0) return std::nullopt;
+  return v;
+}
+
+struct ServerUrl {
+  std::string base;        // scheme://host[:port][/prefix], the URL requests use
+  std::string connect_to;  // for tls-server-name, else empty
+};
+
+StatusOr<ServerUrl> ParseServer(const RestConfig& config) {
+  std::string server = config.server;
+  while (!server.empty() && server.back() == '/') server.pop_back();
+  size_t scheme_end = server.find("://");
+  if (scheme_end == std::string::npos) {
+    // kubectl accepts a bare host:port and assumes https.
+    server = "https://" + server;
+    scheme_end = 5;
+  }
+  std::string scheme = server.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") {
+    return Status::InvalidArgument("server " + config.server + ": scheme must be http or https");
+  }
+  size_t host_begin = scheme_end + 3;
+  size_t path_begin = server.find('/', host_begin);
+  std::string hostport = server.substr(host_begin, path_begin - host_begin);
+  std::string prefix = path_begin == std::string::npos ? "" : server.substr(path_begin);
+  if (hostport.empty()) return Status::InvalidArgument("server " + config.server + ": no host");
+  ServerUrl out;
+  out.base = server;
+  if (!config.tls_server_name.empty() && scheme == "https") {
+    std::string host = hostport, port = "443";
+    size_t colon = hostport.rfind(':');
+    if (colon != std::string::npos && hostport.find(']', colon) == std::string::npos) {
+      host = hostport.substr(0, colon);
+      port = hostport.substr(colon + 1);
+    }
+    if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    out.base = scheme + "://" + config.tls_server_name + ":" + port + prefix;
+    out.connect_to = config.tls_server_name + ":" + port + ":" + host + ":" + port;
+  }
+  return out;
+}
+
+class HttpWatchStream final : public WatchStream {
+ public:
+  HttpWatchStream(std::shared_ptr<rest::Transport> transport, std::shared_ptr<Transfer> transfer,
+                  std::string what, const RestClientOptions& o)
+      : transport_(std::move(transport)),
+        transfer_(std::move(transfer)),
+        what_(std::move(what)),
+        framer_(o.max_event_bytes),
+        parse_(o.parse) {}
+  ~HttpWatchStream() override { transfer_->Cancel(); }
+
+  StatusOr<std::optional<WatchEvent>> Next() override {
+    if (!final_.ok()) return final_;
+    if (ended_) return std::optional<WatchEvent>();
+    for (;;) {
+      auto frame = pending_ ? std::move(*pending_) : framer_.Next();
+      pending_.reset();
+      if (!frame.ok()) return Fail(frame.status().WithContext(what_));
+      if (*frame) {
+        auto event = rest::DecodeWatchEvent(std::move(**frame), framer_.frame_offset(), parse_, what_);
+        if (!event.ok()) return Fail(event.status());
+        return std::optional<WatchEvent>(*std::move(event));
+      }
+      chunk_.clear();
+      bool eof = false;
+      Status st = transfer_->Read(&chunk_, &eof);
+      if (!st.ok() && st.code() != StatusCode::kCancelled && framer_.InFrame()) {
+        return Fail(Status(st.code(), what_ + ": the stream ended inside an event at byte " +
+                                          std::to_string(framer_.offset()) + " (" +
+                                          std::string(st.message()) + ")"));
+      }
+      if (!st.ok()) return Fail(st);
+      if (eof) {
+        if (framer_.InFrame()) {
+          return Fail(Status::Unavailable(what_ + ": the stream ended inside an event at byte " +
+                                          std::to_string(framer_.offset())));
+        }
+        ended_ = true;
+        return std::optional<WatchEvent>();
+      }
+      framer_.Append(chunk_);
+    }
+  }
+
+  bool Ready() override {
+    if (pending_) return true;
+    if (!final_.ok() || ended_) return false;
+    pending_ = framer_.Next();
+    if (pending_->ok() && !**pending_) {
+      pending_.reset();
+      return false;
+    }
+    return true;
+  }
+
+  void Cancel() override { transfer_->Cancel(); }
+
+ private:
+  Status Fail(Status st) {
+    final_ = st;
+    transfer_->Cancel();
+    return st;
+  }
+
+  std::shared_ptr<rest::Transport> transport_;  // outlives the transfer: the stream may outlive the client
+  std::shared_ptr<Transfer> transfer_;
+  std::string what_;
+  rest::JsonFramer framer_;
+  // A frame (or framing error) taken from the framer by Ready().
+  std::optional<StatusOr<std::optional<std::string>>> pending_;
+  ParseOptions parse_;
+  std::string chunk_;
+  Status final_;
+  bool ended_ = false;
+};
+
+class CurlRestClient final : public RestClient {
+ public:
+  CurlRestClient(RestConfig config, RestClientOptions options, ServerUrl url,
+                 std::unique_ptr<rest::Credentials> credentials, std::shared_ptr<rest::Transport> transport)
+      : config_(std::move(config)),
+        options_(std::move(options)),
+        url_(std::move(url)),
+        credentials_(std::move(credentials)),
+        transport_(std::move(transport)) {}
+
+  StatusOr<std::string> Do(std::string_view method, std::string_view path, std::string_view body) override {
+    return Send(method, path, body, "");
+  }
+
+  StatusOr<ObjectList> List(const ResourceRef& resource, const ListOptions& options) override {
+    std::string path = resource.CollectionPath();
+    std::string query = EncodeListOptions(options, /*watch=*/false);
+    if (!query.empty()) path += "?" + query;
+    KCACHE_ASSIGN_OR_RETURN(std::string body, Send("GET", path, "", "LIST"));
+    auto list = rest::DecodeList(std::move(body), options_.parse);
+    if (!list.ok()) return list.status().WithContext("LIST " + path);
+    return list;
+  }
+
+  StatusOr<std::unique_ptr<WatchStream>> Watch(const ResourceRef& resource, const ListOptions& options) override {
+    std::string path = resource.CollectionPath() + "?" + EncodeListOptions(options, /*watch=*/true);
+    std::string what = "WATCH " + path;
+    for (int attempt = 0;; ++attempt) {
+      rest::Request req;
+      KCACHE_RETURN_IF_ERROR(Prepare(&req, "GET", path, ""));
+      req.timeout = std::chrono::milliseconds(0);
+      req.max_buffered = options_.watch_read_ahead_bytes;
+      auto transfer = transport_->Start(std::move(req));
+      auto code = transfer->WaitHeaders();
+      if (!code.ok()) return code.status().WithContext(what);
+      if (*code == 200) {
+        return std::unique_ptr<WatchStream>(new HttpWatchStream(transport_, std::move(transfer), what, options_));
+      }
+      Status st = ErrorOf(*transfer, *code, what);
+      if (*code == 401 && attempt == 0 && credentials_->Invalidate()) continue;
+      return st;
+    }
+  }
+
+  const RestConfig& config() const override { return config_; }
+
+ private:
+  Status Prepare(rest::Request* req, std::string_view method, std::string_view path, std::string_view body) {
+    req->method = std::string(method);
+    req->url = url_.base + std::string(path);
+    req->headers.push_back("Accept: application/json");
+    req->headers.push_back("User-Agent: " + options_.user_agent);
+    if (!body.empty()) {
+      req->headers.push_back(method == "PATCH" ? "Content-Type: application/merge-patch+json"
+                                               : "Content-Type: application/json");
+      req->body = std::string(body);
+    }
+    req->connect_timeout = options_.connect_timeout;
+    return credentials_->Apply(&req->headers, &req->tls);
+  }
+
+  Status ErrorOf(Transfer& t, int code, const std::string& what) {
+    // Error bodies are small; a huge one is cut rather than held.
+    std::string body;
+    bool eof = false;
+    while (!eof && body.size() < (1 << 20)) {
+      if (!t.Read(&body, &eof).ok()) break;
+    }
+    t.Cancel();
+    return rest::StatusFromResponse(code, body, RetryAfterSeconds(t.Header("Retry-After")), what);
+  }
+
+  StatusOr<std::string> Send(std::string_view method, std::string_view path, std::string_view body,
+                             std::string_view verb) {
+    std::string what = std::string(verb.empty() ? method : verb) + " " + std::string(path);
+    bool reauthenticated = false;
+    for (int attempt = 0;; ++attempt) {
+      rest::Request req;
+      KCACHE_RETURN_IF_ERROR(Prepare(&req, method, path, body));
+      req.timeout = options_.request_timeout;
+      req.max_buffered = SIZE_MAX;
+      auto transfer = transport_->Start(std::move(req));
+      auto code = transfer->WaitHeaders();
+      if (!code.ok()) return code.status().WithContext(what);
+      if (*code >= 200 && *code < 300) {
+        auto out = transfer->ReadAll();
+        if (!out.ok()) return out.status().WithContext(what);
+        return out;
+      }
+      Status st = ErrorOf(*transfer, *code, what);
+      if (*code == 401 && !reauthenticated && credentials_->Invalidate()) {
+        reauthenticated = true;
+        continue;
+      }
+      const HttpError* http = st.http_error();
+      bool retriable = (*code == 429 || *code >= 500) && http && http->retry_after_seconds;
+      if (!retriable || attempt >= options_.max_retries) return st;
+      auto wait = std::min<std::chrono::milliseconds>(std::chrono::seconds(*http->retry_after_seconds),
+                                                      options_.max_retry_wait);
+      std::this_thread::sleep_for(wait);
+    }
+  }
+
+  const RestConfig config_;
+  const RestClientOptions options_;
+  const ServerUrl url_;
+  std::unique_ptr<rest::Credentials> credentials_;
+  std::shared_ptr<rest::Transport> transport_;
+};
+
+}  // namespace
+
+std::string EncodeListOptions(const ListOptions& o, bool watch) {
+  std::string q;
+  auto add = [&](std::string_view name, std::string_view value) {
+    if (!q.empty()) q += '&';
+    q.append(name).append("=").append(QueryEscape(value));
+  };
+  if (watch) add("watch", "true");
+  if (!o.label_selector.empty()) add("labelSelector", o.label_selector);
+  if (!o.field_selector.empty()) add("fieldSelector", o.field_selector);
+  if (!o.resource_version.empty()) add("resourceVersion", o.resource_version);
+  if (!o.resource_version_match.empty()) add("resourceVersionMatch", o.resource_version_match);
+  if (o.limit > 0) add("limit", std::to_string(o.limit));
+  if (!o.continue_token.empty()) add("continue", o.continue_token);
+  if (o.timeout_seconds) add("timeoutSeconds", std::to_string(*o.timeout_seconds));
+  if (o.allow_watch_bookmarks) add("allowWatchBookmarks", "true");
+  if (o.send_initial_events) add("sendInitialEvents", *o.send_initial_events ? "true" : "false");
+  return q;
+}
+
+StatusOr<std::shared_ptr<RestClient>> RestClient::Create(const RestConfig& config,
+                                                         const RestClientOptions& options) {
+  if (config.server.empty()) return Status::InvalidArgument("no server in the configuration");
+  KCACHE_ASSIGN_OR_RETURN(ServerUrl url, ParseServer(config));
+  KCACHE_ASSIGN_OR_RETURN(auto credentials,
+                          rest::Credentials::Create(config, options.token_file_refresh, url.connect_to));
+  KCACHE_ASSIGN_OR_RETURN(auto transport, rest::Transport::Create(config.proxy_url));
+  RestClientOptions o = options;
+  if (o.user_agent.empty()) o.user_agent = "kcache/0.1.0";
+  return std::shared_ptr<RestClient>(
+      new CurlRestClient(config, std::move(o), std::move(url), std::move(credentials), std::move(transport)));
+}
+
+ListPager RestClient::Pager(const ResourceRef& resource, ListPagerOptions options) {
+  return ListPager([this, resource](const ListOptions& o) { return List(resource, o); }, options);
+}
+
+}  // namespace kcache

@@ -1,0 +1,145 @@
+#include "persist/bulk_load.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "persist/db.h"
+#include "persist/encoding.h"
+#include "persist/rocks_status.h"
+
+namespace kcache::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Table files are cut at this size so that compactions after the load work
+// on pieces of the usual size.
+constexpr uint64_t kFileBytes = uint64_t{256} << 20;
+
+Status SyncDir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return Status::IOError("open " + dir.string() + ": " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Status::IOError("fsync " + dir.string() + ": " + std::strerror(errno));
+  return Status::OK();
+}
+
+}  // namespace
+
+const char* FamilyName(Family f) {
+  switch (f) {
+    case Family::kMeta:
+      return kMetaCF;
+    case Family::kObjects:
+      return kObjectsCF;
+    case Family::kReverseIndex:
+      return kReverseIndexCF;
+    case Family::kIndex:
+      return kIndexCF;
+  }
+  return "?";
+}
+
+BulkLoader::BulkLoader(std::string target, std::string work, CacheOptions options)
+    : target_(std::move(target)), work_(std::move(work)), options_(std::move(options)) {}
+
+BulkLoader::~BulkLoader() {
+  if (finished_) return;
+  for (Writer& w : writers_) {
+    if (w.file) w.file->Finish().PermitUncheckedError();
+  }
+  std::error_code ec;
+  fs::remove_all(work_, ec);
+}
+
+StatusOr<std::unique_ptr<BulkLoader>> BulkLoader::Create(const std::string& target,
+                                                         const CacheOptions& options) {
+  std::error_code ec;
+  fs::path t = fs::absolute(target, ec);
+  if (ec) return Status::InvalidArgument("bad path " + target + ": " + ec.message());
+  if (fs::exists(t) && !(fs::is_directory(t) && fs::is_empty(t))) {
+    return Status::AlreadyExists(target + " already exists and is not an empty directory");
+  }
+  fs::path parent = t.lexically_normal().parent_path();
+  if (t.filename().empty()) parent = parent.parent_path();
+  fs::create_directories(parent, ec);
+  if (ec) return Status::IOError("create " + parent.string() + ": " + ec.message());
+  std::string tmpl =
+      (parent / ("." + t.lexically_normal().filename().string() + ".partial-XXXXXX")).string();
+  if (!mkdtemp(tmpl.data())) {
+    return Status::IOError("create a working directory in " + parent.string() + ": " +
+                           std::strerror(errno));
+  }
+  fs::create_directory(fs::path(tmpl) / "tables", ec);
+  if (ec) return Status::IOError("create " + tmpl + "/tables: " + ec.message());
+  CacheOptions o = options;
+  o.create_if_missing = true;
+  return std::unique_ptr<BulkLoader>(
+      new BulkLoader(t.lexically_normal().string(), tmpl, std::move(o)));
+}
+
+Status BulkLoader::Roll(Family family) {
+  Writer& w = writers_[static_cast<int>(family)];
+  if (w.file) {
+    KCACHE_RETURN_IF_ERROR(FromRocks(w.file->Finish(), "write table file for " + target_));
+    w.file.reset();
+  }
+  const std::string name = FamilyName(family);
+  rocksdb::Options o = FamilyOnlyOptions(name, options_);
+  w.file = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), o);
+  std::string path = work_ + "/tables/" + std::to_string(next_file_++) + "-" + name + ".sst";
+  KCACHE_RETURN_IF_ERROR(FromRocks(w.file->Open(path), "create " + path));
+  w.done.push_back(path);
+  return Status::OK();
+}
+
+Status BulkLoader::Add(Family family, std::string_view key, std::string_view value) {
+  if (family == Family::kMeta && key == kFormatKey) {
+    return Status::InvalidArgument("a loaded row may not set the format version");
+  }
+  Writer& w = writers_[static_cast<int>(family)];
+  if (!w.file || w.file->FileSize() >= kFileBytes) KCACHE_RETURN_IF_ERROR(Roll(family));
+  return FromRocks(w.file->Put(rocksdb::Slice(key.data(), key.size()),
+                               rocksdb::Slice(value.data(), value.size())),
+                   std::string("load a row of ") + FamilyName(family));
+}
+
+Status BulkLoader::Finish() {
+  for (Writer& w : writers_) {
+    if (w.file) {
+      KCACHE_RETURN_IF_ERROR(FromRocks(w.file->Finish(), "write table file for " + target_));
+      w.file.reset();
+    }
+  }
+  const std::string db_dir = work_ + "/cache";
+  {
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, OpenDb(db_dir, options_, false));
+    std::vector<rocksdb::IngestExternalFileArg> args;
+    std::vector<rocksdb::ColumnFamilyHandle*> families = RowFamilies(*db);
+    for (int f = 0; f < kFamilies; ++f) {
+      if (writers_[f].done.empty()) continue;
+      rocksdb::IngestExternalFileArg arg;
+      arg.column_family = families[f];
+      arg.external_files = writers_[f].done;
+      arg.options.move_files = true;
+      args.push_back(std::move(arg));
+    }
+    if (!args.empty()) {
+      KCACHE_RETURN_IF_ERROR(
+          FromRocks(db->db->IngestExternalFiles(args), "ingest into " + target_));
+    }
+  }  // closed: every file is synced
+  std::error_code ec;
+  fs::rename(db_dir, target_, ec);
+  if (ec) return Status::IOError("rename " + db_dir + " to " + target_ + ": " + ec.message());
+  KCACHE_RETURN_IF_ERROR(SyncDir(fs::path(target_).parent_path()));
+  finished_ = true;
+  fs::remove_all(work_, ec);
+  return Status::OK();
+}
+
+}  // namespace kcache::storage

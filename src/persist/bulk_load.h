@@ -1,0 +1,64 @@
+// BulkLoader: builds a new cache directory from rows (keys and values of the
+// storage format) through RocksDB table files, ingested in one step, so that
+// loading skips the write-ahead log, memtables and compaction.
+//
+// The cache is built in a hidden directory beside the target and renamed
+// into place by Finish(): a load that fails or is abandoned leaves nothing
+// at the target that could be opened as a cache.
+//
+// Thread-safety: used by one thread.
+
+#ifndef KCACHE_SRC_PERSIST_BULK_LOAD_H_
+#define KCACHE_SRC_PERSIST_BULK_LOAD_H_
+
+#include <rocksdb/sst_file_writer.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kcache/cache.h"
+
+namespace kcache::storage {
+
+// The row families, in the order snapshots carry them (RowFamilies()).
+enum class Family : uint8_t { kMeta = 0, kObjects = 1, kReverseIndex = 2, kIndex = 3 };
+inline constexpr int kFamilies = 4;
+const char* FamilyName(Family f);
+
+class BulkLoader {
+ public:
+  // `target` must not exist, or be an empty directory.
+  static StatusOr<std::unique_ptr<BulkLoader>> Create(const std::string& target,
+                                                      const CacheOptions& options = {});
+  ~BulkLoader();  // removes the hidden directory unless Finish() succeeded
+
+  // Keys of one family must come in strictly ascending order; families may
+  // interleave. The meta key "format" is refused: the new cache records its
+  // own.
+  Status Add(Family family, std::string_view key, std::string_view value);
+
+  // Ingests the table files into a new cache, closes it and renames it to
+  // the target.
+  Status Finish();
+
+ private:
+  BulkLoader(std::string target, std::string work, CacheOptions options);
+  Status Roll(Family family);
+
+  const std::string target_, work_;
+  const CacheOptions options_;
+  struct Writer {
+    std::unique_ptr<rocksdb::SstFileWriter> file;
+    std::vector<std::string> done;
+  };
+  std::array<Writer, kFamilies> writers_;
+  int next_file_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace kcache::storage
+
+#endif  // KCACHE_SRC_PERSIST_BULK_LOAD_H_

@@ -1,0 +1,161 @@
+#include "kcache/cache.h"
+
+#include <rocksdb/utilities/checkpoint.h>
+
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "persist/bulk_load.h"
+#include "persist/db.h"
+#include "persist/encoding.h"
+#include "persist/rocks_indexer.h"
+#include "persist/rocks_status.h"
+
+namespace kcache {
+namespace {
+
+using storage::Db;
+
+class CacheImpl final : public Cache {
+ public:
+  explicit CacheImpl(std::shared_ptr<Db> db) : db_(std::move(db)) {}
+
+  StatusOr<std::shared_ptr<Indexer>> OpenKeyspace(std::string_view name,
+                                                  KeyspaceOptions options) override {
+    std::lock_guard l(mu_);
+    auto it = open_.find(name);
+    if (it != open_.end() && !it->second.expired()) {
+      return Status::FailedPrecondition("keyspace " + std::string(name) + " is already open");
+    }
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<storage::RocksIndexer> store,
+                            storage::RocksIndexer::Open(db_, std::string(name), std::move(options)));
+    open_[std::string(name)] = store;
+    return std::shared_ptr<Indexer>(std::move(store));
+  }
+
+  StatusOr<std::vector<std::string>> ListKeyspaces() const override {
+    return storage::ListKeyspaces(*db_, nullptr);
+  }
+
+  Status Refresh() override {
+    if (!db_->read_only) return Status::OK();
+    return storage::FromRocks(db_->db->TryCatchUpWithPrimary(), "refresh " + db_->dir);
+  }
+
+  Status Compact() override {
+    if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
+    rocksdb::CompactRangeOptions opts;
+    opts.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+    for (rocksdb::ColumnFamilyHandle* cf : db_->handles) {
+      KCACHE_RETURN_IF_ERROR(storage::FromRocks(db_->db->Flush({}, cf), "flush " + db_->dir));
+      KCACHE_RETURN_IF_ERROR(
+          storage::FromRocks(db_->db->CompactRange(opts, cf, nullptr, nullptr), "compact " + db_->dir));
+    }
+    return Status::OK();
+  }
+
+  Status SetResourceInfo(std::string_view keyspace, const ResourceInfo& info) override {
+    if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
+    KCACHE_RETURN_IF_ERROR(storage::CheckNoZero("keyspace name", keyspace));
+    nlohmann::json j = {{"group", info.group},       {"version", info.version},
+                        {"resource", info.resource}, {"kind", info.kind},
+                        {"namespaced", info.namespaced}};
+    return storage::FromRocks(
+        db_->db->Put(db_->write_options, db_->meta, storage::MetaKey("resource", keyspace), j.dump()),
+        "record resource of " + std::string(keyspace));
+  }
+
+  Status SetClusterInfo(const ClusterInfo& info) override {
+    if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
+    nlohmann::json j = {{"server", info.server}, {"version", info.version}};
+    return storage::FromRocks(db_->db->Put(db_->write_options, db_->meta, storage::kClusterKey, j.dump()),
+                              "record the cluster of " + db_->dir);
+  }
+
+  StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const override {
+    std::string value;
+    rocksdb::Status s = db_->db->Get({}, db_->meta, storage::kClusterKey, &value);
+    if (s.IsNotFound()) return std::optional<ClusterInfo>();
+    KCACHE_RETURN_IF_ERROR(storage::FromRocks(s, "read the cluster of " + db_->dir));
+    KCACHE_ASSIGN_OR_RETURN(ClusterInfo info, storage::DecodeClusterInfo(value));
+    return std::optional<ClusterInfo>(std::move(info));
+  }
+
+  StatusOr<KeyspaceStats> Stats(std::string_view keyspace) const override {
+    KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, ListKeyspaces());
+    if (!std::binary_search(names.begin(), names.end(), keyspace)) {
+      return Status::NotFound("the cache has no keyspace " + std::string(keyspace));
+    }
+    KCACHE_ASSIGN_OR_RETURN(KeyspaceStats out, storage::ReadKeyspaceMeta(*db_, nullptr, keyspace));
+    const std::string begin = storage::KeyspacePrefix(keyspace), end = storage::KeyspaceEnd(keyspace);
+    rocksdb::Range range(begin, end);
+    rocksdb::SizeApproximationOptions so;
+    so.include_memtables = true;
+    so.include_files = true;
+    for (rocksdb::ColumnFamilyHandle* cf : {db_->objects, db_->rindex, db_->index}) {
+      uint64_t size = 0;
+      if (db_->db->GetApproximateSizes(so, cf, &range, 1, &size).ok()) out.bytes_on_disk += size;
+    }
+    return out;
+  }
+
+  Status Checkpoint(const std::string& out_dir) const override {
+    const std::string ctx = "checkpoint " + db_->dir + " to " + out_dir;
+    if (!db_->read_only) {
+      rocksdb::Checkpoint* raw = nullptr;
+      KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::Checkpoint::Create(db_->db, &raw), ctx));
+      std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+      return storage::FromRocks(checkpoint->CreateCheckpoint(out_dir), ctx);
+    }
+    // A reader's view is fixed until Refresh(): copy it row by row.
+    KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::BulkLoader> loader,
+                            storage::BulkLoader::Create(out_dir, db_->options));
+    std::vector<rocksdb::ColumnFamilyHandle*> families = storage::RowFamilies(*db_);
+    for (int f = 0; f < storage::kFamilies; ++f) {
+      std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator({}, families[f]));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        if (f == 0 && it->key() == storage::kFormatKey) continue;
+        KCACHE_RETURN_IF_ERROR(loader->Add(static_cast<storage::Family>(f), storage::View(it->key()),
+                                           storage::View(it->value())));
+      }
+      KCACHE_RETURN_IF_ERROR(storage::FromRocks(it->status(), ctx));
+    }
+    return loader->Finish();
+  }
+
+  Status Verify() const override {
+    KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, ListKeyspaces());
+    for (const std::string& ks : names) KCACHE_RETURN_IF_ERROR(storage::VerifyKeyspace(*db_, ks));
+    return Status::OK();
+  }
+
+  const std::string& dir() const override { return db_->dir; }
+
+  const std::shared_ptr<Db>& db() const { return db_; }
+
+ private:
+  const std::shared_ptr<Db> db_;
+  std::mutex mu_;
+  std::map<std::string, std::weak_ptr<storage::RocksIndexer>, std::less<>> open_;  // guarded by mu_
+};
+
+}  // namespace
+
+namespace storage {
+const std::shared_ptr<Db>& DbOf(const Cache& cache) { return static_cast<const CacheImpl&>(cache).db(); }
+}  // namespace storage
+
+StatusOr<std::unique_ptr<Cache>> Cache::Open(const std::string& dir, const CacheOptions& options) {
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, storage::OpenDb(dir, options, false));
+  return std::unique_ptr<Cache>(new CacheImpl(std::move(db)));
+}
+
+StatusOr<std::unique_ptr<Cache>> Cache::OpenReadOnly(const std::string& dir,
+                                                     const CacheOptions& options) {
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, storage::OpenDb(dir, options, true));
+  return std::unique_ptr<Cache>(new CacheImpl(std::move(db)));
+}
+
+}  // namespace kcache

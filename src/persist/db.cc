@@ -1,0 +1,322 @@
+#include "persist/db.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_buffer_manager.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "persist/encoding.h"
+#include "persist/rocks_status.h"
+
+namespace kcache::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& RequiredFamilies() {
+  static const std::vector<std::string> kFamilies = {rocksdb::kDefaultColumnFamilyName, kObjectsCF,
+                                                     kIndexCF, kReverseIndexCF, kMetaCF};
+  return kFamilies;
+}
+
+rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const CacheOptions& o,
+                                           const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.level_compaction_dynamic_level_bytes = true;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  // Index and filter blocks live in the block cache (so memory stays within
+  // it) and are partitioned: a large table's index is megabytes, which one
+  // cache shard cannot hold, and every read would load it whole again.
+  table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
+  table.pin_top_level_index_and_filter = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  table.partition_filters = true;
+  table.metadata_block_size = 4096;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  if (name == kObjectsCF) {
+    table.block_size = 16 * 1024;
+    cf.compression = rocksdb::kZSTD;
+    cf.bottommost_compression = rocksdb::kZSTD;
+    if (o.zstd_dictionary_bytes > 0) {
+      cf.compression_opts.max_dict_bytes = static_cast<uint32_t>(o.zstd_dictionary_bytes);
+      cf.compression_opts.zstd_max_train_bytes = static_cast<uint32_t>(o.zstd_dictionary_bytes * 100);
+      // RocksDB buffers a table's blocks to sample them for the dictionary;
+      // unbounded, that is whole tables per compaction.
+      cf.compression_opts.max_dict_buffer_bytes = o.zstd_dictionary_bytes * 256;
+      cf.bottommost_compression_opts = cf.compression_opts;
+      cf.bottommost_compression_opts.enabled = true;
+    }
+  } else {
+    cf.compression = rocksdb::kLZ4Compression;
+  }
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return cf;
+}
+
+rocksdb::DBOptions MakeDbOptions(const CacheOptions& o) {
+  rocksdb::DBOptions db_options;
+  db_options.max_background_jobs = o.background_jobs;
+  db_options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(o.memtable_bytes);
+  db_options.max_open_files = -1;  // required by secondary instances
+  db_options.keep_log_file_num = 3;
+  return db_options;
+}
+
+std::shared_ptr<rocksdb::Cache> MakeBlockCache(const CacheOptions& o) {
+  // Shards of at least 4 MiB, so that no block is larger than its shard.
+  int shard_bits = 0;
+  while (shard_bits < 6 && (o.block_cache_bytes >> (shard_bits + 1)) >= (size_t{4} << 20)) ++shard_bits;
+  return rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
+}
+
+bool Exists(const std::string& dir) { return fs::exists(fs::path(dir) / "CURRENT"); }
+
+}  // namespace
+
+Db::~Db() {
+  if (db) {
+    // A clean close flushes the memtables, so that the next open replays no
+    // log: a restart after a clean stop takes milliseconds. (After a crash
+    // the log is replayed, as it must be.)
+    if (!read_only) {
+      rocksdb::FlushOptions flush;
+      flush.wait = true;
+      db->Flush(flush, handles).PermitUncheckedError();
+    }
+    for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+    db->Close().PermitUncheckedError();
+    delete db;
+  }
+  if (!secondary_dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(secondary_dir, ec);
+  }
+}
+
+std::string Db::NowMillis() const {
+  auto now = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+}
+
+rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& o) {
+  return rocksdb::Options(MakeDbOptions(o), FamilyOptions(name, o, MakeBlockCache(o)));
+}
+
+std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db) {
+  return {db.meta, db.objects, db.rindex, db.index};
+}
+
+rocksdb::Options ObjectsLikeOptions(const CacheOptions& o) {
+  return rocksdb::Options(MakeDbOptions(o), FamilyOptions(kObjectsCF, o, MakeBlockCache(o)));
+}
+
+StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& o,
+                                     bool read_only) {
+  const std::string ctx = "open cache " + dir;
+  bool exists = Exists(dir);
+  if (!exists && (read_only || !o.create_if_missing)) {
+    return Status::NotFound(ctx + ": no cache there");
+  }
+  if (!exists) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return Status::IOError(ctx + ": " + ec.message());
+  }
+
+  rocksdb::DBOptions db_options = MakeDbOptions(o);
+  db_options.create_if_missing = !exists;
+  db_options.create_missing_column_families = !exists;
+  std::shared_ptr<rocksdb::Cache> cache = MakeBlockCache(o);
+
+  if (exists) {
+    std::vector<std::string> have;
+    rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, dir, &have);
+    if (!s.ok()) return FromRocks(s, ctx);
+    std::set<std::string> present(have.begin(), have.end());
+    for (const std::string& name : RequiredFamilies()) {
+      if (!present.count(name)) {
+        return Status::Corruption(ctx + ": column family '" + name + "' is missing");
+      }
+    }
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const std::string& name : RequiredFamilies()) {
+    families.emplace_back(name, FamilyOptions(name, o, cache));
+  }
+
+  auto db = std::make_shared<Db>();
+  db->dir = dir;
+  db->read_only = read_only;
+  db->options = o;
+  db->write_options.sync = o.sync == SyncMode::kEveryCommit;
+  rocksdb::Status s;
+  if (read_only) {
+    char tmpl[] = "/tmp/kcache-reader-XXXXXX";
+    if (!mkdtemp(tmpl)) return Status::IOError(ctx + ": cannot create a directory for the reader");
+    db->secondary_dir = tmpl;
+    s = rocksdb::DB::OpenAsSecondary(db_options, dir, db->secondary_dir, families, &db->handles,
+                                     &db->db);
+  } else {
+    s = rocksdb::DB::Open(db_options, dir, families, &db->handles, &db->db);
+  }
+  if (!s.ok()) return FromRocks(s, ctx);
+  db->objects = db->handles[1];
+  db->index = db->handles[2];
+  db->rindex = db->handles[3];
+  db->meta = db->handles[4];
+
+  std::string format;
+  s = db->db->Get(rocksdb::ReadOptions(), db->meta, kFormatKey, &format);
+  if (s.IsNotFound()) {
+    if (exists) return Status::Corruption(ctx + ": no format version recorded");
+    s = db->db->Put(db->write_options, db->meta, kFormatKey, std::to_string(kFormatVersion));
+    if (!s.ok()) return FromRocks(s, ctx);
+  } else if (!s.ok()) {
+    return FromRocks(s, ctx);
+  } else {
+    int version = std::atoi(format.c_str());
+    if (version <= 0) return Status::Corruption(ctx + ": bad format version \"" + format + "\"");
+    if (version > kFormatVersion) {
+      return Status::Unimplemented(ctx + ": cache format version " + format +
+                                   " is newer than this kcache supports (" +
+                                   std::to_string(kFormatVersion) + ")");
+    }
+  }
+  return db;
+}
+
+StatusOr<std::vector<std::string>> ListKeyspaces(const Db& db, const rocksdb::Snapshot* snapshot) {
+  std::set<std::string> names;
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.meta));
+  for (const char* kind : {"rv", "count"}) {
+    std::string prefix = MetaKey(kind, "");
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      names.insert(it->key().ToString().substr(prefix.size()));
+    }
+  }
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "list keyspaces of " + db.dir));
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* snapshot,
+                                         std::string_view ks) {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  KeyspaceStats out;
+  out.name = ks;
+  auto get = [&](std::string_view kind, std::string* value) -> StatusOr<bool> {
+    rocksdb::Status s = db.db->Get(ro, db.meta, MetaKey(kind, ks), value);
+    if (s.IsNotFound()) return false;
+    KCACHE_RETURN_IF_ERROR(FromRocks(s, "read " + std::string(kind) + " of " + std::string(ks)));
+    return true;
+  };
+  std::string value;
+  KCACHE_ASSIGN_OR_RETURN(bool has, get("count", &value));
+  if (has) out.objects = std::strtoull(value.c_str(), nullptr, 10);
+  KCACHE_ASSIGN_OR_RETURN(has, get("rv", &value));
+  if (has) out.resource_version = value;
+  KCACHE_ASSIGN_OR_RETURN(out.relist_in_progress, get("relist", &value));
+  KCACHE_ASSIGN_OR_RETURN(has, get("time", &value));
+  if (has) {
+    out.last_sync = std::chrono::system_clock::time_point(
+        std::chrono::milliseconds(std::strtoll(value.c_str(), nullptr, 10)));
+  }
+  KCACHE_ASSIGN_OR_RETURN(has, get("resource", &value));
+  if (has) {
+    KCACHE_ASSIGN_OR_RETURN(out.resource, DecodeResourceInfo(value));
+  }
+  std::string prefix = IndexVersionKey(ks, "");
+  std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.meta));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    out.indexes.emplace_back(it->key().ToString().substr(prefix.size()), it->value().ToString());
+  }
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read indexes of " + std::string(ks)));
+  return out;
+}
+
+Status VerifyKeyspace(const Db& db, std::string_view ks) {
+  const std::string prefix = KeyspacePrefix(ks), end = KeyspaceEnd(ks);
+  rocksdb::ReadOptions ro;
+  // Secondary instances have no snapshots; they change only on Refresh().
+  const rocksdb::Snapshot* snap = db.read_only ? nullptr : db.db->GetSnapshot();
+  ro.snapshot = snap;
+  struct Release {
+    const Db& db;
+    const rocksdb::Snapshot* s;
+    ~Release() {
+      if (s) db.db->ReleaseSnapshot(s);
+    }
+  } release{db, snap};
+  auto fail = [&](const std::string& what) {
+    return Status::Corruption("keyspace " + std::string(ks) + ": " + what);
+  };
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+
+  // Reverse records: one per object, listing exactly the forward entries.
+  std::map<std::string, std::vector<IndexEntry>> reverse;
+  std::unique_ptr<rocksdb::Iterator> r(db.db->NewIterator(ro, db.rindex));
+  for (r->Seek(prefix); r->Valid(); r->Next()) {
+    std::string key = r->key().ToString().substr(prefix.size());
+    auto entries = DecodeEntries(std::string_view(r->value().data(), r->value().size()));
+    if (!entries.ok()) return fail("reverse record of " + key + ": " + std::string(entries.status().message()));
+    reverse.emplace(std::move(key), std::move(entries).value());
+  }
+  if (!r->status().ok()) return FromRocks(r->status(), "verify");
+
+  size_t objects = 0;
+  std::unique_ptr<rocksdb::Iterator> o(db.db->NewIterator(ro, db.objects));
+  for (o->Seek(prefix); o->Valid(); o->Next()) {
+    std::string key = o->key().ToString().substr(prefix.size());
+    std::string_view rv, json;
+    if (Status st = DecodeObject(std::string_view(o->value().data(), o->value().size()), &rv, &json); !st.ok()) {
+      return fail("object " + key + ": " + std::string(st.message()));
+    }
+    if (!reverse.count(key)) return fail("object " + key + " has no reverse index record");
+    ++objects;
+  }
+  if (!o->status().ok()) return FromRocks(o->status(), "verify");
+  if (reverse.size() != objects) return fail("a reverse index record has no object");
+
+  size_t forward = 0, listed = 0;
+  for (const auto& [key, entries] : reverse) listed += entries.size();
+  std::unique_ptr<rocksdb::Iterator> f(db.db->NewIterator(ro, db.index));
+  for (f->Seek(prefix); f->Valid(); f->Next()) {
+    std::string_view k(f->key().data(), f->key().size());
+    k.remove_prefix(prefix.size());
+    size_t a = k.find('\0');
+    size_t b = a == std::string_view::npos ? a : k.find('\0', a + 1);
+    if (b == std::string_view::npos) return fail("malformed index key");
+    std::string index(k.substr(0, a)), value(k.substr(a + 1, b - a - 1)), key(k.substr(b + 1));
+    auto it = reverse.find(key);
+    if (it == reverse.end()) return fail("index entry " + index + "=" + value + " for missing object " + key);
+    if (!std::binary_search(it->second.begin(), it->second.end(), IndexEntry{index, value})) {
+      return fail("index entry " + index + "=" + value + " of " + key + " is not in its reverse record");
+    }
+    ++forward;
+  }
+  if (!f->status().ok()) return FromRocks(f->status(), "verify");
+  if (forward != listed) return fail("reverse records list entries missing from the index");
+
+  std::string count;
+  rocksdb::Status s = db.db->Get(ro, db.meta, MetaKey("count", ks), &count);
+  size_t recorded = s.ok() ? std::strtoull(count.c_str(), nullptr, 10) : 0;
+  if (!s.ok() && !s.IsNotFound()) return FromRocks(s, "verify");
+  if (recorded != objects) {
+    return fail("count says " + std::to_string(recorded) + " objects, found " + std::to_string(objects));
+  }
+  return Status::OK();
+}
+
+}  // namespace kcache::storage

@@ -1,0 +1,69 @@
+// An open RocksDB database with kcache's column families, shared by the
+// Cache and the Indexers it hands out.
+
+#ifndef KCACHE_SRC_PERSIST_DB_H_
+#define KCACHE_SRC_PERSIST_DB_H_
+
+#include <rocksdb/db.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kcache/cache.h"
+
+namespace kcache::storage {
+
+struct Db {
+  ~Db();
+
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::ColumnFamilyHandle* objects = nullptr;
+  rocksdb::ColumnFamilyHandle* index = nullptr;
+  rocksdb::ColumnFamilyHandle* rindex = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::WriteOptions write_options;
+  bool read_only = false;
+  std::string dir;
+  std::string secondary_dir;  // read-only caches: removed on close
+  CacheOptions options;
+
+  // The wall-clock time to record with a commit: decimal Unix milliseconds.
+  std::string NowMillis() const;
+};
+
+// Opens `dir` with `options`; `read_only` opens a secondary instance.
+StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& options,
+                                     bool read_only);
+
+// The options a plain RocksDB database would need to store objects the way
+// a cache's objects column family does (for benchmarks that compare).
+rocksdb::Options ObjectsLikeOptions(const CacheOptions& options);
+
+// The options of column family `name` alone, for writing table files that
+// a cache will ingest.
+rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& options);
+
+// The column families that hold rows, in the order snapshots carry them:
+// meta, objects, rindex, index.
+std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db);
+
+// Keyspaces that hold a resume point or objects, sorted, as of `snapshot`
+// (null: the current state).
+StatusOr<std::vector<std::string>> ListKeyspaces(const Db& db, const rocksdb::Snapshot* snapshot);
+
+// A keyspace's meta records (everything of KeyspaceStats but bytes_on_disk)
+// as of `snapshot` (null: the current state).
+StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* snapshot,
+                                         std::string_view ks);
+
+// The database behind a Cache (every Cache is backed by one).
+const std::shared_ptr<Db>& DbOf(const Cache& cache);
+
+// Structural checks of one keyspace (Cache::Verify).
+Status VerifyKeyspace(const Db& db, std::string_view ks);
+
+}  // namespace kcache::storage
+
+#endif  // KCACHE_SRC_PERSIST_DB_H_

@@ -1,0 +1,141 @@
+#include "persist/encoding.h"
+
+#include <nlohmann/json.hpp>
+
+#include "util/coding.h"
+
+namespace kcache::storage {
+namespace {
+
+constexpr char kObjectRecordVersion = 0x01;
+
+using util::GetVarint32;
+using util::PutVarint32;
+
+std::string Join(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view p : parts) {
+    out.append(p);
+    out.push_back('\0');
+  }
+  return out;
+}
+
+}  // namespace
+
+Status CheckNoZero(std::string_view what, std::string_view s) {
+  if (s.find('\0') == std::string_view::npos) return Status::OK();
+  return Status::InvalidArgument(std::string(what) +
+                                 " contains a zero byte, which kcache cannot store");
+}
+
+std::string ObjectKey(std::string_view ks, std::string_view key) {
+  std::string out = KeyspacePrefix(ks);
+  out.append(key);
+  return out;
+}
+
+std::string KeyspacePrefix(std::string_view ks) { return Join({ks}); }
+
+std::string KeyspaceEnd(std::string_view ks) {
+  std::string out(ks);
+  out.push_back('\1');
+  return out;
+}
+
+std::string IndexPrefix(std::string_view ks, std::string_view index) { return Join({ks, index}); }
+
+std::string IndexValuePrefix(std::string_view ks, std::string_view index, std::string_view value) {
+  return Join({ks, index, value});
+}
+
+std::string IndexKey(std::string_view ks, std::string_view index, std::string_view value,
+                     std::string_view key) {
+  std::string out = Join({ks, index, value});
+  out.append(key);
+  return out;
+}
+
+std::string MetaKey(std::string_view kind, std::string_view ks) {
+  std::string out = Join({kind});
+  out.append(ks);
+  return out;
+}
+
+std::string IndexVersionKey(std::string_view ks, std::string_view index) {
+  std::string out = Join({"index", ks});
+  out.append(index);
+  return out;
+}
+
+std::string EncodeObjectHeader(std::string_view rv) {
+  std::string out;
+  out.push_back(kObjectRecordVersion);
+  PutVarint32(&out, static_cast<uint32_t>(rv.size()));
+  out.append(rv);
+  return out;
+}
+
+std::string EncodeObject(std::string_view rv, std::string_view json) {
+  std::string out = EncodeObjectHeader(rv);
+  out.append(json);
+  return out;
+}
+
+Status DecodeObject(std::string_view record, std::string_view* rv, std::string_view* json) {
+  if (record.empty() || record[0] != kObjectRecordVersion) {
+    return Status::Corruption("object record has an unknown version byte");
+  }
+  record.remove_prefix(1);
+  uint32_t len = 0;
+  if (!GetVarint32(&record, &len) || len > record.size()) {
+    return Status::Corruption("object record has a bad resourceVersion length");
+  }
+  *rv = record.substr(0, len);
+  *json = record.substr(len);
+  return Status::OK();
+}
+
+std::string EncodeEntries(const std::vector<IndexEntry>& entries) {
+  std::string out;
+  for (const auto& [index, value] : entries) {
+    out.append(index);
+    out.push_back('\0');
+    out.append(value);
+    out.push_back('\0');
+  }
+  return out;
+}
+
+StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record) {
+  std::vector<IndexEntry> out;
+  while (!record.empty()) {
+    size_t a = record.find('\0');
+    size_t b = a == std::string_view::npos ? a : record.find('\0', a + 1);
+    if (b == std::string_view::npos) return Status::Corruption("truncated reverse index record");
+    out.emplace_back(std::string(record.substr(0, a)),
+                     std::string(record.substr(a + 1, b - a - 1)));
+    record.remove_prefix(b + 1);
+  }
+  return out;
+}
+
+StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) return Status::Corruption("malformed resource record: " + std::string(json));
+  ResourceInfo r;
+  r.group = j.value("group", "");
+  r.version = j.value("version", "");
+  r.resource = j.value("resource", "");
+  r.kind = j.value("kind", "");
+  r.namespaced = j.value("namespaced", true);
+  return r;
+}
+
+StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) return Status::Corruption("malformed cluster record: " + std::string(json));
+  return ClusterInfo{j.value("server", ""), j.value("version", "")};
+}
+
+}  // namespace kcache::storage

@@ -1,0 +1,63 @@
+// Keys and records of the storage format (docs/storage-format.md).
+
+#ifndef KCACHE_SRC_PERSIST_ENCODING_H_
+#define KCACHE_SRC_PERSIST_ENCODING_H_
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kcache/cache.h"
+#include "kcache/status_or.h"
+
+namespace kcache::storage {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr char kObjectsCF[] = "objects";
+inline constexpr char kIndexCF[] = "index";
+inline constexpr char kReverseIndexCF[] = "rindex";
+inline constexpr char kMetaCF[] = "meta";
+inline constexpr char kFormatKey[] = "format";
+inline constexpr char kClusterKey[] = "cluster";
+
+// (index name, value), as listed in a reverse index record.
+using IndexEntry = std::pair<std::string, std::string>;
+
+// InvalidArgument if `s` (named `what`) contains a zero byte.
+Status CheckNoZero(std::string_view what, std::string_view s);
+
+// ks + \0 + key: keys of `objects` and `rindex`.
+std::string ObjectKey(std::string_view ks, std::string_view key);
+// ks + \0, and the first key after the keyspace (ks + \1).
+std::string KeyspacePrefix(std::string_view ks);
+std::string KeyspaceEnd(std::string_view ks);
+
+// ks + \0 + index + \0 [+ value + \0 [+ key]].
+std::string IndexPrefix(std::string_view ks, std::string_view index);
+std::string IndexValuePrefix(std::string_view ks, std::string_view index, std::string_view value);
+std::string IndexKey(std::string_view ks, std::string_view index, std::string_view value,
+                     std::string_view key);
+
+// meta keys.
+std::string MetaKey(std::string_view kind, std::string_view ks);  // kind + \0 + ks
+std::string IndexVersionKey(std::string_view ks, std::string_view index);
+
+// Object record: 0x01 + varint32(len(rv)) + rv + json.
+std::string EncodeObject(std::string_view rv, std::string_view json);
+// The record without its json: 0x01 + varint32(len(rv)) + rv.
+std::string EncodeObjectHeader(std::string_view rv);
+// Splits a record; Corruption if malformed.
+Status DecodeObject(std::string_view record, std::string_view* rv, std::string_view* json);
+
+// Reverse index record: (index + \0 + value + \0)*, `entries` sorted.
+std::string EncodeEntries(const std::vector<IndexEntry>& entries);
+StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record);
+
+// meta "resource\0ks" and "cluster" values: JSON objects.
+StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json);
+StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json);
+
+}  // namespace kcache::storage
+
+#endif  // KCACHE_SRC_PERSIST_ENCODING_H_

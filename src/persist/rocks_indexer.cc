@@ -1,0 +1,1008 @@
+#include "persist/rocks_indexer.h"
+
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <shared_mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "persist/rocks_status.h"
+#include "cache/store_errors.h"
+
+namespace kcache::storage {
+namespace {
+
+constexpr char kNamespaceVersion[] = "kcache.io/namespace@1";
+constexpr char kNamespaceFromKeysVersion[] = "kcache.io/namespace@keys";
+constexpr char kLabelVersion[] = "kcache.io/labels@1";
+// Objects per batch when a write is split (Replace, rebuilds).
+constexpr size_t kChunk = 1000;
+
+
+Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
+
+// Releases a snapshot when the last user goes away. Read-only (secondary)
+// instances have no snapshots; their data changes only on Refresh().
+std::shared_ptr<const rocksdb::Snapshot> TakeSnapshot(const std::shared_ptr<Db>& db) {
+  if (db->read_only) return nullptr;
+  return std::shared_ptr<const rocksdb::Snapshot>(
+      db->db->GetSnapshot(), [db](const rocksdb::Snapshot* s) { db->db->ReleaseSnapshot(s); });
+}
+
+// Iterates the objects of a keyspace, or the objects one index value lists,
+// over a snapshot.
+class RocksIterator final : public ObjectIterator {
+ public:
+  using DecodeFn = std::function<StatusOr<ObjectPtr>(std::string_view)>;
+
+  // Objects: walk `cf` from `prefix`; index: walk the index and look each
+  // key up in `objects`. Keys are what follows the first `strip` bytes;
+  // `cluster_only` skips namespaced keys (those with a '/').
+  RocksIterator(std::shared_ptr<Db> db, rocksdb::ColumnFamilyHandle* cf, std::string prefix,
+                std::string end, size_t strip, bool via_index, bool cluster_only, std::string ks,
+                DecodeFn decode)
+      : db_(std::move(db)),
+        strip_(strip),
+        cluster_only_(cluster_only),
+        snapshot_(TakeSnapshot(db_)),
+        prefix_(std::move(prefix)),
+        end_(std::move(end)),
+        upper_(end_),
+        via_index_(via_index),
+        ks_(std::move(ks)),
+        decode_(std::move(decode)) {
+    ro_.snapshot = snapshot_.get();
+    ro_.iterate_upper_bound = &upper_;
+    it_.reset(db_->db->NewIterator(ro_, cf));
+    it_->Seek(prefix_);
+    Load();
+  }
+
+  bool Valid() const override { return valid_; }
+  void Next() override {
+    it_->Next();
+    Load();
+  }
+  const std::string& key() const override { return key_; }
+  const ObjectPtr& object() const override { return obj_; }
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    return FromRocks(it_->status(), "iterate " + ks_);
+  }
+
+ private:
+  void Load() {
+    valid_ = false;
+    while (cluster_only_ && it_->Valid() && View(it_->key()).substr(strip_).find('/') != std::string_view::npos) {
+      it_->Next();
+    }
+    if (!it_->Valid()) return;
+    key_.assign(View(it_->key()).substr(strip_));
+    StatusOr<ObjectPtr> obj = Status::Internal("unset");
+    if (via_index_) {
+      rocksdb::PinnableSlice record;
+      rocksdb::Status s = db_->db->Get(ro_, db_->objects, ObjectKey(ks_, key_), &record);
+      if (s.IsNotFound()) {
+        status_ = Status::Corruption("keyspace " + ks_ + ": index entry for missing object " + key_);
+        return;
+      }
+      if (!s.ok()) {
+        status_ = FromRocks(s, "read " + ks_);
+        return;
+      }
+      obj = decode_(View(record));
+    } else {
+      obj = decode_(View(it_->value()));
+    }
+    if (!obj.ok()) {
+      status_ = obj.status().WithContext("object " + key_);
+      return;
+    }
+    obj_ = std::move(obj).value();
+    valid_ = true;
+  }
+
+  std::shared_ptr<Db> db_;
+  size_t strip_;
+  bool cluster_only_;
+  std::shared_ptr<const rocksdb::Snapshot> snapshot_;
+  std::string prefix_, end_;
+  rocksdb::Slice upper_;
+  rocksdb::ReadOptions ro_;
+  bool via_index_;
+  std::string ks_;
+  DecodeFn decode_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+  bool valid_ = false;
+  std::string key_;
+  ObjectPtr obj_;
+  Status status_;
+};
+
+// Collects writes and writes them every kChunk objects. `seal` adds what
+// each batch must carry (such as the count) just before it is written.
+class ChunkWriter {
+ public:
+  using WriteFn = std::function<Status(rocksdb::WriteBatch*)>;
+  using SealFn = std::function<void(rocksdb::WriteBatch*)>;
+
+  ChunkWriter(WriteFn write, SealFn seal = nullptr) : write_(std::move(write)), seal_(std::move(seal)) {}
+
+  rocksdb::WriteBatch* batch() { return &batch_; }
+  // One object's writes are in batch().
+  Status Next() { return ++pending_ == kChunk ? Flush() : Status::OK(); }
+  Status Finish() { return pending_ || batch_.Count() ? Flush() : Status::OK(); }
+
+ private:
+  Status Flush() {
+    if (seal_) seal_(&batch_);
+    KCACHE_RETURN_IF_ERROR(write_(&batch_));
+    batch_.Clear();
+    pending_ = 0;
+    return Status::OK();
+  }
+
+  WriteFn write_;
+  SealFn seal_;
+  rocksdb::WriteBatch batch_;
+  size_t pending_ = 0;
+};
+
+// An iterator that has failed before it started.
+class ErrorIterator final : public ObjectIterator {
+ public:
+  explicit ErrorIterator(Status s) : status_(std::move(s)) {}
+  bool Valid() const override { return false; }
+  void Next() override {}
+  const std::string& key() const override { return key_; }
+  const ObjectPtr& object() const override { return obj_; }
+  Status status() const override { return status_; }
+
+ private:
+  Status status_;
+  std::string key_;
+  ObjectPtr obj_;
+};
+
+}  // namespace
+
+RocksIndexer::RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_func, Defs defs)
+    : db_(std::move(db)), ks_(std::move(ks)), key_func_(std::move(key_func)), defs_(std::move(defs)) {}
+
+StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> db, std::string ks,
+                                                           KeyspaceOptions options) {
+  KCACHE_RETURN_IF_ERROR(CheckNoZero("keyspace name", ks));
+  if (ks.empty()) return Status::InvalidArgument("keyspace name is empty");
+  Defs defs;
+  for (auto& [name, fn] : options.indexers) {
+    KCACHE_RETURN_IF_ERROR(CheckNoZero("index name", name));
+    auto v = options.index_versions.find(name);
+    defs[name] = IndexDef{fn, v == options.index_versions.end() ? "" : v->second};
+  }
+  if (options.namespace_index && !defs.count(kNamespaceIndex)) {
+    using Fn = StatusOr<std::string> (*)(const Object&);
+    const Fn* fn = options.key_func.target<Fn>();
+    bool namespaced_keys = fn && *fn == &MetaNamespaceKeyFunc;
+    defs[kNamespaceIndex] =
+        IndexDef{MetaNamespaceIndexFunc,
+                 namespaced_keys ? kNamespaceFromKeysVersion : kNamespaceVersion, namespaced_keys};
+  }
+  if (options.label_index && !defs.count(kLabelIndex)) {
+    defs[kLabelIndex] = IndexDef{MetaLabelIndexFunc, kLabelVersion};
+  }
+  std::shared_ptr<RocksIndexer> store(
+      new RocksIndexer(std::move(db), std::move(ks), std::move(options.key_func), std::move(defs)));
+  KCACHE_RETURN_IF_ERROR(store->LoadState());
+  // Compare the recorded index versions with the configured ones.
+  std::map<std::string, std::string, std::less<>> recorded;
+  {
+    std::string prefix = IndexVersionKey(store->ks_, "");
+    std::unique_ptr<rocksdb::Iterator> it(store->db_->db->NewIterator({}, store->db_->meta));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      recorded[std::string(View(it->key()).substr(prefix.size()))] = it->value().ToString();
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index versions of " + store->ks_));
+  }
+  if (store->db_->read_only) {
+    // A reader trusts the indexes on disk, and can query the ones it was not
+    // given functions for (kcache get --index).
+    for (const auto& [name, version] : recorded) {
+      if (!store->defs_.count(name)) store->defs_[name] = IndexDef{nullptr, version};
+    }
+    return store;
+  }
+  bool same = recorded.size() == store->defs_.size();
+  for (const auto& [name, def] : store->defs_) {
+    auto r = recorded.find(name);
+    same = same && r != recorded.end() && r->second == def.version && !def.version.empty();
+  }
+  if (!same) {
+    std::lock_guard w(store->write_mu_);
+    KCACHE_RETURN_IF_ERROR(store->RebuildIndexesLocked());
+  }
+  return store;
+}
+
+Status RocksIndexer::LoadState() {
+  auto read = [&](std::string_view kind, std::string* out, bool* found) -> Status {
+    rocksdb::Status s = db_->db->Get({}, db_->meta, MetaKey(kind, ks_), out);
+    *found = s.ok();
+    if (s.ok() || s.IsNotFound()) return Status::OK();
+    return FromRocks(s, "read " + std::string(kind) + " of " + ks_);
+  };
+  std::string rv, relist, count;
+  bool has_rv, has_relist, has_count;
+  KCACHE_RETURN_IF_ERROR(read("rv", &rv, &has_rv));
+  KCACHE_RETURN_IF_ERROR(read("relist", &relist, &has_relist));
+  KCACHE_RETURN_IF_ERROR(read("count", &count, &has_count));
+  std::lock_guard l(state_mu_);
+  rv_ = has_rv ? rv : "";
+  relist_incomplete_ = has_relist;
+  count_ = has_count ? std::strtoull(count.c_str(), nullptr, 10) : 0;
+  return Status::OK();
+}
+
+Status RocksIndexer::Scan(rocksdb::ColumnFamilyHandle* cf, const std::string& begin,
+                          const std::string& end, size_t strip, const ScanFn& fn) const {
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, cf));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    KCACHE_RETURN_IF_ERROR(fn(View(it->key()).substr(strip), View(it->value())));
+  }
+  return FromRocks(it->status(), "read " + ks_);
+}
+
+Status RocksIndexer::ScanObjects(const ScanFn& fn) const {
+  std::string prefix = KeyspacePrefix(ks_);
+  return Scan(db_->objects, prefix, KeyspaceEnd(ks_), prefix.size(), fn);
+}
+
+Status RocksIndexer::CheckWritable() const { return db_->read_only ? ReadOnlyError() : Status::OK(); }
+
+bool RocksIndexer::FromKeys(std::string_view name) const {
+  std::shared_lock l(defs_mu_);
+  auto d = defs_.find(name);
+  return d != defs_.end() && d->second.from_keys;
+}
+
+Status RocksIndexer::HasIndex(std::string_view name) const {
+  std::shared_lock l(defs_mu_);
+  return defs_.count(name) ? Status::OK() : UnknownIndexError(name);
+}
+
+StatusOr<std::vector<IndexEntry>> RocksIndexer::EntriesOf(const Defs& defs, std::string_view key,
+                                                          const Object& object) {
+  std::vector<IndexEntry> out;
+  for (const auto& [name, def] : defs) {
+    if (def.from_keys) continue;
+    StatusOr<std::vector<std::string>> values = def.fn(object);
+    if (!values.ok()) return IndexFuncError(key, name, values.status());
+    for (std::string& v : *values) {
+      KCACHE_RETURN_IF_ERROR(CheckNoZero("index value of " + std::string(key), v));
+      out.emplace_back(name, std::move(v));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+StatusOr<std::optional<std::vector<IndexEntry>>> RocksIndexer::CurrentEntries(
+    const Pending& pending, const std::string& key) const {
+  if (auto p = pending.find(key); p != pending.end()) return p->second;
+  rocksdb::PinnableSlice record;
+  rocksdb::Status s = db_->db->Get({}, db_->rindex, ObjectKey(ks_, key), &record);
+  if (s.IsNotFound()) return std::optional<std::vector<IndexEntry>>();
+  if (!s.ok()) return FromRocks(s, "read " + ks_);
+  KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, DecodeEntries(View(record)));
+  return std::optional<std::vector<IndexEntry>>(std::move(entries));
+}
+
+void RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
+                             const Object& object, const std::optional<std::vector<IndexEntry>>& old,
+                             const std::vector<IndexEntry>& now) const {
+  static const std::vector<IndexEntry> kNone;
+  const std::vector<IndexEntry>& before = old ? *old : kNone;
+  // Both lists are sorted: remove what went, add what came.
+  std::vector<IndexEntry> gone, came;
+  std::set_difference(before.begin(), before.end(), now.begin(), now.end(), std::back_inserter(gone));
+  std::set_difference(now.begin(), now.end(), before.begin(), before.end(), std::back_inserter(came));
+  for (const auto& [index, value] : gone) batch->Delete(db_->index, IndexKey(ks_, index, value, key));
+  for (const auto& [index, value] : came) batch->Put(db_->index, IndexKey(ks_, index, value, key), "");
+  std::string okey = ObjectKey(ks_, key);
+  if (!old || !gone.empty() || !came.empty()) batch->Put(db_->rindex, okey, EncodeEntries(now));
+  // Header and JSON go into the batch as two parts: no intermediate copy.
+  std::string header = EncodeObjectHeader(object.resource_version());
+  rocksdb::Slice key_part(okey);
+  rocksdb::Slice value_parts[2] = {header, rocksdb::Slice(object.json().data(), object.json().size())};
+  batch->Put(db_->objects, rocksdb::SliceParts(&key_part, 1), rocksdb::SliceParts(value_parts, 2));
+}
+
+void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
+                                const std::vector<IndexEntry>& old) const {
+  for (const auto& [index, value] : old) batch->Delete(db_->index, IndexKey(ks_, index, value, key));
+  std::string okey = ObjectKey(ks_, key);
+  batch->Delete(db_->rindex, okey);
+  batch->Delete(db_->objects, okey);
+}
+
+Status RocksIndexer::Write(rocksdb::WriteBatch* batch, std::string_view what) {
+  return FromRocks(db_->db->Write(db_->write_options, batch), std::string(what) + " " + ks_);
+}
+
+StatusOr<ObjectPtr> RocksIndexer::Decode(std::string_view record) const {
+  std::string_view rv, json;
+  KCACHE_RETURN_IF_ERROR(DecodeObject(record, &rv, &json).WithContext("keyspace " + ks_));
+  StatusOr<ObjectPtr> obj = Object::Parse(std::string(json));
+  if (!obj.ok()) return Status::Corruption("keyspace " + ks_ + ": stored object: " + std::string(obj.status().message()));
+  return obj;
+}
+
+Status RocksIndexer::Add(ObjectPtr object) {
+  Transaction txn;
+  txn.Add(std::move(object));
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  return CommitLocked(txn, nullptr, /*single=*/true);
+}
+
+Status RocksIndexer::Update(ObjectPtr object) { return Add(std::move(object)); }
+
+Status RocksIndexer::Delete(const ObjectPtr& object) {
+  Transaction txn;
+  txn.Delete(object);
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  return CommitLocked(txn, nullptr, /*single=*/true);
+}
+
+Status RocksIndexer::DeleteKey(std::string_view key) {
+  Transaction txn;
+  txn.DeleteKey(std::string(key));
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  return CommitLocked(txn, nullptr, /*single=*/true);
+}
+
+Status RocksIndexer::Commit(const Transaction& txn, TransactionResult* result) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  return CommitLocked(txn, result, /*single=*/false);
+}
+
+Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* result, bool single) {
+  Defs defs;
+  {
+    std::shared_lock l(defs_mu_);
+    defs = defs_;
+  }
+  size_t count;
+  std::string rv;
+  {
+    std::lock_guard l(state_mu_);
+    count = count_;
+    rv = rv_;
+  }
+  // Pass 1: keys and index entries; failing ops are reported and skipped.
+  struct Planned {
+    size_t index;
+    std::string key;
+    std::vector<IndexEntry> entries;
+  };
+  std::vector<Planned> planned;
+  Status first_error;
+  for (size_t i = 0; i < txn.ops.size(); ++i) {
+    const Transaction::Op& op = txn.ops[i];
+    auto fail = [&](const Status& st) {
+      if (first_error.ok()) first_error = single ? st : st.WithContext("op " + std::to_string(i));
+    };
+    std::string key;
+    if (op.type == Transaction::OpType::kDelete && !op.key.empty()) {
+      key = op.key;
+    } else if (!op.object) {
+      fail(Status::InvalidArgument("null object"));
+      continue;
+    } else {
+      StatusOr<std::string> k = key_func_(*op.object);
+      if (!k.ok()) {
+        fail(KeyError(*op.object, k.status()));
+        continue;
+      }
+      key = std::move(k).value();
+    }
+    if (Status st = CheckNoZero("key", key); !st.ok()) {
+      fail(st);
+      continue;
+    }
+    std::vector<IndexEntry> now;
+    if (op.type != Transaction::OpType::kDelete) {
+      StatusOr<std::vector<IndexEntry>> e = EntriesOf(defs, key, *op.object);
+      if (!e.ok()) {
+        fail(e.status());
+        continue;
+      }
+      now = std::move(e).value();
+    }
+    planned.push_back(Planned{i, std::move(key), std::move(now)});
+  }
+
+  // One MultiGet for the stored reverse records of every key touched.
+  Pending pending;
+  {
+    for (const Planned& p : planned) pending[p.key];
+    std::vector<std::string> okeys;  // in the map's order, which the loop below relies on
+    okeys.reserve(pending.size());
+    for (const auto& [key, entries] : pending) okeys.push_back(ObjectKey(ks_, key));
+    std::vector<rocksdb::Slice> slices(okeys.begin(), okeys.end());
+    std::vector<rocksdb::PinnableSlice> records(okeys.size());
+    std::vector<rocksdb::Status> statuses(okeys.size());
+    db_->db->MultiGet({}, db_->rindex, okeys.size(), slices.data(), records.data(), statuses.data());
+    size_t i = 0;
+    for (auto& [key, entries] : pending) {
+      const rocksdb::Status& st = statuses[i];
+      if (st.ok()) {
+        KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(records[i])));
+        entries = std::move(e);
+      } else if (!st.IsNotFound()) {
+        // A read error leaves the outcome of the batch unknown: write nothing.
+        return FromRocks(st, "read " + ks_);
+      }
+      ++i;
+    }
+  }
+
+  // Pass 2: the writes, in op order.
+  rocksdb::WriteBatch batch;
+  std::vector<size_t> done;
+  std::string last_rv;
+  for (Planned& p : planned) {
+    const Transaction::Op& op = txn.ops[p.index];
+    std::optional<std::vector<IndexEntry>>& current = pending[p.key];
+    if (op.type == Transaction::OpType::kDelete) {
+      if (current) {
+        DeleteObject(&batch, p.key, *current);
+        --count;
+      }
+      current = std::nullopt;
+    } else {
+      PutObject(&batch, p.key, *op.object, current, p.entries);
+      if (!current) ++count;
+      current = std::move(p.entries);
+    }
+    done.push_back(p.index);
+    if (op.object && !op.object->resource_version().empty()) last_rv = op.object->resource_version();
+  }
+  if (txn.resource_version) {
+    rv = *txn.resource_version;
+  } else if (!last_rv.empty()) {
+    rv = last_rv;
+  }
+  if (!done.empty() || txn.resource_version) {
+    batch.Put(db_->meta, MetaKey("rv", ks_), rv);
+    batch.Put(db_->meta, MetaKey("count", ks_), std::to_string(count));
+    batch.Put(db_->meta, MetaKey("time", ks_), db_->NowMillis());
+    KCACHE_RETURN_IF_ERROR(Write(&batch, "commit to"));
+    std::lock_guard l(state_mu_);
+    rv_ = rv;
+    count_ = count;
+  }
+  if (result) result->successful_indices.insert(result->successful_indices.end(), done.begin(), done.end());
+  return first_error;
+}
+
+// Writes a relist chunk by chunk. Every listed key is also recorded under
+// meta "seen\0ks\0key" in the same batch as its object, so that Finish can
+// find the stored keys the list did not have by walking objects and seen
+// keys side by side, both in key order, with no key set in memory. The
+// keyspace's writer lock is taken per chunk, not for the whole session, so
+// that callers may hold their own locks around Put without inverting the
+// order.
+class RocksReplaceSession final : public ReplaceSession {
+ public:
+  RocksReplaceSession(RocksIndexer* ix, ChangeSink sink) : ix_(ix), sink_(std::move(sink)) {
+    std::shared_lock l(ix_->defs_mu_);
+    defs_ = ix_->defs_;
+  }
+
+  Status Begin() {
+    // Mark the relist: until the final batch, the resume point is void.
+    // Seen keys left by an abandoned relist go in the same batch.
+    std::lock_guard w(ix_->write_mu_);
+    rocksdb::WriteBatch mark;
+    mark.Put(ix_->db_->meta, MetaKey("relist", ix_->ks_), "1");
+    mark.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
+    KCACHE_RETURN_IF_ERROR(ix_->Write(&mark, "start relist of"));
+    std::lock_guard l(ix_->state_mu_);
+    ix_->relist_incomplete_ = true;
+    return Status::OK();
+  }
+
+  Status Put(ObjectPtr obj) override {
+    KCACHE_RETURN_IF_ERROR(failed_);
+    if (!obj) return Fail(Status::InvalidArgument("Replace with a null object"));
+    StatusOr<std::string> key = ix_->key_func_(*obj);
+    if (!key.ok()) return Fail(KeyError(*obj, key.status()));
+    if (Status st = CheckNoZero("key", *key); !st.ok()) return Fail(st);
+    StatusOr<std::vector<IndexEntry>> entries = RocksIndexer::EntriesOf(defs_, *key, *obj);
+    if (!entries.ok()) return Fail(entries.status());
+    auto [pos, fresh] = in_chunk_.emplace(*key, chunk_.size());
+    if (!fresh) {  // a later duplicate wins, as in a map
+      chunk_[pos->second] = Item{*std::move(key), std::move(obj), *std::move(entries)};
+      return Status::OK();
+    }
+    chunk_.push_back(Item{*std::move(key), std::move(obj), *std::move(entries)});
+    return chunk_.size() == kChunk ? Flush() : Status::OK();
+  }
+
+  StatusOr<size_t> Finish(std::string resource_version) override {
+    KCACHE_RETURN_IF_ERROR(failed_);
+    if (Status st = Flush(); !st.ok()) return Fail(st);
+    std::lock_guard w(ix_->write_mu_);
+    if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
+    rocksdb::WriteBatch done;
+    done.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
+    done.Put(ix_->db_->meta, MetaKey("rv", ix_->ks_), resource_version);
+    done.Delete(ix_->db_->meta, MetaKey("relist", ix_->ks_));
+    done.Put(ix_->db_->meta, MetaKey("time", ix_->ks_), ix_->db_->NowMillis());
+    if (Status st = ix_->Write(&done, "finish relist of"); !st.ok()) return Fail(st);
+    std::lock_guard l(ix_->state_mu_);
+    ix_->rv_ = std::move(resource_version);
+    ix_->relist_incomplete_ = false;
+    failed_ = Status::FailedPrecondition("the relist session has finished");
+    return unchanged_;
+  }
+
+ private:
+  struct Item {
+    std::string key;
+    ObjectPtr obj;
+    std::vector<IndexEntry> entries;
+  };
+
+  std::string SeenPrefix() const { return MetaKey("seen", ix_->ks_) + std::string(1, '\0'); }
+  std::string SeenEnd() const { return MetaKey("seen", ix_->ks_) + std::string(1, '\1'); }
+
+  Status Fail(Status st) {
+    if (failed_.ok()) failed_ = st;
+    return st;
+  }
+
+  // Writes the pending chunk: changed objects, every key's seen mark, and
+  // the count the chunk leaves, so that a relist cut short has a true count.
+  Status Flush() {
+    if (chunk_.empty()) return Status::OK();
+    std::lock_guard w(ix_->write_mu_);
+    size_t count = Count();
+    const size_t n = chunk_.size();
+    std::vector<std::string> okeys(n);
+    std::vector<rocksdb::Slice> slices(n);
+    for (size_t i = 0; i < n; ++i) {
+      okeys[i] = ObjectKey(ix_->ks_, chunk_[i].key);
+      slices[i] = okeys[i];
+    }
+    std::vector<rocksdb::PinnableSlice> records(n), reverse(n);
+    std::vector<rocksdb::Status> s1(n), s2(n);
+    const std::shared_ptr<Db>& db = ix_->db_;
+    db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
+    db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
+    rocksdb::WriteBatch batch;
+    std::vector<StoreChange> changes;
+    const std::string seen = SeenPrefix();
+    for (size_t i = 0; i < n; ++i) {
+      Item& item = chunk_[i];
+      if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ix_->ks_);
+      if (!s2[i].ok() && !s2[i].IsNotFound()) return FromRocks(s2[i], "relist " + ix_->ks_);
+      batch.Put(db->meta, seen + item.key, "");
+      std::optional<std::vector<IndexEntry>> old;
+      ObjectPtr old_obj;
+      if (s1[i].ok()) {
+        std::string_view rv, json;
+        KCACHE_RETURN_IF_ERROR(DecodeObject(View(records[i]), &rv, &json));
+        if (!rv.empty() && rv == item.obj->resource_version() && s2[i].ok()) {
+          ++unchanged_;
+          continue;
+        }
+        KCACHE_ASSIGN_OR_RETURN(old_obj, ix_->Decode(View(records[i])));
+      }
+      if (s2[i].ok()) {
+        KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(reverse[i])));
+        old = std::move(e);
+      }
+      ix_->PutObject(&batch, item.key, *item.obj, old, item.entries);
+      if (!old) ++count;
+      changes.push_back({old_obj ? StoreChange::Type::kUpdated : StoreChange::Type::kAdded,
+                         std::move(item.key), std::move(old_obj), std::move(item.obj)});
+    }
+    batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
+    KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist"));
+    SetCount(count);
+    chunk_.clear();
+    in_chunk_.clear();
+    if (sink_ && !changes.empty()) sink_(std::move(changes));
+    return Status::OK();
+  }
+
+  size_t Count() const {
+    std::lock_guard l(ix_->state_mu_);
+    return ix_->count_;
+  }
+  void SetCount(size_t count) {
+    std::lock_guard l(ix_->state_mu_);
+    ix_->count_ = count;
+  }
+
+  // Deletes the stored objects without a seen mark, a chunk at a time.
+  // REQUIRES: the writer lock held.
+  Status DeleteUnseen() {
+    size_t count = Count();
+    const std::shared_ptr<Db>& db = ix_->db_;
+    std::string oprefix = KeyspacePrefix(ix_->ks_), oend = KeyspaceEnd(ix_->ks_);
+    std::string sprefix = SeenPrefix(), send = SeenEnd();
+    rocksdb::Slice oupper(oend), supper(send);
+    rocksdb::ReadOptions oro, sro;
+    oro.iterate_upper_bound = &oupper;
+    sro.iterate_upper_bound = &supper;
+    std::unique_ptr<rocksdb::Iterator> objects(db->db->NewIterator(oro, db->objects));
+    std::unique_ptr<rocksdb::Iterator> seen(db->db->NewIterator(sro, db->meta));
+    seen->Seek(sprefix);
+    rocksdb::WriteBatch batch;
+    std::vector<StoreChange> changes;
+    auto flush = [&]() -> Status {
+      if (changes.empty()) return Status::OK();
+      batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
+      KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist"));
+      SetCount(count);
+      batch.Clear();
+      if (sink_) sink_(std::move(changes));
+      changes.clear();
+      return Status::OK();
+    };
+    for (objects->Seek(oprefix); objects->Valid(); objects->Next()) {
+      std::string_view key = View(objects->key()).substr(oprefix.size());
+      while (seen->Valid() && View(seen->key()).substr(sprefix.size()) < key) seen->Next();
+      if (seen->Valid() && View(seen->key()).substr(sprefix.size()) == key) continue;
+      std::string k(key);
+      KCACHE_ASSIGN_OR_RETURN(auto old, ix_->CurrentEntries({}, k));
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, ix_->Decode(View(objects->value())));
+      ix_->DeleteObject(&batch, k, old ? *old : std::vector<IndexEntry>{});
+      --count;
+      changes.push_back({StoreChange::Type::kDeleted, std::move(k), std::move(old_obj), nullptr});
+      if (changes.size() == kChunk) KCACHE_RETURN_IF_ERROR(flush());
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(objects->status(), "relist " + ix_->ks_));
+    KCACHE_RETURN_IF_ERROR(FromRocks(seen->status(), "relist " + ix_->ks_));
+    return flush();
+  }
+
+  RocksIndexer* ix_;
+  RocksIndexer::Defs defs_;
+  ChangeSink sink_;
+  std::vector<Item> chunk_;
+  std::unordered_map<std::string, size_t> in_chunk_;
+  size_t unchanged_ = 0;
+  Status failed_;
+};
+
+StatusOr<std::unique_ptr<ReplaceSession>> RocksIndexer::BeginReplace(ChangeSink sink) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  auto session = std::make_unique<RocksReplaceSession>(this, std::move(sink));
+  KCACHE_RETURN_IF_ERROR(session->Begin());
+  return std::unique_ptr<ReplaceSession>(std::move(session));
+}
+
+StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
+                                              std::string resource_version) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  {  // Keys and index entries first: a bad object fails the Replace before
+     // anything is written.
+    Defs defs;
+    {
+      std::shared_lock l(defs_mu_);
+      defs = defs_;
+    }
+    for (const ObjectPtr& obj : objects) {
+      if (!obj) return Status::InvalidArgument("Replace with a null object");
+      StatusOr<std::string> key = key_func_(*obj);
+      if (!key.ok()) return KeyError(*obj, key.status());
+      KCACHE_RETURN_IF_ERROR(CheckNoZero("key", *key));
+      KCACHE_RETURN_IF_ERROR(EntriesOf(defs, *key, *obj).status());
+    }
+  }
+  ReplaceResult result;
+  KCACHE_ASSIGN_OR_RETURN(auto session, BeginReplace([&](std::vector<StoreChange> changes) {
+    for (StoreChange& c : changes) result.changes.push_back(std::move(c));
+  }));
+  for (ObjectPtr& obj : objects) KCACHE_RETURN_IF_ERROR(session->Put(std::move(obj)));
+  KCACHE_ASSIGN_OR_RETURN(result.unchanged, session->Finish(std::move(resource_version)));
+  return result;
+}
+
+Status RocksIndexer::RebuildIndexesLocked() {
+  Defs defs;
+  {
+    std::shared_lock l(defs_mu_);
+    defs = defs_;
+  }
+  std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+  {
+    rocksdb::WriteBatch clear;
+    clear.DeleteRange(db_->index, prefix, end);
+    clear.DeleteRange(db_->rindex, prefix, end);
+    std::string vprefix = IndexVersionKey(ks_, "");
+    std::string vend = vprefix;
+    vend.back() = '\1';
+    clear.DeleteRange(db_->meta, vprefix, vend);
+    KCACHE_RETURN_IF_ERROR(Write(&clear, "clear indexes of"));
+  }
+  ChunkWriter rebuild([this](rocksdb::WriteBatch* b) { return Write(b, "rebuild indexes of"); });
+  KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view key, std::string_view record) -> Status {
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(record));
+    KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, EntriesOf(defs, key, *obj));
+    for (const auto& [index, value] : entries) {
+      rebuild.batch()->Put(db_->index, IndexKey(ks_, index, value, key), "");
+    }
+    rebuild.batch()->Put(db_->rindex, ObjectKey(ks_, key), EncodeEntries(entries));
+    return rebuild.Next();
+  }));
+  // The versions go last: a rebuild cut short is redone on the next open.
+  for (const auto& [name, def] : defs) {
+    rebuild.batch()->Put(db_->meta, IndexVersionKey(ks_, name), def.version);
+  }
+  return rebuild.Finish();
+}
+
+Status RocksIndexer::AddIndexers(const Indexers& indexers) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  std::lock_guard w(write_mu_);
+  Defs added;
+  {
+    std::shared_lock l(defs_mu_);
+    std::vector<std::string> taken;
+    for (const auto& [name, fn] : indexers) {
+      if (defs_.count(name)) taken.push_back(name);
+      KCACHE_RETURN_IF_ERROR(CheckNoZero("index name", name));
+      added[name] = IndexDef{fn, ""};  // unversioned: rebuilt on the next open
+    }
+    KCACHE_RETURN_IF_ERROR(IndexerConflictError(taken));
+  }
+  // Backfill: compute every new entry before writing any, so a failing
+  // function adds nothing.
+  std::vector<rocksdb::WriteBatch> batches(1);
+  size_t pending = 0;
+  KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view k, std::string_view record) -> Status {
+    std::string key(k);
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(record));
+    KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> fresh, EntriesOf(added, key, *obj));
+    KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries({}, key));
+    std::vector<IndexEntry> all = old ? *old : std::vector<IndexEntry>{};
+    all.insert(all.end(), fresh.begin(), fresh.end());
+    std::sort(all.begin(), all.end());
+    for (const auto& [index, value] : fresh) {
+      batches.back().Put(db_->index, IndexKey(ks_, index, value, key), "");
+    }
+    batches.back().Put(db_->rindex, ObjectKey(ks_, key), EncodeEntries(all));
+    if (++pending == kChunk) {
+      batches.emplace_back();
+      pending = 0;
+    }
+    return Status::OK();
+  }));
+  for (const auto& [name, def] : added) batches.back().Put(db_->meta, IndexVersionKey(ks_, name), "");
+  for (auto& b : batches) KCACHE_RETURN_IF_ERROR(Write(&b, "add indexes to"));
+  std::unique_lock l(defs_mu_);
+  for (auto& [name, def] : added) defs_.emplace(name, std::move(def));
+  return Status::OK();
+}
+
+StatusOr<ObjectPtr> RocksIndexer::Get(const Object& object) const {
+  StatusOr<std::string> key = key_func_(object);
+  if (!key.ok()) return KeyError(object, key.status());
+  return GetByKey(*key);
+}
+
+StatusOr<ObjectPtr> RocksIndexer::GetByKey(std::string_view key) const {
+  rocksdb::PinnableSlice record;
+  rocksdb::Status s = db_->db->Get({}, db_->objects, ObjectKey(ks_, key), &record);
+  if (s.IsNotFound()) return ObjectPtr();
+  if (!s.ok()) return FromRocks(s, "read " + ks_);
+  return Decode(View(record));
+}
+
+std::unique_ptr<ObjectIterator> RocksIndexer::NewIterator() const {
+  std::string prefix = KeyspacePrefix(ks_);
+  size_t strip = prefix.size();
+  return std::make_unique<RocksIterator>(db_, db_->objects, std::move(prefix), KeyspaceEnd(ks_),
+                                         strip, /*via_index=*/false, /*cluster_only=*/false, ks_,
+                                         [this](std::string_view r) { return Decode(r); });
+}
+
+std::unique_ptr<ObjectIterator> RocksIndexer::NewIndexIterator(std::string_view name,
+                                                               std::string_view value) const {
+  if (Status st = HasIndex(name); !st.ok()) return std::make_unique<ErrorIterator>(st);
+  auto decode = [this](std::string_view r) { return Decode(r); };
+  if (FromKeys(name)) {
+    // A namespace's objects are the keys "<ns>/..."; cluster-scoped ones
+    // (namespace "") are the keys without '/'.
+    size_t strip = KeyspacePrefix(ks_).size();
+    if (value.empty()) {
+      return std::make_unique<RocksIterator>(db_, db_->objects, KeyspacePrefix(ks_), KeyspaceEnd(ks_),
+                                             strip, false, /*cluster_only=*/true, ks_, decode);
+    }
+    return std::make_unique<RocksIterator>(db_, db_->objects, ObjectKey(ks_, std::string(value) + "/"),
+                                           ObjectKey(ks_, std::string(value) + "0"), strip, false,
+                                           false, ks_, decode);
+  }
+  std::string prefix = IndexValuePrefix(ks_, name, value);
+  std::string end = prefix;
+  end.back() = '\1';
+  size_t strip = prefix.size();
+  return std::make_unique<RocksIterator>(db_, db_->index, std::move(prefix), std::move(end), strip,
+                                         /*via_index=*/true, false, ks_, decode);
+}
+
+StatusOr<std::vector<ObjectPtr>> RocksIndexer::List() const {
+  std::vector<ObjectPtr> out;
+  auto it = NewIterator();
+  for (; it->Valid(); it->Next()) out.push_back(it->object());
+  KCACHE_RETURN_IF_ERROR(it->status());
+  return out;
+}
+
+StatusOr<std::vector<std::string>> RocksIndexer::ListKeys() const {
+  std::vector<std::string> out;
+  KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view key, std::string_view) {
+    out.emplace_back(key);
+    return Status::OK();
+  }));
+  return out;
+}
+
+StatusOr<size_t> RocksIndexer::Size() const {
+  if (db_->read_only) {
+    std::string count;
+    rocksdb::Status s = db_->db->Get({}, db_->meta, MetaKey("count", ks_), &count);
+    if (s.IsNotFound()) return size_t{0};
+    if (!s.ok()) return FromRocks(s, "read count of " + ks_);
+    return static_cast<size_t>(std::strtoull(count.c_str(), nullptr, 10));
+  }
+  std::lock_guard l(state_mu_);
+  return count_;
+}
+
+std::string RocksIndexer::LastSyncResourceVersion() const {
+  if (db_->read_only) {
+    std::string rv, relist;
+    if (db_->db->Get({}, db_->meta, MetaKey("relist", ks_), &relist).ok()) return "";
+    if (!db_->db->Get({}, db_->meta, MetaKey("rv", ks_), &rv).ok()) return "";
+    return rv;
+  }
+  std::lock_guard l(state_mu_);
+  return relist_incomplete_ ? "" : rv_;
+}
+
+StatusOr<std::vector<std::string>> RocksIndexer::IndexKeys(std::string_view name,
+                                                           std::string_view value) const {
+  KCACHE_RETURN_IF_ERROR(HasIndex(name));
+  std::vector<std::string> out;
+  auto collect = [&](std::string_view key, std::string_view) {
+    // Namespace "" is the cluster-scoped objects: the keys without '/'.
+    if (!value.empty() || key.find('/') == std::string_view::npos) out.emplace_back(key);
+    return Status::OK();
+  };
+  if (FromKeys(name)) {
+    std::string prefix = KeyspacePrefix(ks_);
+    std::string from = value.empty() ? prefix : ObjectKey(ks_, std::string(value) + "/");
+    std::string end = value.empty() ? KeyspaceEnd(ks_) : ObjectKey(ks_, std::string(value) + "0");
+    KCACHE_RETURN_IF_ERROR(Scan(db_->objects, from, end, prefix.size(), collect));
+    return out;
+  }
+  std::string prefix = IndexValuePrefix(ks_, name, value);
+  std::string end = prefix;
+  end.back() = '\1';
+  KCACHE_RETURN_IF_ERROR(Scan(db_->index, prefix, end, prefix.size(),
+                              [&](std::string_view key, std::string_view) {
+                                out.emplace_back(key);
+                                return Status::OK();
+                              }));
+  return out;
+}
+
+StatusOr<std::vector<ObjectPtr>> RocksIndexer::ByIndex(std::string_view name,
+                                                       std::string_view value) const {
+  std::vector<ObjectPtr> out;
+  auto it = NewIndexIterator(name, value);
+  for (; it->Valid(); it->Next()) out.push_back(it->object());
+  KCACHE_RETURN_IF_ERROR(it->status());
+  return out;
+}
+
+StatusOr<std::vector<ObjectPtr>> RocksIndexer::Index(std::string_view name,
+                                                     const Object& object) const {
+  IndexFunc fn;
+  {
+    std::shared_lock l(defs_mu_);
+    auto d = defs_.find(name);
+    if (d == defs_.end()) return UnknownIndexError(name);
+    fn = d->second.fn;
+  }
+  if (!fn) {
+    return Status::FailedPrecondition("index " + std::string(name) + " of " + ks_ +
+                                      " can be read here but not computed: its function is not configured");
+  }
+  KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> values, fn(object));
+  std::vector<std::string> keys;
+  for (const std::string& v : values) {
+    KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> k, IndexKeys(name, v));
+    keys.insert(keys.end(), k.begin(), k.end());
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<ObjectPtr> out;
+  for (const std::string& k : keys) {
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr o, GetByKey(k));
+    if (o) out.push_back(std::move(o));
+  }
+  return out;
+}
+
+StatusOr<std::vector<std::string>> RocksIndexer::ListIndexFuncValues(std::string_view name) const {
+  std::vector<std::string> out;
+  if (!HasIndex(name).ok()) return out;
+  if (FromKeys(name)) {
+    // Skip from one namespace to the next; keys without '/' mean "".
+    std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
+    bool cluster_scoped = false;
+    it->Seek(prefix);
+    while (it->Valid()) {
+      std::string_view key = View(it->key()).substr(prefix.size());
+      size_t slash = key.find('/');
+      if (slash == std::string_view::npos) {
+        cluster_scoped = true;
+        it->Next();
+        continue;
+      }
+      std::string ns(key.substr(0, slash));
+      out.push_back(ns);
+      it->Seek(ObjectKey(ks_, ns + "0"));  // '0' follows '/'
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read keys of " + ks_));
+    if (cluster_scoped) out.insert(out.begin(), "");
+    return out;
+  }
+  std::string prefix = IndexPrefix(ks_, name);
+  std::string end = prefix;
+  end.back() = '\1';
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->index));
+  it->Seek(prefix);
+  while (it->Valid()) {
+    std::string_view rest = View(it->key()).substr(prefix.size());
+    std::string value(rest.substr(0, rest.find('\0')));
+    out.push_back(value);
+    std::string next = prefix + value;
+    next.push_back('\1');  // past every key of this value
+    it->Seek(next);
+  }
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index of " + ks_));
+  return out;
+}
+
+Indexers RocksIndexer::GetIndexers() const {
+  std::shared_lock l(defs_mu_);
+  Indexers out;
+  for (const auto& [name, def] : defs_) {
+    if (def.fn) out.emplace(name, def.fn);
+  }
+  return out;
+}
+
+}  // namespace kcache::storage

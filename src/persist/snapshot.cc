@@ -1,0 +1,355 @@
+#include "kcache/snapshot.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "persist/snapshot_format.h"
+#include "persist/bulk_load.h"
+#include "persist/db.h"
+#include "persist/encoding.h"
+#include "persist/rocks_status.h"
+
+namespace kcache {
+namespace {
+
+namespace fs = std::filesystem;
+using snapshot::BlockType;
+using storage::Family;
+
+// The keyspace a row of objects, rindex or index belongs to: its key up to
+// the first zero byte.
+std::string_view KeyspaceOf(std::string_view key) { return key.substr(0, key.find('\0')); }
+
+uint64_t Hash(std::string_view s) { return std::hash<std::string_view>()(s); }
+
+// Checks rows as they stream by, in constant memory per keyspace: their
+// order, that they belong to the manifest's keyspaces, that counts and
+// resume points agree with the manifest, and that each keyspace's objects,
+// reverse index records and index entries agree. The last is checked with
+// order-independent sums of hashes (multiset hashes), since the three come
+// in different orders.
+class RowChecker {
+ public:
+  explicit RowChecker(const SnapshotManifest& m) : manifest_(m) {
+    for (const KeyspaceStats& r : m.resources) state_[r.name];
+  }
+
+  Status Add(Family family, std::string_view key, std::string_view value) {
+    int f = static_cast<int>(family);
+    if (f < family_ || (f == family_ && key <= last_key_)) {
+      return Status::Corruption(std::string("rows out of order at a row of ") +
+                                storage::FamilyName(family));
+    }
+    if (f != family_) family_ = f;
+    last_key_.assign(key);
+    if (family == Family::kMeta) return AddMeta(key, value);
+    std::string_view ks = KeyspaceOf(key);
+    if (ks.size() == key.size())
+      return Status::Corruption("a row of " + std::string(storage::FamilyName(family)) +
+                                " has no keyspace");
+    auto it = state_.find(ks);
+    if (it == state_.end()) {
+      return Status::Corruption("rows of keyspace " + std::string(ks) +
+                                ", which the manifest does not list");
+    }
+    State& s = it->second;
+    std::string_view rest = key.substr(ks.size() + 1);
+    switch (family) {
+      case Family::kObjects: {
+        std::string_view rv, json;
+        if (Status st = storage::DecodeObject(value, &rv, &json); !st.ok()) {
+          return Status::Corruption("object " + std::string(ks) + " " + std::string(rest) + ": " +
+                                    std::string(st.message()));
+        }
+        ++s.objects;
+        s.object_keys += Hash(rest);
+        break;
+      }
+      case Family::kReverseIndex: {
+        StatusOr<std::vector<storage::IndexEntry>> entries = storage::DecodeEntries(value);
+        if (!entries.ok()) {
+          return Status::Corruption("reverse index record " + std::string(ks) + " " +
+                                    std::string(rest) + ": " +
+                                    std::string(entries.status().message()));
+        }
+        s.reverse_keys += Hash(rest);
+        ++s.reverse_records;
+        for (const auto& [index, v] : *entries) {
+          std::string entry = index;
+          entry.push_back('\0');
+          entry += v;
+          entry.push_back('\0');
+          entry += rest;
+          s.listed_entries += Hash(entry);
+          ++s.listed_count;
+        }
+        break;
+      }
+      case Family::kIndex:
+        s.index_entries += Hash(rest);
+        ++s.index_count;
+        break;
+      case Family::kMeta:
+        break;
+    }
+    return Status::OK();
+  }
+
+  Status Finish() const {
+    for (const KeyspaceStats& r : manifest_.resources) {
+      const State& s = state_.at(r.name);
+      auto fail = [&](const std::string& what) {
+        return Status::Corruption("keyspace " + r.name + ": " + what);
+      };
+      if (!s.has_rv && !s.has_count)
+        return fail("the manifest lists it, the rows have no resume point or count");
+      if (s.objects != r.objects) {
+        return fail("the manifest says " + std::to_string(r.objects) + " objects, the file has " +
+                    std::to_string(s.objects));
+      }
+      if (s.count != s.objects) {
+        return fail("its count record says " + std::to_string(s.count) + " objects, the file has " +
+                    std::to_string(s.objects));
+      }
+      if (s.rv != r.resource_version)
+        return fail("the manifest's resume point differs from the rows'");
+      if (s.reverse_records != s.objects || s.reverse_keys != s.object_keys) {
+        return fail("objects and reverse index records do not match");
+      }
+      if (s.index_count != s.listed_count || s.index_entries != s.listed_entries) {
+        return fail("index entries do not match the reverse index records (" +
+                    std::to_string(s.index_count) + " entries, " + std::to_string(s.listed_count) +
+                    " listed)");
+      }
+    }
+    return Status::OK();
+  }
+
+ private:
+  struct State {
+    bool has_rv = false, has_count = false;
+    std::string rv;
+    uint64_t count = 0, objects = 0, reverse_records = 0, index_count = 0, listed_count = 0;
+    uint64_t object_keys = 0, reverse_keys = 0, index_entries = 0, listed_entries = 0;
+  };
+
+  Status AddMeta(std::string_view key, std::string_view value) {
+    size_t zero = key.find('\0');
+    if (zero == std::string_view::npos) return Status::OK();  // "cluster"
+    std::string_view kind = key.substr(0, zero), ks = key.substr(zero + 1);
+    if (kind != "rv" && kind != "count") return Status::OK();
+    auto it = state_.find(ks);
+    if (it == state_.end()) {
+      return Status::Corruption("a " + std::string(kind) + " record of keyspace " +
+                                std::string(ks) + ", which the manifest does not list");
+    }
+    if (kind == "rv") {
+      it->second.has_rv = true;
+      it->second.rv = value;
+    } else {
+      it->second.has_count = true;
+      it->second.count = std::strtoull(std::string(value).c_str(), nullptr, 10);
+    }
+    return Status::OK();
+  }
+
+  const SnapshotManifest& manifest_;
+  std::map<std::string, State, std::less<>> state_;
+  int family_ = 0;
+  std::string last_key_;
+};
+
+// Reads a snapshot from its header to its end block, passing each row to
+// `row`, checking the rows (RowChecker) and the end block's totals.
+Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
+               SnapshotManifest* manifest,
+               const std::function<Status(Family, std::string_view, std::string_view)>& row) {
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<snapshot::FileReader> reader,
+                          snapshot::FileReader::Open(path));
+  BlockType type;
+  std::string_view raw;
+  KCACHE_RETURN_IF_ERROR(reader->Next(&type, &raw));
+  if (type != BlockType::kManifest)
+    return Status::Corruption(path + ": the first block is not the manifest");
+  StatusOr<SnapshotManifest> m = snapshot::DecodeManifest(raw);
+  if (!m.ok()) return Status::Corruption(path + ": " + std::string(m.status().message()));
+  if (m->storage_format != storage::kFormatVersion) {
+    return Status::Unimplemented(path + ": its rows are in storage format " +
+                                 std::to_string(m->storage_format) + ", this kcache reads " +
+                                 std::to_string(storage::kFormatVersion));
+  }
+  *manifest = *std::move(m);
+  if (!row) return Status::OK();
+
+  RowChecker checker(*manifest);
+  SnapshotProgress p;
+  for (const KeyspaceStats& r : manifest->resources) p.objects_total += r.objects;
+  for (;;) {
+    uint64_t at = reader->offset();
+    KCACHE_RETURN_IF_ERROR(reader->Next(&type, &raw));
+    const std::string where =
+        path + ": block " + std::to_string(reader->block() - 1) + " at byte " + std::to_string(at);
+    if (type == BlockType::kManifest) return Status::Corruption(where + ": a second manifest");
+    if (type == BlockType::kEnd) {
+      nlohmann::json end = nlohmann::json::parse(raw, nullptr, false);
+      if (!end.is_object() || end.value("rows", uint64_t{0}) != p.rows ||
+          end.value("blocks", uint64_t{0}) != static_cast<uint64_t>(reader->block() - 1)) {
+        return Status::Corruption(where + ": the end block's totals do not match the file");
+      }
+      if (!reader->AtEnd()) return Status::Corruption(path + ": bytes follow the end block");
+      break;
+    }
+    snapshot::RowReader rows(raw);
+    while (!rows.Done()) {
+      Family family;
+      std::string_view key, value;
+      if (Status st = rows.Next(&family, &key, &value); !st.ok())
+        return Status::Corruption(where + ": " + std::string(st.message()));
+      if (Status st = checker.Add(family, key, value); !st.ok())
+        return Status::Corruption(where + ": " + std::string(st.message()));
+      KCACHE_RETURN_IF_ERROR(row(family, key, value));
+      ++p.rows;
+      if (family == Family::kObjects) ++p.objects;
+    }
+    p.raw_bytes += raw.size();
+    p.file_bytes = reader->offset();
+    if (progress) progress(p);
+  }
+  if (Status st = checker.Finish(); !st.ok())
+    return Status::Corruption(path + ": " + std::string(st.message()));
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
+                                          const ExportOptions& options) {
+  const storage::Db& db = *storage::DbOf(cache);
+  // A writable cache is read through a RocksDB snapshot; a reader's view
+  // changes only on Refresh(), and secondary instances have no snapshots.
+  const rocksdb::Snapshot* snap = db.read_only ? nullptr : db.db->GetSnapshot();
+  struct Release {
+    const storage::Db& db;
+    const rocksdb::Snapshot* s;
+    ~Release() {
+      if (s) db.db->ReleaseSnapshot(s);
+    }
+  } release{db, snap};
+
+  SnapshotManifest m;
+  m.format_version = snapshot::kFormatVersion;
+  m.storage_format = storage::kFormatVersion;
+  m.created = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
+  {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    std::string value;
+    rocksdb::Status s = db.db->Get(ro, db.meta, storage::kClusterKey, &value);
+    if (s.ok()) {
+      KCACHE_ASSIGN_OR_RETURN(ClusterInfo c, storage::DecodeClusterInfo(value));
+      m.cluster = std::move(c);
+    } else if (!s.IsNotFound()) {
+      return storage::FromRocks(s, "read the cluster of " + db.dir);
+    }
+  }
+  KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keyspaces, storage::ListKeyspaces(db, snap));
+  SnapshotProgress p;
+  for (const std::string& ks : keyspaces) {
+    KCACHE_ASSIGN_OR_RETURN(KeyspaceStats r, storage::ReadKeyspaceMeta(db, snap, ks));
+    p.objects_total += r.objects;
+    m.resources.push_back(std::move(r));
+  }
+
+  // Written beside `path`, renamed over it once complete.
+  const std::string tmp = path + ".partial-" + std::to_string(getpid());
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<snapshot::FileWriter> out,
+                          snapshot::FileWriter::Create(tmp, options.zstd_level));
+  struct Cleanup {
+    const std::string& tmp;
+    bool keep = false;
+    ~Cleanup() {
+      if (!keep) std::remove(tmp.c_str());
+    }
+  } cleanup{tmp};
+  KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kManifest, snapshot::EncodeManifest(m)));
+
+  uint64_t blocks = 1;
+  std::string block;
+  auto flush = [&]() -> Status {
+    KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kRows, block));
+    ++blocks;
+    p.raw_bytes += block.size();
+    p.file_bytes = out->bytes();
+    block.clear();
+    if (options.progress) options.progress(p);
+    return Status::OK();
+  };
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap;
+  ro.fill_cache = false;  // one pass over everything: keep the block cache for queries
+  ro.readahead_size = size_t{2} << 20;
+  std::vector<rocksdb::ColumnFamilyHandle*> families = storage::RowFamilies(db);
+  for (int f = 0; f < storage::kFamilies; ++f) {
+    std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, families[f]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (f == 0 && it->key() == storage::kFormatKey) continue;
+      snapshot::AppendRow(&block, static_cast<Family>(f), storage::View(it->key()),
+                          storage::View(it->value()));
+      ++p.rows;
+      if (f == static_cast<int>(Family::kObjects)) ++p.objects;
+      if (block.size() >= snapshot::kBlockTarget) KCACHE_RETURN_IF_ERROR(flush());
+    }
+    KCACHE_RETURN_IF_ERROR(storage::FromRocks(it->status(), "read " + db.dir));
+  }
+  if (!block.empty()) KCACHE_RETURN_IF_ERROR(flush());
+  nlohmann::json end = {{"blocks", blocks}, {"rows", p.rows}, {"rawBytes", p.raw_bytes}};
+  KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kEnd, end.dump()));
+  KCACHE_RETURN_IF_ERROR(out->Close());
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::IOError("rename " + tmp + " to " + path + ": " + ec.message());
+  cleanup.keep = true;
+  return m;
+}
+
+StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path, const std::string& cache_dir,
+                                          const ImportOptions& options) {
+  SnapshotManifest m;
+  // Read the manifest before creating anything: a file that is no snapshot
+  // at all leaves no trace.
+  KCACHE_RETURN_IF_ERROR(ReadAll(path, {}, &m, {}));
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::BulkLoader> loader,
+                          storage::BulkLoader::Create(cache_dir, options.cache));
+  KCACHE_RETURN_IF_ERROR(ReadAll(
+      path, options.progress, &m,
+      [&](Family f, std::string_view k, std::string_view v) { return loader->Add(f, k, v); }));
+  KCACHE_RETURN_IF_ERROR(loader->Finish());
+  return m;
+}
+
+StatusOr<SnapshotManifest> VerifySnapshot(const std::string& path, SnapshotProgressFn progress) {
+  SnapshotManifest m;
+  KCACHE_RETURN_IF_ERROR(ReadAll(
+      path, progress, &m, [](Family, std::string_view, std::string_view) { return Status::OK(); }));
+  return m;
+}
+
+StatusOr<SnapshotManifest> ReadSnapshotManifest(const std::string& path) {
+  SnapshotManifest m;
+  KCACHE_RETURN_IF_ERROR(ReadAll(path, {}, &m, {}));
+  return m;
+}
+
+bool LooksLikeSnapshot(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8];
+  return in.read(magic, sizeof(magic)) && std::memcmp(magic, snapshot::kMagic, sizeof(magic)) == 0;
+}
+
+}  // namespace kcache

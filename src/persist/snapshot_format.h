@@ -1,0 +1,107 @@
+// The snapshot file format (docs/snapshot-format.md): header, checksummed
+// zstd blocks, rows and the manifest's JSON.
+
+#ifndef KCACHE_SRC_PERSIST_SNAPSHOT_FORMAT_H_
+#define KCACHE_SRC_PERSIST_SNAPSHOT_FORMAT_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kcache/snapshot.h"
+#include "persist/bulk_load.h"
+
+struct ZSTD_CCtx_s;
+struct ZSTD_DCtx_s;
+
+namespace kcache::snapshot {
+
+inline constexpr char kMagic[8] = {'\x89', 'K', 'C', 'S', 'N', 'A', 'P', '\n'};
+inline constexpr int kFormatVersion = 1;
+inline constexpr size_t kHeaderBytes = 16;
+inline constexpr size_t kBlockHeaderBytes = 16;
+// Rows are gathered into blocks of about this many raw bytes.
+inline constexpr size_t kBlockTarget = size_t{1} << 20;
+// No block may hold more (a larger length is corruption, not a reason to
+// allocate).
+inline constexpr size_t kMaxBlockRaw = size_t{64} << 20;
+
+enum class BlockType : uint8_t { kManifest = 1, kRows = 2, kEnd = 3 };
+
+// Appends one row: family byte, varint32 key length, key, varint32 value
+// length, value.
+void AppendRow(std::string* out, storage::Family family, std::string_view key,
+               std::string_view value);
+
+// Reads rows back from a block's raw bytes.
+class RowReader {
+ public:
+  explicit RowReader(std::string_view raw) : rest_(raw) {}
+  bool Done() const { return rest_.empty(); }
+  // Corruption (naming the row's offset in the block) if malformed.
+  Status Next(storage::Family* family, std::string_view* key, std::string_view* value);
+
+ private:
+  std::string_view rest_;
+  size_t offset_ = 0;
+};
+
+// Writes a file: the header, then blocks.
+class FileWriter {
+ public:
+  // Creates `path` (truncating it).
+  static StatusOr<std::unique_ptr<FileWriter>> Create(const std::string& path, int zstd_level);
+  ~FileWriter();
+  Status WriteBlock(BlockType type, std::string_view raw);
+  // Flushes and fsyncs, then closes.
+  Status Close();
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  FileWriter(std::string path, std::FILE* f, int level);
+  Status Write(const void* p, size_t n);
+
+  const std::string path_;
+  std::FILE* f_;
+  const int level_;
+  ZSTD_CCtx_s* cctx_;
+  std::string stored_;
+  uint64_t bytes_ = 0;
+};
+
+// Reads a file block by block, checking each block's checksum.
+class FileReader {
+ public:
+  // Reads and checks the header. NotFound, IOError, InvalidArgument (not a
+  // snapshot), Unimplemented (a newer format).
+  static StatusOr<std::unique_ptr<FileReader>> Open(const std::string& path);
+  ~FileReader();
+  // The next block's type and raw bytes (valid until the next call).
+  // Corruption or "truncated" errors name the block and its byte offset.
+  Status Next(BlockType* type, std::string_view* raw);
+  // True once the file has no more bytes.
+  bool AtEnd();
+  int block() const { return block_; }
+  uint64_t offset() const { return offset_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  FileReader(std::string path, std::FILE* f);
+  Status Where(std::string_view what) const;
+
+  const std::string path_;
+  std::FILE* f_;
+  ZSTD_DCtx_s* dctx_;
+  std::string stored_, raw_;
+  uint64_t offset_ = 0;  // of the block being read
+  int block_ = 0;        // its number, from 0
+};
+
+std::string EncodeManifest(const SnapshotManifest& m);
+StatusOr<SnapshotManifest> DecodeManifest(std::string_view json);
+
+}  // namespace kcache::snapshot
+
+#endif  // KCACHE_SRC_PERSIST_SNAPSHOT_FORMAT_H_

@@ -1,0 +1,77 @@
+// Api: the HTTP face of `kcache serve`. Answers discovery, list, watch,
+// get, create, update and delete for the types of a ClusterState the way
+// kube-apiserver does (paths, query parameters, Status errors, list and
+// watch semantics), and injects the configured faults.
+//
+// Thread-safety: thread-safe; Handle runs on many connections at once.
+
+#ifndef KCACHE_SRC_TESTSERVER_API_H_
+#define KCACHE_SRC_TESTSERVER_API_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "testserver/http_server.h"
+#include "testserver/cluster_state.h"
+#include "testserver/faults.h"
+
+namespace kcache::serve {
+
+struct ApiOptions {
+  // How often a quiet watch that allows bookmarks gets one. The apiserver
+  // sends them about once a minute.
+  std::chrono::milliseconds bookmark_interval{std::chrono::seconds(60)};
+  // A watch without timeoutSeconds ends after this long (the apiserver's
+  // --min-request-timeout).
+  std::chrono::seconds default_watch_timeout{1800};
+  Faults faults;
+};
+
+class Api {
+ public:
+  Api(ClusterState* state, ApiOptions options);
+
+  void Handle(const http::Request& req, http::ResponseWriter& w);
+
+  // "HOST:PORT" reported by /api.
+  void set_address(std::string address) { address_ = std::move(address); }
+
+  // Prometheus text: requests by verb and resource, faults injected, watches open.
+  std::string Metrics() const;
+
+ private:
+  struct Target;
+  struct Query;
+
+  void HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
+  void Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
+  void Get(const Target& t, http::ResponseWriter& w);
+  void Create(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void Delete(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void Count(const std::string& verb, const std::string& resource);
+  void NoteFault(const char* kind);
+
+  ClusterState* const state_;
+  const ApiOptions options_;
+  std::string address_;
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<int64_t> watches_open_{0};
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (verb, resource)
+  std::map<std::string, uint64_t> list_items_;                      // by resource
+  std::map<std::string, uint64_t> faults_injected_;
+};
+
+// The body of a Status object as the apiserver writes it.
+std::string StatusJson(int code, std::string_view reason, std::string_view message,
+                       const std::string& details_json = "", const std::string& continue_token = "");
+
+}  // namespace kcache::serve
+
+#endif  // KCACHE_SRC_TESTSERVER_API_H_

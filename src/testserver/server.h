@@ -1,0 +1,57 @@
+// `kcache serve`: the project's own list/watch server on loopback, with a
+// synthetic cluster, churn and fault injection. docs/serve.md describes
+// what it serves and how it differs from kube-apiserver.
+//
+// Thread-safety: Start and Stop from one thread; state() is thread-safe.
+
+#ifndef KCACHE_SRC_TESTSERVER_SERVER_H_
+#define KCACHE_SRC_TESTSERVER_SERVER_H_
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "testserver/http_server.h"
+#include "kcache/status_or.h"
+#include "testserver/api.h"
+#include "testserver/cluster_state.h"
+#include "testserver/synthetic.h"
+
+namespace kcache::serve {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8080";
+  SyntheticOptions cluster;
+  ChurnOptions churn;
+  // Events kept per resource type; older resourceVersions are expired.
+  int64_t history = 10000;
+  ApiOptions api;
+};
+
+class Server {
+ public:
+  // Loads the synthetic cluster, starts churn and listens.
+  static StatusOr<std::unique_ptr<Server>> Start(const ServeOptions& options);
+  ~Server();
+
+  std::string url() const { return http_->url(); }
+  ClusterState& state() { return *state_; }
+  Api& api() { return *api_; }
+
+  // Ends every watch and connection and stops the churn. Idempotent.
+  void Stop();
+
+ private:
+  Server() = default;
+  std::unique_ptr<ClusterState> state_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<Churn> churn_;
+  std::unique_ptr<http::Server> http_;
+};
+
+// Runs a server until SIGINT or SIGTERM, reporting to `out`.
+Status RunServe(const ServeOptions& options, std::ostream& out);
+
+}  // namespace kcache::serve
+
+#endif  // KCACHE_SRC_TESTSERVER_SERVER_H_

@@ -1,0 +1,202 @@
+// Watch framing and decoding, list decoding, and HTTP errors as Status.
+#include <gtest/gtest.h>
+
+#include "kcache/rest_client.h"
+#include "client/decode.h"
+#include "client/http_error.h"
+#include "client/json_framer.h"
+
+namespace kcache::rest {
+namespace {
+
+const char kStream[] =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"10\",\"annotations\":{\"x\":\"}{\\\"\"}}}}\n"
+    "  {\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"11\"},\"data\":[1,{\"b\":\"]\"}]}}"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"resourceVersion\":\"12\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n";
+
+std::vector<std::string> FrameAll(const std::vector<std::string_view>& pieces) {
+  JsonFramer framer(1 << 20);
+  std::vector<std::string> frames;
+  for (auto piece : pieces) {
+    framer.Append(piece);
+    for (;;) {
+      auto f = framer.Next();
+      EXPECT_TRUE(f.ok()) << f.status();
+      if (!f.ok() || !*f) break;
+      frames.push_back(**f);
+    }
+  }
+  EXPECT_FALSE(framer.InFrame());
+  return frames;
+}
+
+// Events are found whatever the chunk boundaries: every split point of the
+// stream into two pieces, and one byte at a time, give the same frames.
+TEST(JsonFramerTest, FramesIndependentOfChunkBoundaries) {
+  std::string_view all(kStream);
+  std::vector<std::string> whole = FrameAll({all});
+  ASSERT_EQ(whole.size(), 3u);
+  EXPECT_EQ(whole[1].front(), '{');
+  EXPECT_EQ(whole[1].back(), '}');
+  for (size_t cut = 0; cut <= all.size(); ++cut) {
+    EXPECT_EQ(FrameAll({all.substr(0, cut), all.substr(cut)}), whole) << "cut at " << cut;
+  }
+  std::vector<std::string_view> bytes;
+  for (size_t i = 0; i < all.size(); ++i) bytes.push_back(all.substr(i, 1));
+  EXPECT_EQ(FrameAll(bytes), whole);
+}
+
+TEST(JsonFramerTest, GarbageBetweenEventsNamesItsOffset) {
+  JsonFramer framer(1 << 20);
+  framer.Append("{\"a\":1}\n x{");
+  auto first = framer.Next();
+  ASSERT_TRUE(first.ok() && *first);
+  auto second = framer.Next();
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(second.status().IsInvalidArgument());
+  EXPECT_NE(second.status().message().find("byte 9"), std::string_view::npos) << second.status();
+}
+
+TEST(JsonFramerTest, OversizedEventIsAnError) {
+  JsonFramer framer(16);
+  framer.Append("{\"a\":\"0123456789012345678901234567890\"");
+  auto f = framer.Next();
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("exceeds 16 bytes"), std::string_view::npos);
+}
+
+TEST(DecodeWatchEventTest, DecodesTypesAndObjects) {
+  auto frames = FrameAll({kStream});
+  auto added = DecodeWatchEvent(frames[0], 0, {}, "WATCH /api/v1/pods");
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->type, WatchEventType::kAdded);
+  EXPECT_EQ(added->object->name(), "a");
+  EXPECT_EQ(added->object->resource_version(), "10");
+  auto modified = DecodeWatchEvent(frames[1], 0, {}, "w");
+  ASSERT_TRUE(modified.ok());
+  EXPECT_EQ(modified->type, WatchEventType::kModified);
+  EXPECT_NE(modified->object->json().find("\"data\":[1,{\"b\":\"]\"}]"), std::string_view::npos);
+  auto bookmark = DecodeWatchEvent(frames[2], 0, {}, "w");
+  ASSERT_TRUE(bookmark.ok());
+  EXPECT_EQ(bookmark->type, WatchEventType::kBookmark);
+  EXPECT_TRUE(bookmark->IsInitialEventsEnd());
+  EXPECT_FALSE(added->IsInitialEventsEnd());
+}
+
+// protocol.md 4.4: an ERROR event carries a Status; 410 must be told apart.
+TEST(DecodeWatchEventTest, ErrorEventBecomesItsStatus) {
+  auto st = DecodeWatchEvent(
+      R"j({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 100 (200)","reason":"Expired","code":410}})j",
+      0, {}, "WATCH /api/v1/pods");
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(st.status().IsExpired());
+  ASSERT_NE(st.status().http_error(), nullptr);
+  EXPECT_EQ(st.status().http_error()->http_code, 410);
+  EXPECT_EQ(st.status().http_error()->reason, "Expired");
+  EXPECT_EQ(st.status().message(),
+            "WATCH /api/v1/pods: too old resource version: 100 (200) (HTTP 410 Expired)");
+
+  auto gone = DecodeWatchEvent(R"({"type":"ERROR","object":{"kind":"Status","reason":"Gone","code":410}})", 0, {}, "w");
+  EXPECT_TRUE(gone.status().IsExpired());
+  auto internal = DecodeWatchEvent(
+      R"({"type":"ERROR","object":{"kind":"Status","reason":"InternalError","code":500,"message":"boom"}})", 0, {}, "w");
+  EXPECT_EQ(internal.status().code(), StatusCode::kInternal);
+}
+
+TEST(DecodeWatchEventTest, RejectsUnknownTypesAndMalformedObjects) {
+  auto unknown = DecodeWatchEvent(R"({"type":"RENAMED","object":{"metadata":{}}})", 0, {}, "w");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("got invalid watch event type: RENAMED"), std::string_view::npos);
+  // The stream offset of the bad byte: 1000 + 25 (the object's start) + 23.
+  auto malformed = DecodeWatchEvent(R"({"type":"ADDED","object":{"metadata":{"name":tru}}})", 1000, {}, "w");
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_TRUE(malformed.status().IsInvalidArgument());
+  EXPECT_NE(malformed.status().message().find("malformed JSON at byte 1048"), std::string_view::npos)
+      << malformed.status();
+}
+
+TEST(DecodeListTest, ItemsGetTheListsKindAndApiVersion) {
+  auto list = DecodeList(
+      R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"77","continue":"abc","remainingItemCount":5},
+          "items":[{"metadata":{"name":"a","namespace":"n","resourceVersion":"3"}},
+                   {"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","namespace":"n"}},{}]})",
+      {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(list->resource_version, "77");
+  EXPECT_EQ(list->continue_token, "abc");
+  EXPECT_EQ(list->remaining_item_count, 5);
+  ASSERT_EQ(list->items.size(), 3u);
+  EXPECT_EQ(list->items[0]->kind(), "Pod");
+  EXPECT_EQ(list->items[0]->api_version(), "v1");
+  EXPECT_EQ(list->items[0]->json().substr(0, 31), std::string_view(R"({"apiVersion":"v1","kind":"Pod")"));
+  EXPECT_EQ(list->items[1]->json(), R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","namespace":"n"}})");
+  EXPECT_EQ(list->items[2]->json(), R"({"apiVersion":"v1","kind":"Pod"})");
+  // The stored bytes parse again to the same object.
+  auto again = Object::Parse(std::string(list->items[0]->json()));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value()->name(), "a");
+}
+
+TEST(DecodeListTest, MalformedListNamesTheByte) {
+  auto list = DecodeList(R"({"kind":"PodList","items":[{"metadata":{}},]})", {});
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.status().message().find("list response"), std::string_view::npos) << list.status();
+  EXPECT_NE(list.status().message().find("byte"), std::string_view::npos) << list.status();
+}
+
+TEST(HttpErrorTest, JsonStatusBody) {
+  Status st = StatusFromResponse(
+      403,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods is forbidden: User \"x\" cannot list resource \"pods\"","reason":"Forbidden","details":{"kind":"pods"},"code":403})",
+      std::nullopt, "LIST /api/v1/pods");
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(st.message(),
+            "LIST /api/v1/pods: pods is forbidden: User \"x\" cannot list resource \"pods\" (HTTP 403 Forbidden)");
+  EXPECT_EQ(st.http_error()->reason, "Forbidden");
+}
+
+TEST(HttpErrorTest, PlainTextBodiesAndRetryAfter) {
+  Status nf = StatusFromResponse(404, "404 page not found\n", std::nullopt, "GET /apis/x/v1/things");
+  EXPECT_TRUE(nf.IsNotFound());
+  EXPECT_EQ(nf.message(), "GET /apis/x/v1/things: 404 page not found (HTTP 404 NotFound)");
+  Status busy = StatusFromResponse(429, "Too many requests, please try again later.\n", 3, "w");
+  EXPECT_EQ(busy.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(busy.http_error()->retry_after_seconds, 3);
+  Status unauthorized = StatusFromResponse(401, "", std::nullopt, "w");
+  EXPECT_EQ(unauthorized.code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(unauthorized.message().find("provide credentials"), std::string_view::npos);
+  Status expired_continue = StatusFromResponse(
+      410, R"({"kind":"Status","metadata":{"continue":"next"},"reason":"Expired","code":410,"message":"The provided continue parameter is too old"})",
+      std::nullopt, "w");
+  EXPECT_TRUE(expired_continue.IsExpired());
+  EXPECT_EQ(expired_continue.http_error()->continue_token, "next");
+  EXPECT_EQ(StatusFromResponse(503, "", 5, "w").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(StatusFromResponse(504, "", std::nullopt, "w").code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(StatusFromResponse(422, "", std::nullopt, "w").code(), StatusCode::kInvalidArgument);
+}
+
+TEST(EncodeListOptionsTest, EscapesAndOmitsUnset) {
+  ListOptions o;
+  o.label_selector = "app=web,env in (a,b)";
+  o.resource_version = "0";
+  o.limit = 500;
+  o.timeout_seconds = 300;
+  o.allow_watch_bookmarks = true;
+  EXPECT_EQ(EncodeListOptions(o, true),
+            "watch=true&labelSelector=app%3Dweb%2Cenv%20in%20%28a%2Cb%29&resourceVersion=0&limit=500&"
+            "timeoutSeconds=300&allowWatchBookmarks=true");
+  EXPECT_EQ(EncodeListOptions(ListOptions{}, false), "");
+}
+
+TEST(ResourceRefTest, CollectionPaths) {
+  EXPECT_EQ((ResourceRef{{"", "v1", "pods"}, true, ""}).CollectionPath(), "/api/v1/pods");
+  EXPECT_EQ((ResourceRef{{"", "v1", "pods"}, true, "ns"}).CollectionPath(), "/api/v1/namespaces/ns/pods");
+  EXPECT_EQ((ResourceRef{{"apps", "v1", "deployments"}, true, ""}).CollectionPath(), "/apis/apps/v1/deployments");
+  EXPECT_EQ((ResourceRef{{"", "v1", "nodes"}, false, "ignored"}).CollectionPath(), "/api/v1/nodes");
+}
+
+}  // namespace
+}  // namespace kcache::rest

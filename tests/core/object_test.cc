@@ -1,0 +1,166 @@
+#include "kcache/object.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "testserver/pods.h"
+
+namespace kcache {
+namespace {
+
+std::string RealisticPod() { return synth::PodJson({}, 42, 1234); }
+
+TEST(ObjectTest, ExtractsMetadataOfARealisticPod) {
+  std::string json = RealisticPod();
+  EXPECT_GT(json.size(), 5500u);
+  EXPECT_LT(json.size(), 8000u);
+  StatusOr<ObjectPtr> obj = Object::Parse(json);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  const Object& o = **obj;
+  // Compare every extracted field against a full DOM parse.
+  nlohmann::json doc = nlohmann::json::parse(json);
+  const auto& m = doc["metadata"];
+  EXPECT_EQ(o.kind(), "Pod");
+  EXPECT_EQ(o.api_version(), "v1");
+  EXPECT_TRUE(o.has_metadata());
+  EXPECT_EQ(o.name(), m["name"]);
+  EXPECT_EQ(o.namespace_(), m["namespace"]);
+  EXPECT_EQ(o.meta().uid, m["uid"]);
+  EXPECT_EQ(o.resource_version(), "1234");
+  EXPECT_EQ(o.meta().generate_name, m["generateName"]);
+  EXPECT_EQ(o.meta().creation_timestamp, m["creationTimestamp"]);
+  EXPECT_EQ(o.labels(), m["labels"].get<Labels>());
+  EXPECT_EQ(o.annotations(), m["annotations"].get<Labels>());
+  ASSERT_EQ(o.meta().owner_references.size(), 1u);
+  const OwnerReference& ref = o.meta().owner_references[0];
+  EXPECT_EQ(ref.kind, "ReplicaSet");
+  EXPECT_EQ(ref.api_version, "apps/v1");
+  EXPECT_EQ(ref.name, m["ownerReferences"][0]["name"]);
+  EXPECT_EQ(ref.uid, m["ownerReferences"][0]["uid"]);
+  EXPECT_TRUE(ref.controller);
+  EXPECT_TRUE(ref.block_owner_deletion);
+  EXPECT_EQ(o.json(), json);
+  EXPECT_EQ(*o.Document(), doc);
+}
+
+TEST(ObjectTest, OptionalFieldsAndEscapes) {
+  auto obj = Object::Parse(
+      R"({"metadata":{"name":"a\"b","generation":7,"deletionTimestamp":"2026-01-01T00:00:00Z",)"
+      R"("labels":{"k":"v\u00e9"},"annotations":null,"ownerReferences":null}})");
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  EXPECT_EQ((*obj)->name(), "a\"b");
+  EXPECT_EQ((*obj)->meta().generation, 7);
+  EXPECT_EQ((*obj)->meta().deletion_timestamp, "2026-01-01T00:00:00Z");
+  EXPECT_EQ((*obj)->labels().at("k"), "v\xc3\xa9");
+  EXPECT_TRUE((*obj)->annotations().empty());
+  EXPECT_EQ((*obj)->kind(), "");
+  EXPECT_EQ((*obj)->namespace_(), "");
+}
+
+TEST(ObjectTest, MalformedJsonNamesTheOffset) {
+  // Truncated in the middle of a string.
+  auto truncated = Object::Parse(R"({"metadata":{"name":"ab)");
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_TRUE(truncated.status().IsInvalidArgument());
+  EXPECT_EQ(truncated.status().message().substr(0, 25), "malformed JSON at byte 23")
+      << truncated.status();
+
+  // A bad literal deep inside spec, which a metadata-only scan would skip;
+  // byte 40 is the "}" where "tru" stops being "true".
+  std::string bad = R"({"metadata":{"name":"a"},"spec":{"x":tru}})";
+  auto deep = Object::Parse(bad);
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("malformed JSON at byte 40"), std::string::npos)
+      << deep.status();
+
+  auto trailing = Object::Parse(R"({"metadata":{}} x)");
+  ASSERT_FALSE(trailing.ok());
+  EXPECT_NE(trailing.status().message().find("at byte 16"), std::string::npos) << trailing.status();
+
+  EXPECT_FALSE(Object::Parse("").ok());
+  EXPECT_FALSE(Object::Parse("{\"a\":\"\xff\"}").ok());  // invalid UTF-8
+}
+
+TEST(ObjectTest, NonObjectsAndMissingMetadata) {
+  auto number = Object::Parse("100");
+  ASSERT_FALSE(number.ok());
+  EXPECT_EQ(number.status().message(), "not a JSON object");
+
+  auto bare = Object::Parse(R"({"kind":"Status"})");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_FALSE((*bare)->has_metadata());
+}
+
+TEST(ObjectTest, WrongTypesInMetadataAreNamed) {
+  auto labels = Object::Parse(R"({"metadata":{"name":"a","labels":{"app":3}}})");
+  ASSERT_FALSE(labels.ok());
+  EXPECT_EQ(labels.status().message(), "metadata.labels.app: expected a string");
+  auto name = Object::Parse(R"({"metadata":{"name":["a"]}})");
+  ASSERT_FALSE(name.ok());
+  EXPECT_EQ(name.status().message(), "metadata.name: expected a string");
+  auto meta = Object::Parse(R"({"metadata":3})");
+  ASSERT_FALSE(meta.ok());
+  EXPECT_EQ(meta.status().message(), "metadata: expected an object");
+}
+
+TEST(ObjectTest, DropManagedFieldsKeepsEverythingElse) {
+  std::string json = RealisticPod();
+  auto obj = Object::Parse(json, {.drop_managed_fields = true});
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  nlohmann::json want = nlohmann::json::parse(json);
+  want["metadata"].erase("managedFields");
+  EXPECT_EQ(*(*obj)->Document(), want);
+  EXPECT_LT((*obj)->byte_size(), json.size() * 2 / 3);
+  EXPECT_EQ((*obj)->name(), want["metadata"]["name"]);
+}
+
+TEST(ObjectTest, DropManagedFieldsAtEveryPosition) {
+  const char* cases[] = {
+      R"({"metadata":{"managedFields":[{"a":1}],"name":"x"}})",
+      R"({"metadata":{"name":"x", "managedFields" : [ {"a":[1]} ] }})",
+      R"({"metadata":{"managedFields":[]}})",
+      R"({"metadata":{"name":"x","managedFields":[],"uid":"u"}})",
+  };
+  for (const char* c : cases) {
+    auto obj = Object::Parse(c, {.drop_managed_fields = true});
+    ASSERT_TRUE(obj.ok()) << c << ": " << obj.status();
+    nlohmann::json want = nlohmann::json::parse(c);
+    want["metadata"].erase("managedFields");
+    EXPECT_EQ(*(*obj)->Document(), want) << c;
+  }
+}
+
+TEST(ObjectTest, DropManagedFieldsTransform) {
+  auto with = Object::Parse(RealisticPod());
+  ASSERT_TRUE(with.ok());
+  auto dropped = DropManagedFields(*with);
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ((*dropped)->json().find("managedFields"), std::string_view::npos);
+  // An object without managedFields is returned as is.
+  auto again = DropManagedFields(*dropped);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), dropped->get());
+}
+
+TEST(ObjectTest, FieldValue) {
+  auto obj = Object::Parse(RealisticPod());
+  ASSERT_TRUE(obj.ok());
+  EXPECT_EQ(*(*obj)->FieldValue("status.phase"), "Running");
+  EXPECT_EQ(*(*obj)->FieldValue("spec.nodeName"), (*(*obj)->Document())["spec"]["nodeName"]);
+  EXPECT_EQ(*(*obj)->FieldValue("spec.terminationGracePeriodSeconds"), "30");
+  EXPECT_EQ(*(*obj)->FieldValue("spec.enableServiceLinks"), "true");
+  EXPECT_TRUE((*obj)->FieldValue("spec.nope").status().IsNotFound());
+  EXPECT_TRUE((*obj)->FieldValue("status.conditions.x").status().IsNotFound());
+  EXPECT_TRUE((*obj)->FieldValue("spec").status().IsInvalidArgument());
+  EXPECT_TRUE((*obj)->FieldValue("status.conditions").status().IsInvalidArgument());
+}
+
+TEST(ObjectTest, SyntheticPodsAreDeterministic) {
+  EXPECT_EQ(synth::PodJson({}, 5, 9), synth::PodJson({}, 5, 9));
+  EXPECT_NE(synth::PodJson({}, 5, 9), synth::PodJson({}, 6, 9));
+  EXPECT_NE(synth::PodJson({.seed = 2}, 5, 9), synth::PodJson({}, 5, 9));
+}
+
+}  // namespace
+}  // namespace kcache

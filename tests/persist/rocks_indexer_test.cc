@@ -1,0 +1,409 @@
+// The RocksDB store: the conformance suite, plus what only a persistent
+// store has (reopening, relist markers, index versions, open errors, a
+// reader beside a writer).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <rocksdb/db.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kcache/cache.h"
+#include "kcache/lister.h"
+#include "persist/encoding.h"
+#include "testing/indexer_conformance.h"
+#include "testing/counting_indexer.h"
+#include "testing/objects.h"
+#include "testing/temp_dir.h"
+
+namespace kcache::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Every store of the conformance suite gets its own cache directory, kept
+// until the end of the test program.
+std::vector<std::unique_ptr<TempDir>>& Dirs() {
+  static std::vector<std::unique_ptr<TempDir>> dirs;  // removed at exit
+  return dirs;
+}
+
+std::shared_ptr<Indexer> MakeRocks(const IndexerSpec& spec) {
+  Dirs().push_back(std::make_unique<TempDir>());
+  auto cache = Cache::Open(Dirs().back()->path());
+  EXPECT_TRUE(cache.ok()) << cache.status();
+  auto store = (*cache)->OpenKeyspace("pods", {.key_func = spec.key_func,
+                                               .indexers = spec.indexers,
+                                               .namespace_index = spec.namespace_index,
+                                               .label_index = false});
+  EXPECT_TRUE(store.ok()) << store.status();
+  return *store;  // keeps the database open after the Cache object is gone
+}
+
+INSTANTIATE_TEST_SUITE_P(Rocks, IndexerConformanceTest, ::testing::Values(IndexerFactory(MakeRocks)));
+
+StatusOr<std::vector<std::string>> LabelApp(const Object& o) {
+  auto it = o.labels().find("app");
+  if (it == o.labels().end()) return std::vector<std::string>{};
+  return std::vector<std::string>{it->second};
+}
+
+StatusOr<std::vector<std::string>> LabelTier(const Object& o) {
+  auto it = o.labels().find("tier");
+  if (it == o.labels().end()) return std::vector<std::string>{};
+  return std::vector<std::string>{it->second};
+}
+
+// Writes one key of the meta column family behind kcache's back, as damage
+// or a crash would leave it. The cache must be closed.
+void PutRawMeta(const std::string& dir, const std::string& key, const std::string& value) {
+  rocksdb::DB* raw = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const char* n : {"default", storage::kObjectsCF, storage::kIndexCF, storage::kReverseIndexCF,
+                        storage::kMetaCF}) {
+    cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  }
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &handles, &raw).ok());
+  EXPECT_TRUE(raw->Put({}, handles.back(), key, value).ok());
+  for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+  delete raw;
+}
+
+std::shared_ptr<Indexer> OpenPods(const std::string& dir, KeyspaceOptions options = {}) {
+  auto cache = Cache::Open(dir);
+  EXPECT_TRUE(cache.ok()) << cache.status();
+  if (!cache.ok()) return nullptr;
+  auto store = (*cache)->OpenKeyspace("pods", std::move(options));
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *store : nullptr;
+}
+
+TEST(RocksStoreTest, ContentsAndResumePointSurviveReopen) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path());
+    Transaction txn;
+    txn.Add(Pod("a", "ns1", "5", {{"app", "web"}}));
+    txn.Add(Pod("b", "ns2", "6", {{"app", "db"}}));
+    txn.resource_version = "7";
+    ASSERT_TRUE(store->Commit(txn, nullptr).ok());
+  }
+  auto store = OpenPods(dir.path());
+  EXPECT_EQ(store->LastSyncResourceVersion(), "7");
+  EXPECT_EQ(*store->Size(), 2u);
+  EXPECT_THAT(*store->ListKeys(), ElementsAre("ns1/a", "ns2/b"));
+  EXPECT_EQ((*store->GetByKey("ns1/a"))->labels().at("app"), "web");
+  EXPECT_THAT(*store->IndexKeys(kNamespaceIndex, "ns2"), ElementsAre("ns2/b"));
+  EXPECT_THAT(*store->IndexKeys(kLabelIndex, "app=web"), ElementsAre("ns1/a"));
+  auto cache = Cache::OpenReadOnly(dir.path());
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  Status verified = (*cache)->Verify();
+  EXPECT_TRUE(verified.ok()) << verified;
+  EXPECT_THAT(*(*cache)->ListKeyspaces(), ElementsAre("pods"));
+}
+
+// A clean close flushes, so the next open has no log to replay.
+TEST(RocksStoreTest, CleanCloseLeavesNoLogToReplay) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path());
+    Transaction txn;
+    for (int i = 0; i < 3000; ++i) txn.Add(Pod("p" + std::to_string(i), "ns", std::to_string(i)));
+    ASSERT_TRUE(store->Commit(txn, nullptr).ok());
+  }
+  uintmax_t log_bytes = 0, table_bytes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    if (e.path().extension() == ".log") log_bytes += e.file_size();
+    if (e.path().extension() == ".sst") table_bytes += e.file_size();
+  }
+  EXPECT_LT(log_bytes, 4096u);
+  EXPECT_GT(table_bytes, 0u);
+  auto store = OpenPods(dir.path());
+  EXPECT_EQ(*store->Size(), 3000u);
+  EXPECT_EQ(store->LastSyncResourceVersion(), "2999");
+}
+
+TEST(RocksStoreTest, KeyspacesAreSeparate) {
+  TempDir dir;
+  auto cache = Cache::Open(dir.path());
+  ASSERT_TRUE(cache.ok());
+  auto pods = *(*cache)->OpenKeyspace("pods");
+  auto nodes = *(*cache)->OpenKeyspace("nodes");
+  ASSERT_TRUE(pods->Add(Pod("x", "ns", "1")).ok());
+  ASSERT_TRUE(nodes->Add(Pod("x", "", "2")).ok());
+  EXPECT_THAT(*pods->ListKeys(), ElementsAre("ns/x"));
+  EXPECT_THAT(*nodes->ListKeys(), ElementsAre("x"));
+  ASSERT_TRUE(nodes->Replace({}, "3").ok());
+  EXPECT_EQ(*pods->Size(), 1u);
+  EXPECT_EQ(pods->LastSyncResourceVersion(), "1");
+  EXPECT_THAT(*(*cache)->ListKeyspaces(), ElementsAre("nodes", "pods"));
+  EXPECT_TRUE((*cache)->OpenKeyspace("pods").status().code() == StatusCode::kFailedPrecondition);
+  EXPECT_TRUE((*cache)->Verify().ok());
+}
+
+// Invariant 3: a relist that did not finish leaves no resume point, so the
+// next start relists; the next Replace clears the marker.
+TEST(RocksStoreTest, UnfinishedRelistVoidsTheResumePoint) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path());
+    ASSERT_TRUE(store->Replace({Pod("a", "ns", "1")}, "10").ok());
+  }
+  // The marker a crash between a relist's first and last batch leaves.
+  PutRawMeta(dir.path(), storage::MetaKey("relist", "pods"), "1");
+  auto store = OpenPods(dir.path());
+  EXPECT_EQ(store->LastSyncResourceVersion(), "");
+  EXPECT_EQ(*store->Size(), 1u);  // contents kept, only the resume point is void
+  auto result = store->Replace({Pod("a", "ns", "1"), Pod("b", "ns", "2")}, "11");
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->unchanged, 1u);
+  EXPECT_EQ(result->changes.size(), 1u);
+  EXPECT_EQ(store->LastSyncResourceVersion(), "11");
+}
+
+// Invariant 3: a streamed relist reports chunk by chunk, rewrites nothing
+// unchanged, deletes what the list lacks, and moves the resume point only at
+// Finish; an abandoned one leaves no resume point, and the next relist
+// (whose stale seen marks are cleared) gets it right.
+TEST(RocksStoreTest, StreamedRelistInChunks) {
+  TempDir dir;
+  auto store = OpenPods(dir.path());
+  std::vector<ObjectPtr> first;
+  for (int i = 0; i < 2500; ++i) first.push_back(Pod("p" + std::to_string(10000 + i), "ns", "1"));
+  ASSERT_TRUE(store->Replace(first, "10").ok());
+  {
+    auto abandoned = store->BeginReplace(nullptr);
+    ASSERT_TRUE(abandoned.ok());
+    ASSERT_TRUE((*abandoned)->Put(Pod("p10000", "ns", "1")).ok());
+  }
+  EXPECT_EQ(store->LastSyncResourceVersion(), "");
+  std::vector<size_t> chunks;
+  std::map<StoreChange::Type, size_t> by_type;
+  auto session = store->BeginReplace([&](std::vector<StoreChange> changes) {
+    chunks.push_back(changes.size());
+    for (auto& c : changes) ++by_type[c.type];
+  });
+  ASSERT_TRUE(session.ok());
+  // Keep the first 2000 (every tenth changed), drop 500, add 100.
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE((*session)->Put(Pod("p" + std::to_string(10000 + i), "ns", i % 10 == 0 ? "2" : "1")).ok());
+  }
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*session)->Put(Pod("q" + std::to_string(i), "ns", "2")).ok());
+  EXPECT_EQ(store->LastSyncResourceVersion(), "");
+  auto unchanged = (*session)->Finish("20");
+  ASSERT_TRUE(unchanged.ok()) << unchanged.status();
+  EXPECT_EQ(*unchanged, 1800u);
+  EXPECT_EQ(by_type[StoreChange::Type::kUpdated], 200u);
+  EXPECT_EQ(by_type[StoreChange::Type::kAdded], 100u);
+  EXPECT_EQ(by_type[StoreChange::Type::kDeleted], 500u);
+  EXPECT_GE(chunks.size(), 3u);  // reported as chunks commit, not at the end
+  EXPECT_EQ(store->LastSyncResourceVersion(), "20");
+  EXPECT_EQ(*store->Size(), 2100u);
+  auto cache = Cache::OpenReadOnly(dir.path());
+  ASSERT_TRUE(cache.ok());
+  EXPECT_TRUE((*cache)->Verify().ok());
+}
+
+// Indexes whose definition changed are rebuilt on open, never stale.
+TEST(RocksStoreTest, ChangedIndexVersionsAreRebuilt) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path(), {.indexers = {{"team", LabelApp}}, .index_versions = {{"team", "1"}}});
+    ASSERT_TRUE(store->Add(Pod("a", "ns", "1", {{"app", "web"}, {"tier", "front"}})).ok());
+    ASSERT_TRUE(store->Add(Pod("b", "ns", "2", {{"app", "db"}, {"tier", "back"}})).ok());
+    EXPECT_THAT(*store->IndexKeys("team", "web"), ElementsAre("ns/a"));
+  }
+  {  // Same version: kept as it is.
+    auto store = OpenPods(dir.path(), {.indexers = {{"team", LabelApp}}, .index_versions = {{"team", "1"}}});
+    EXPECT_THAT(*store->IndexKeys("team", "web"), ElementsAre("ns/a"));
+  }
+  {  // New version with a new function: rebuilt.
+    auto store = OpenPods(dir.path(), {.indexers = {{"team", LabelTier}}, .index_versions = {{"team", "2"}}});
+    EXPECT_THAT(*store->IndexKeys("team", "web"), ::testing::IsEmpty());
+    EXPECT_THAT(*store->IndexKeys("team", "back"), ElementsAre("ns/b"));
+    EXPECT_THAT(*store->ListIndexFuncValues("team"), ElementsAre("back", "front"));
+  }
+  {  // An index that is no longer configured disappears; namespace stays.
+    auto store = OpenPods(dir.path());
+    EXPECT_EQ(store->IndexKeys("team", "back").status().code(), StatusCode::kNotFound);
+    EXPECT_THAT(*store->IndexKeys(kNamespaceIndex, "ns"), ElementsAre("ns/a", "ns/b"));
+  }
+  auto cache = Cache::Open(dir.path());
+  ASSERT_TRUE(cache.ok());
+  EXPECT_TRUE((*cache)->Verify().ok());
+}
+
+TEST(RocksStoreTest, LabelIndexServesListers) {
+  TempDir dir;
+  auto inner = OpenPods(dir.path());
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 3), std::to_string(i),
+                               {{"app", i % 30 == 0 ? "rare" : "common"}}))
+                    .ok());
+  }
+  auto store = std::make_shared<CountingIndexer>(inner);
+  Lister pods(store, {"", "pods"});
+  auto rare = pods.List(*LabelSelector::Parse("app=rare"));
+  ASSERT_TRUE(rare.ok());
+  EXPECT_EQ(rare->size(), 10u);
+  EXPECT_EQ(store->scanned(), 0u);
+  EXPECT_EQ(store->fetched(), 10u);
+  EXPECT_EQ(pods.Namespace("ns0").List(*LabelSelector::Parse("app=rare"))->size(), 10u);
+  EXPECT_EQ(pods.Namespace("ns1").List(LabelSelector::Everything())->size(), 100u);
+}
+
+TEST(RocksStoreTest, ZeroBytesAreRefused) {
+  TempDir dir;
+  auto store = OpenPods(dir.path(), {.key_func = [](const Object&) -> StatusOr<std::string> {
+    return std::string("a\0b", 3);
+  }});
+  Status st = store->Add(Pod("x"));
+  EXPECT_TRUE(st.IsInvalidArgument());
+  EXPECT_THAT(std::string(st.message()), HasSubstr("zero byte"));
+  auto cache = Cache::Open(dir.Sub("other"));
+  EXPECT_TRUE((*cache)->OpenKeyspace(std::string("a\0b", 3)).status().IsInvalidArgument());
+}
+
+// Invariant 6: bad databases get clear errors and are left as they are.
+TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
+  TempDir dir;
+  {  // Locked by this process.
+    auto first = Cache::Open(dir.path());
+    ASSERT_TRUE(first.ok());
+    auto second = Cache::Open(dir.path());
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.status().code(), StatusCode::kBusy) << second.status();
+    EXPECT_THAT(std::string(second.status().message()), HasSubstr("in use by another process"));
+  }
+  {  // Locked by another process.
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    pid_t child = fork();
+    if (child == 0) {
+      auto c = Cache::Open(dir.path());
+      char b = c.ok() ? 'y' : 'n';
+      (void)!write(ready[1], &b, 1);
+      pause();
+      _exit(0);
+    }
+    char b = 0;
+    ASSERT_EQ(read(ready[0], &b, 1), 1);
+    ASSERT_EQ(b, 'y');
+    auto locked = Cache::Open(dir.path());
+    EXPECT_EQ(locked.status().code(), StatusCode::kBusy) << locked.status();
+    // A reader is still welcome.
+    auto reader = Cache::OpenReadOnly(dir.path());
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+  }
+  EXPECT_TRUE(Cache::Open(dir.Sub("absent"), {.create_if_missing = false}).status().IsNotFound());
+  EXPECT_TRUE(Cache::OpenReadOnly(dir.Sub("absent")).status().IsNotFound());
+
+  {  // A newer format.
+    PutRawMeta(dir.path(), storage::kFormatKey, "2");
+    auto newer = Cache::Open(dir.path());
+    EXPECT_EQ(newer.status().code(), StatusCode::kUnimplemented) << newer.status();
+    EXPECT_THAT(std::string(newer.status().message()), HasSubstr("format version 2 is newer"));
+  }
+  {  // A RocksDB database that is not a cache.
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir.Sub("plain"), &raw).ok());
+    delete raw;
+    auto plain = Cache::Open(dir.Sub("plain"));
+    EXPECT_TRUE(plain.status().IsCorruption()) << plain.status();
+    EXPECT_THAT(std::string(plain.status().message()), HasSubstr("column family 'objects' is missing"));
+  }
+  {  // A damaged CURRENT file.
+    ASSERT_TRUE(Cache::Open(dir.Sub("damaged")).ok());
+    std::ofstream(dir.Sub("damaged") + "/CURRENT", std::ios::trunc) << "MANIFEST-999999\n";
+    auto damaged = Cache::Open(dir.Sub("damaged"));
+    EXPECT_FALSE(damaged.ok());
+    EXPECT_THAT(std::string(damaged.status().message()), HasSubstr(dir.Sub("damaged")));
+  }
+}
+
+// Invariant 6: a flipped byte in a table file is found by Verify, which
+// names the damage; nothing is rewritten.
+TEST(RocksStoreTest, VerifyFindsDamagedTables) {
+  TempDir dir;
+  {
+    auto cache = Cache::Open(dir.path());
+    auto store = *(*cache)->OpenKeyspace("pods");
+    Transaction txn;
+    for (int i = 0; i < 2000; ++i) txn.Add(Pod("p" + std::to_string(i), "ns", std::to_string(i)));
+    ASSERT_TRUE(store->Commit(txn, nullptr).ok());
+  }
+  {  // Reopening replays the log into a table file.
+    auto cache = Cache::Open(dir.path());
+    ASSERT_TRUE(cache.ok());
+    auto store = *(*cache)->OpenKeyspace("pods");
+    ASSERT_TRUE((*cache)->Verify().ok());
+  }
+  std::string largest;
+  uintmax_t size = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    if (e.path().extension() == ".sst" && e.file_size() > size) {
+      size = e.file_size();
+      largest = e.path();
+    }
+  }
+  ASSERT_FALSE(largest.empty());
+  {
+    std::fstream f(largest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 3));
+    char junk[64];
+    std::memset(junk, 0x5a, sizeof junk);
+    f.write(junk, sizeof junk);
+  }
+  auto cache = Cache::OpenReadOnly(dir.path());
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  Status st = (*cache)->Verify();
+  EXPECT_TRUE(st.IsCorruption()) << st << " (damaged " << largest << ", " << size << " bytes)";
+}
+
+TEST(RocksStoreTest, ReaderBesideAWriter) {
+  TempDir dir;
+  auto writer_cache = Cache::Open(dir.path());
+  ASSERT_TRUE(writer_cache.ok());
+  auto writer = *(*writer_cache)->OpenKeyspace("pods");
+  ASSERT_TRUE(writer->Add(Pod("a", "ns", "1")).ok());
+
+  auto reader_cache = Cache::OpenReadOnly(dir.path());
+  ASSERT_TRUE(reader_cache.ok()) << reader_cache.status();
+  auto reader = *(*reader_cache)->OpenKeyspace("pods");
+  EXPECT_THAT(*reader->ListKeys(), ElementsAre("ns/a"));
+  EXPECT_EQ(reader->LastSyncResourceVersion(), "1");
+
+  ASSERT_TRUE(writer->Add(Pod("b", "ns", "2")).ok());
+  ASSERT_TRUE((*reader_cache)->Refresh().ok());
+  EXPECT_THAT(*reader->ListKeys(), ElementsAre("ns/a", "ns/b"));
+  EXPECT_EQ(reader->LastSyncResourceVersion(), "2");
+  EXPECT_EQ(*reader->Size(), 2u);
+  EXPECT_EQ(reader->Add(Pod("c", "ns", "3")).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*reader_cache)->Compact().code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE((*writer_cache)->Compact().ok());
+  EXPECT_THAT(*writer->ListKeys(), ElementsAre("ns/a", "ns/b"));
+}
+
+TEST(RocksStoreTest, SyncEveryCommit) {
+  TempDir dir;
+  auto cache = Cache::Open(dir.path(), {.sync = SyncMode::kEveryCommit});
+  ASSERT_TRUE(cache.ok());
+  auto store = *(*cache)->OpenKeyspace("pods");
+  ASSERT_TRUE(store->Add(Pod("a", "ns", "1")).ok());
+  EXPECT_EQ(store->LastSyncResourceVersion(), "1");
+}
+
+}  // namespace
+}  // namespace kcache::testing

@@ -1,0 +1,436 @@
+// Snapshot files and checkpoints: round trips, a point in time while a
+// writer runs, and every way a file can be damaged.
+#include "kcache/snapshot.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "kcache/cache.h"
+#include "persist/snapshot_format.h"
+#include "persist/encoding.h"
+#include "testing/objects.h"
+#include "testing/temp_dir.h"
+#include "util/crc32c.h"
+
+namespace kcache {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::Pod;
+
+StatusOr<std::vector<std::string>> ByNode(const Object& o) {
+  auto it = o.meta().annotations.find("node");
+  if (it == o.meta().annotations.end()) return std::vector<std::string>{};
+  return std::vector<std::string>{it->second};
+}
+
+KeyspaceOptions PodOptions() {
+  KeyspaceOptions o;
+  o.indexers["by-node"] = ByNode;
+  o.index_versions["by-node"] = "by-node@1";
+  return o;
+}
+
+// A cache with namespaced pods (labels, a custom index) and cluster-scoped
+// nodes, with resource and cluster records.
+void Fill(const std::string& dir, int pods) {
+  auto cache = Cache::Open(dir);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  auto ks = (*cache)->OpenKeyspace("pods", PodOptions());
+  ASSERT_TRUE(ks.ok()) << ks.status();
+  Transaction txn;
+  for (int i = 0; i < pods; ++i) {
+    txn.Add(Pod("p" + std::to_string(i), "ns-" + std::to_string(i % 3), std::to_string(i + 1),
+                {{"app", "a" + std::to_string(i % 5)}}, {{"node", "n" + std::to_string(i % 7)}}));
+  }
+  txn.resource_version = "1000";
+  ASSERT_TRUE((*ks)->Commit(txn, nullptr).ok());
+  auto nodes = (*cache)->OpenKeyspace("nodes");
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_TRUE((*nodes)->Add(Pod("n1", "", "7")).ok());
+  ASSERT_TRUE((*cache)->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}).ok());
+  ASSERT_TRUE((*cache)->SetResourceInfo("nodes", {"", "v1", "nodes", "Node", false}).ok());
+  ASSERT_TRUE((*cache)->SetClusterInfo({"https://10.0.0.1:6443", "v1.20.2"}).ok());
+}
+
+// name -> resourceVersion of every object of every keyspace. Read through
+// a reader, which leaves the indexes as they are.
+std::map<std::string, std::string> Contents(Cache& writer) {
+  std::map<std::string, std::string> out;
+  auto reader = Cache::OpenReadOnly(writer.dir());
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  Cache& cache = **reader;
+  auto names = cache.ListKeyspaces();
+  EXPECT_TRUE(names.ok());
+  for (const std::string& ks : *names) {
+    auto store = cache.OpenKeyspace(ks);
+    EXPECT_TRUE(store.ok()) << store.status();
+    for (auto it = (*store)->NewIterator(); it->Valid(); it->Next()) {
+      out[ks + " " + it->key()] = it->object()->resource_version();
+    }
+  }
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+class SnapshotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Fill(dir_.Sub("cache"), 5000);
+    auto cache = Cache::Open(dir_.Sub("cache"));
+    ASSERT_TRUE(cache.ok());
+    want_ = Contents(**cache);
+    auto m = ExportSnapshot(**cache, file());
+    ASSERT_TRUE(m.ok()) << m.status();
+    manifest_ = *m;
+  }
+  std::string file() const { return dir_.Sub("cache.kcs"); }
+  // The directory holds nothing but what the test made: no partial import.
+  void ExpectNoTraceOf(const std::string& target) {
+    EXPECT_FALSE(fs::exists(target)) << target;
+    for (const auto& e : fs::directory_iterator(dir_.path())) {
+      EXPECT_THAT(e.path().filename().string(), ::testing::Not(HasSubstr(".partial-"))) << e.path();
+    }
+  }
+
+  testing::TempDir dir_;
+  std::map<std::string, std::string> want_;
+  SnapshotManifest manifest_;
+};
+
+TEST_F(SnapshotTest, ManifestDescribesTheCache) {
+  EXPECT_EQ(manifest_.format_version, 1);
+  EXPECT_EQ(manifest_.storage_format, 1);
+  ASSERT_TRUE(manifest_.cluster.has_value());
+  EXPECT_EQ(manifest_.cluster->server, "https://10.0.0.1:6443");
+  EXPECT_EQ(manifest_.cluster->version, "v1.20.2");
+  ASSERT_EQ(manifest_.resources.size(), 2u);
+  const KeyspaceStats& nodes = manifest_.resources[0];
+  const KeyspaceStats& pods = manifest_.resources[1];
+  EXPECT_EQ(nodes.name, "nodes");
+  EXPECT_EQ(nodes.objects, 1u);
+  ASSERT_TRUE(nodes.resource.has_value());
+  EXPECT_FALSE(nodes.resource->namespaced);
+  EXPECT_EQ(pods.name, "pods");
+  EXPECT_EQ(pods.objects, 5000u);
+  EXPECT_EQ(pods.resource_version, "1000");
+  EXPECT_TRUE(pods.last_sync.has_value());
+  EXPECT_EQ(pods.resource->kind, "Pod");
+  EXPECT_THAT(pods.indexes,
+              ::testing::Contains(std::pair<std::string, std::string>("by-node", "by-node@1")));
+  auto read = ReadSnapshotManifest(file());
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->resources.size(), 2u);
+  EXPECT_EQ(
+      std::chrono::duration_cast<std::chrono::milliseconds>(read->created.time_since_epoch()),
+      std::chrono::duration_cast<std::chrono::milliseconds>(manifest_.created.time_since_epoch()));
+}
+
+TEST_F(SnapshotTest, ImportGivesTheSameCacheWithItsResumePointsAndIndexes) {
+  auto verified = VerifySnapshot(file());
+  ASSERT_TRUE(verified.ok()) << verified.status();
+  std::vector<SnapshotProgress> seen;
+  ImportOptions io;
+  io.progress = [&](const SnapshotProgress& p) { seen.push_back(p); };
+  auto m = ImportSnapshot(file(), dir_.Sub("restored"), io);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().objects, 5001u);
+  EXPECT_EQ(seen.back().objects_total, 5001u);
+
+  auto cache = Cache::Open(dir_.Sub("restored"), {.create_if_missing = false});
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  EXPECT_TRUE((*cache)->Verify().ok());
+  EXPECT_EQ(Contents(**cache), want_);
+  auto stats = (*cache)->Stats("pods");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->objects, 5000u);
+  EXPECT_EQ(stats->resource_version, "1000");
+  EXPECT_EQ(stats->resource->kind, "Pod");
+  auto cluster = (*cache)->GetClusterInfo();
+  ASSERT_TRUE(cluster.ok() && cluster->has_value());
+  EXPECT_EQ((*cluster)->version, "v1.20.2");
+  // The custom index came across as entries: no rebuild needed to query it
+  // when the keyspace opens with the same version.
+  auto pods = (*cache)->OpenKeyspace("pods", PodOptions());
+  ASSERT_TRUE(pods.ok());
+  EXPECT_EQ((*pods)->LastSyncResourceVersion(), "1000");
+  auto on_n3 = (*pods)->ByIndex("by-node", "n3");
+  ASSERT_TRUE(on_n3.ok());
+  EXPECT_EQ(on_n3->size(), 714u);  // i % 7 == 3 for i < 5000
+  auto labelled = (*pods)->IndexKeys(kLabelIndex, "app=a2");
+  ASSERT_TRUE(labelled.ok());
+  EXPECT_EQ(labelled->size(), 1000u);
+  // And the restored cache takes writes.
+  EXPECT_TRUE((*pods)->Add(Pod("new", "ns-0", "1001")).ok());
+}
+
+TEST_F(SnapshotTest, ReadOnlyCachesAreQueriedByRecordedIndexes) {
+  ASSERT_TRUE(ImportSnapshot(file(), dir_.Sub("restored")).ok());
+  auto cache = Cache::OpenReadOnly(dir_.Sub("restored"));
+  ASSERT_TRUE(cache.ok());
+  auto pods = (*cache)->OpenKeyspace("pods");  // no index functions given
+  ASSERT_TRUE(pods.ok());
+  auto on_n3 = (*pods)->IndexKeys("by-node", "n3");
+  ASSERT_TRUE(on_n3.ok()) << on_n3.status();
+  EXPECT_EQ(on_n3->size(), 714u);
+  auto computed = (*pods)->Index("by-node", *Pod("x", "ns-0"));
+  EXPECT_EQ(computed.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SnapshotTest, ImportRefusesANonEmptyTargetAndLeavesItAlone) {
+  fs::create_directories(dir_.Sub("busy"));
+  WriteFile(dir_.Sub("busy/keep"), "x");
+  auto m = ImportSnapshot(file(), dir_.Sub("busy"));
+  EXPECT_EQ(m.status().code(), StatusCode::kAlreadyExists) << m.status();
+  EXPECT_EQ(ReadFile(dir_.Sub("busy/keep")), "x");
+  fs::create_directories(dir_.Sub("empty"));
+  EXPECT_TRUE(ImportSnapshot(file(), dir_.Sub("empty")).ok());
+}
+
+// Every way of damaging the file gives a clear error and no cache.
+TEST_F(SnapshotTest, DamagedFilesAreRefusedWithTheirPlaceAndLeaveNoCache) {
+  const std::string good = ReadFile(file());
+  ASSERT_GT(good.size(), 4096u);
+  struct Case {
+    std::string name;
+    std::string bytes;
+    StatusCode code;
+    std::string message;
+  };
+  std::string flipped_rows = good;
+  flipped_rows[good.size() / 2] ^= 0x40;
+  std::string flipped_manifest = good;
+  flipped_manifest[snapshot::kHeaderBytes + snapshot::kBlockHeaderBytes + 3] ^= 0x01;
+  std::string flipped_length = good;
+  flipped_length[snapshot::kHeaderBytes + 9] ^= 0x7f;
+  std::string newer = good;
+  newer[8] = 2;  // version 2, checksum fixed below
+  {
+    uint32_t crc = util::Crc32c(newer.substr(0, 12));
+    for (int i = 0; i < 4; ++i) newer[12 + i] = static_cast<char>(crc >> (8 * i));
+  }
+  std::vector<Case> cases = {
+      {"empty", "", StatusCode::kInvalidArgument, "is not a kcache snapshot"},
+      {"text", "hello, world\n", StatusCode::kInvalidArgument, "is not a kcache snapshot"},
+      {"header only", good.substr(0, 12), StatusCode::kCorruption, "truncated in the file header"},
+      {"newer", newer, StatusCode::kUnimplemented, "snapshot format version 2 is newer"},
+      {"cut in a block header", good.substr(0, snapshot::kHeaderBytes + 5), StatusCode::kCorruption,
+       "block 0 at byte 16: the file is truncated"},
+      {"cut in the rows", good.substr(0, good.size() / 2), StatusCode::kCorruption,
+       "the file is truncated"},
+      {"cut before the end block", good.substr(0, good.size() - 20), StatusCode::kCorruption,
+       "truncated"},
+      {"flipped row byte", flipped_rows, StatusCode::kCorruption, "checksum mismatch"},
+      {"flipped manifest byte", flipped_manifest, StatusCode::kCorruption,
+       "block 0 at byte 16: checksum mismatch"},
+      {"bad length", flipped_length, StatusCode::kCorruption, "block 0 at byte 16"},
+      {"trailing bytes", good + "x", StatusCode::kCorruption, "bytes follow the end block"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = dir_.Sub("bad.kcs");
+    WriteFile(path, c.bytes);
+    auto v = VerifySnapshot(path);
+    EXPECT_EQ(v.status().code(), c.code) << v.status();
+    EXPECT_THAT(std::string(v.status().message()), HasSubstr(c.message));
+    auto i = ImportSnapshot(path, dir_.Sub("target"));
+    EXPECT_EQ(i.status().code(), c.code) << i.status();
+    ExpectNoTraceOf(dir_.Sub("target"));
+  }
+  // A file cut anywhere is refused: every prefix at ~200 offsets across it.
+  const size_t stride = std::max<size_t>(1, good.size() / 200);
+  for (size_t n = 0; n < good.size(); n += stride) {
+    SCOPED_TRACE("cut to " + std::to_string(n) + " bytes");
+    const std::string path = dir_.Sub("cut.kcs");
+    WriteFile(path, good.substr(0, n));
+    auto v = VerifySnapshot(path);
+    ASSERT_FALSE(v.ok());
+    EXPECT_TRUE(v.status().code() == StatusCode::kCorruption ||
+                v.status().code() == StatusCode::kInvalidArgument)
+        << v.status();
+  }
+  auto missing = VerifySnapshot(dir_.Sub("absent.kcs"));
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+// Files whose blocks are intact but whose content disagrees with itself:
+// written with the format's own writer, so only the content is wrong.
+class CraftedSnapshotTest : public ::testing::Test {
+ protected:
+  // One keyspace "pods" with `objects` rows; the manifest says `claimed`.
+  std::string Write(int objects, int claimed, bool drop_index_entry, bool unsorted = false) {
+    const std::string path = dir_.Sub("crafted.kcs");
+    auto w = snapshot::FileWriter::Create(path, 1);
+    EXPECT_TRUE(w.ok());
+    SnapshotManifest m;
+    m.format_version = 1;
+    m.storage_format = 1;
+    m.created = std::chrono::system_clock::now();
+    KeyspaceStats ks;
+    ks.name = "pods";
+    ks.objects = claimed;
+    ks.resource_version = "9";
+    m.resources.push_back(ks);
+    EXPECT_TRUE((*w)->WriteBlock(snapshot::BlockType::kManifest, snapshot::EncodeManifest(m)).ok());
+    std::string rows;
+    using storage::Family;
+    snapshot::AppendRow(&rows, Family::kMeta, storage::MetaKey("count", "pods"),
+                        std::to_string(objects));
+    snapshot::AppendRow(&rows, Family::kMeta, storage::MetaKey("rv", "pods"), "9");
+    std::vector<std::string> keys;
+    for (int i = 0; i < objects; ++i) keys.push_back("ns/p" + std::to_string(i));
+    std::sort(keys.begin(), keys.end());
+    if (unsorted) std::swap(keys[0], keys[1]);
+    for (const std::string& k : keys) {
+      snapshot::AppendRow(&rows, Family::kObjects, storage::ObjectKey("pods", k),
+                          storage::EncodeObject("1", "{}"));
+    }
+    for (const std::string& k : keys) {
+      snapshot::AppendRow(&rows, Family::kReverseIndex, storage::ObjectKey("pods", k),
+                          storage::EncodeEntries({{"kcache.io/labels", "app=x"}}));
+    }
+    for (size_t i = drop_index_entry ? 1 : 0; i < keys.size(); ++i) {
+      snapshot::AppendRow(&rows, Family::kIndex,
+                          storage::IndexKey("pods", "kcache.io/labels", "app=x", keys[i]), "");
+    }
+    EXPECT_TRUE((*w)->WriteBlock(snapshot::BlockType::kRows, rows).ok());
+    int rows_n = 2 + 3 * objects - (drop_index_entry ? 1 : 0);
+    EXPECT_TRUE((*w)->WriteBlock(snapshot::BlockType::kEnd,
+                                 "{\"blocks\":2,\"rows\":" + std::to_string(rows_n) +
+                                     ",\"rawBytes\":" + std::to_string(rows.size()) + "}")
+                    .ok());
+    EXPECT_TRUE((*w)->Close().ok());
+    return path;
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(CraftedSnapshotTest, AConsistentFileImports) {
+  auto m = ImportSnapshot(Write(10, 10, false), dir_.Sub("ok"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto cache = Cache::Open(dir_.Sub("ok"));
+  ASSERT_TRUE(cache.ok());
+  EXPECT_TRUE((*cache)->Verify().ok());
+}
+
+TEST_F(CraftedSnapshotTest, ManifestCountsMustMatchTheRows) {
+  auto v = VerifySnapshot(Write(10, 11, false));
+  EXPECT_EQ(v.status().code(), StatusCode::kCorruption);
+  EXPECT_THAT(std::string(v.status().message()),
+              HasSubstr("keyspace pods: the manifest says 11 objects, the file has 10"));
+}
+
+TEST_F(CraftedSnapshotTest, IndexEntriesMustMatchTheReverseRecords) {
+  const std::string path = Write(10, 10, true);
+  auto v = VerifySnapshot(path);
+  EXPECT_EQ(v.status().code(), StatusCode::kCorruption);
+  EXPECT_THAT(std::string(v.status().message()),
+              HasSubstr("index entries do not match the reverse index records"));
+  EXPECT_FALSE(ImportSnapshot(path, dir_.Sub("target")).ok());
+  EXPECT_FALSE(fs::exists(dir_.Sub("target")));
+}
+
+TEST_F(CraftedSnapshotTest, RowsMustBeInOrder) {
+  auto v = VerifySnapshot(Write(10, 10, false, true));
+  EXPECT_EQ(v.status().code(), StatusCode::kCorruption);
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("rows out of order"));
+}
+
+// Invariant 1 (a commit is atomic, the resume point moves with its objects)
+// holds for exports taken while a writer commits: the snapshot is the cache
+// exactly as of one commit.
+TEST(SnapshotPointInTimeTest, ExportWhileCommittingIsOneCommitsState) {
+  testing::TempDir dir;
+  auto cache = Cache::Open(dir.Sub("cache"));
+  ASSERT_TRUE(cache.ok());
+  auto ks = (*cache)->OpenKeyspace("pods");
+  ASSERT_TRUE(ks.ok());
+  // Commit n adds pod n with resourceVersion n: the state at resume point R
+  // is exactly pods 1..R.
+  std::atomic<bool> stop{false};
+  std::atomic<int> committed{0};
+  std::thread writer([&] {
+    for (int n = 1; !stop; ++n) {
+      Transaction txn;
+      txn.Add(Pod("p" + std::to_string(n), "ns", std::to_string(n)));
+      if (!(*ks)->Commit(txn, nullptr).ok()) return;
+      committed = n;
+    }
+  });
+  while (committed < 200) std::this_thread::yield();
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    // From the writer's own handle (a RocksDB snapshot) and from a reader
+    // (a secondary instance's view).
+    const std::string own = dir.Sub("own" + std::to_string(round) + ".kcs");
+    ASSERT_TRUE(ExportSnapshot(**cache, own).ok());
+    auto reader = Cache::OpenReadOnly(dir.Sub("cache"));
+    ASSERT_TRUE(reader.ok());
+    const std::string theirs = dir.Sub("reader" + std::to_string(round) + ".kcs");
+    ASSERT_TRUE(ExportSnapshot(**reader, theirs).ok());
+    for (const std::string& file : {own, theirs}) {
+      const std::string target = file + ".cache";
+      auto m = ImportSnapshot(file, target);
+      ASSERT_TRUE(m.ok()) << m.status();
+      auto restored = Cache::Open(target);
+      ASSERT_TRUE(restored.ok());
+      EXPECT_TRUE((*restored)->Verify().ok());
+      auto pods = (*restored)->OpenKeyspace("pods");
+      ASSERT_TRUE(pods.ok());
+      int rv = std::stoi((*pods)->LastSyncResourceVersion());
+      EXPECT_GE(rv, 200);
+      EXPECT_EQ(*(*pods)->Size(), static_cast<size_t>(rv));
+      EXPECT_EQ(m->resources[0].objects, static_cast<uint64_t>(rv));
+      auto last = (*pods)->GetByKey("ns/p" + std::to_string(rv));
+      ASSERT_TRUE(last.ok());
+      EXPECT_NE(*last, nullptr);
+    }
+  }
+  stop = true;
+  writer.join();
+}
+
+// A checkpoint directory opens as a cache: from a writable cache (RocksDB's
+// checkpoint) and from a reader while the writer holds the cache (a copy).
+TEST(CheckpointTest, WritableAndReadOnlyCachesCheckpointToAnOpenableDirectory) {
+  testing::TempDir dir;
+  Fill(dir.Sub("cache"), 500);
+  auto cache = Cache::Open(dir.Sub("cache"));
+  ASSERT_TRUE(cache.ok());
+  auto want = Contents(**cache);
+  ASSERT_TRUE((*cache)->Checkpoint(dir.Sub("own")).ok());
+  auto reader = Cache::OpenReadOnly(dir.Sub("cache"));
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE((*reader)->Checkpoint(dir.Sub("copy")).ok());
+  EXPECT_FALSE((*reader)->Checkpoint(dir.Sub("copy")).ok()) << "the target exists";
+  for (const char* name : {"own", "copy"}) {
+    SCOPED_TRACE(name);
+    auto c = Cache::Open(dir.Sub(name), {.create_if_missing = false});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE((*c)->Verify().ok());
+    EXPECT_EQ(Contents(**c), want);
+    auto stats = (*c)->Stats("pods");
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->resource_version, "1000");
+  }
+}
+
+}  // namespace
+}  // namespace kcache

@@ -1,0 +1,80 @@
+#include "tools/kcache/scratch_dir.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "util/coding.h"
+
+namespace kcache::util {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ScratchDirTest, ANewDirectoryIsRemovedWithItsContents) {
+  std::string path;
+  {
+    auto dir = ScratchDir::Create("kcache-scratch-test");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    path = (*dir)->path();
+    EXPECT_TRUE(fs::is_directory(path));
+    EXPECT_NE(path.find("kcache-scratch-test-"), std::string::npos);
+    fs::create_directories(path + "/a/b");
+    std::ofstream(path + "/a/b/file") << "x";
+  }
+  EXPECT_FALSE(fs::exists(path));
+}
+
+TEST(ScratchDirTest, ANamedDirectoryIsCreatedAndKept) {
+  auto base = ScratchDir::Create("kcache-scratch-test");
+  ASSERT_TRUE(base.ok());
+  const std::string named = (*base)->path() + "/kept/here";
+  {
+    auto dir = ScratchDir::Create("unused", named);
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    EXPECT_EQ((*dir)->path(), named);
+  }
+  EXPECT_TRUE(fs::is_directory(named));
+}
+
+TEST(ScratchDirTest, AnUnusableTmpdirIsAnError) {
+  const char* old = std::getenv("TMPDIR");
+  std::string saved = old ? old : "";
+  setenv("TMPDIR", "/nonexistent/kcache", 1);
+  auto dir = ScratchDir::Create("kcache-scratch-test");
+  if (old) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("/nonexistent/kcache/kcache-scratch-test-"),
+            std::string::npos)
+      << dir.status();
+}
+
+TEST(CodingTest, VarintsRoundTripAndRejectTruncation) {
+  for (uint32_t v : {0u, 1u, 127u, 128u, 16383u, 16384u, 0xffffffffu}) {
+    std::string s;
+    PutVarint32(&s, v);
+    std::string_view in = s;
+    uint32_t got = 0;
+    ASSERT_TRUE(GetVarint32(&in, &got)) << v;
+    EXPECT_EQ(got, v);
+    EXPECT_TRUE(in.empty());
+    std::string_view cut(s.data(), s.size() - 1);
+    EXPECT_FALSE(GetVarint32(&cut, &got)) << v;
+  }
+  std::string_view too_long("\xff\xff\xff\xff\xff\x01", 6);
+  uint32_t got;
+  EXPECT_FALSE(GetVarint32(&too_long, &got));
+  char buf[4];
+  PutFixed32(buf, 0x12345678);
+  EXPECT_EQ(buf[0], 0x78);
+  EXPECT_EQ(GetFixed32(buf), 0x12345678u);
+}
+
+}  // namespace
+}  // namespace kcache::util

@@ -1,0 +1,125 @@
+#include "tools/kcache/flags.h"
+
+#include <charconv>
+
+namespace kcache::cli {
+
+void FlagSet::String(std::string name, char shorthand, std::string* dst, std::string help) {
+  flags_.push_back({std::move(name), shorthand, Kind::kString, dst, std::move(help), *dst});
+}
+
+void FlagSet::Int(std::string name, char shorthand, int64_t* dst, std::string help) {
+  flags_.push_back(
+      {std::move(name), shorthand, Kind::kInt, dst, std::move(help), std::to_string(*dst)});
+}
+
+void FlagSet::Bool(std::string name, char shorthand, bool* dst, std::string help) {
+  flags_.push_back(
+      {std::move(name), shorthand, Kind::kBool, dst, std::move(help), *dst ? "true" : "false"});
+}
+
+const FlagSet::Flag* FlagSet::Find(std::string_view name) const {
+  for (const Flag& f : flags_) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+const FlagSet::Flag* FlagSet::FindShort(char c) const {
+  for (const Flag& f : flags_) {
+    if (f.shorthand != '\0' && f.shorthand == c) return &f;
+  }
+  return nullptr;
+}
+
+Status FlagSet::Set(const Flag& f, std::string_view spelled, std::string_view value) {
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument("invalid argument \"" + std::string(value) + "\" for \"" +
+                                   std::string(spelled) + "\" flag: " + std::string(why));
+  };
+  switch (f.kind) {
+    case Kind::kString:
+      *static_cast<std::string*>(f.dst) = value;
+      return Status::OK();
+    case Kind::kInt: {
+      int64_t v = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) {
+        return bad("not an integer");
+      }
+      *static_cast<int64_t*>(f.dst) = v;
+      return Status::OK();
+    }
+    case Kind::kBool:
+      if (value == "true" || value == "1") {
+        *static_cast<bool*>(f.dst) = true;
+      } else if (value == "false" || value == "0") {
+        *static_cast<bool*>(f.dst) = false;
+      } else {
+        return bad("not a boolean (true or false)");
+      }
+      return Status::OK();
+  }
+  return Status::Internal("unknown flag kind");
+}
+
+Status FlagSet::Parse(const std::vector<std::string>& args, std::vector<std::string>* positional) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--") {
+      positional->insert(positional->end(), args.begin() + static_cast<long>(i) + 1, args.end());
+      return Status::OK();
+    }
+    if (arg.size() < 2 || arg[0] != '-' || arg == "-") {
+      positional->emplace_back(arg);
+      continue;
+    }
+    const Flag* f = nullptr;
+    std::string spelled;
+    std::optional<std::string_view> value;
+    if (arg.substr(0, 2) == "--") {
+      std::string_view body = arg.substr(2);
+      size_t eq = body.find('=');
+      std::string_view name = body.substr(0, eq);
+      if (eq != std::string_view::npos) value = body.substr(eq + 1);
+      f = Find(name);
+      spelled = "--" + std::string(name);
+    } else {
+      f = FindShort(arg[1]);
+      spelled = std::string(arg.substr(0, 2));
+      if (arg.size() > 2) value = arg[2] == '=' ? arg.substr(3) : arg.substr(2);
+    }
+    if (!f) return Status::InvalidArgument("unknown flag: " + spelled);
+    if (!value) {
+      if (f->kind == Kind::kBool) {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return Status::InvalidArgument("flag needs an argument: " + spelled);
+      }
+    }
+    KCACHE_RETURN_IF_ERROR(Set(*f, spelled, *value));
+  }
+  return Status::OK();
+}
+
+std::string FlagSet::Usage() const {
+  std::string out;
+  for (const Flag& f : flags_) {
+    std::string left = "  ";
+    left += f.shorthand ? std::string("-") + f.shorthand + ", " : "    ";
+    left += "--" + f.name;
+    if (f.kind == Kind::kString) left += " string";
+    if (f.kind == Kind::kInt) left += " int";
+    if (left.size() < 32) left.resize(32, ' ');
+    out += left + " " + f.help;
+    if (!f.default_value.empty() && f.default_value != "false") {
+      out += " (default " + (f.kind == Kind::kString ? "\"" + f.default_value + "\"" : f.default_value) + ")";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace kcache::cli

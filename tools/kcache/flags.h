@@ -1,0 +1,53 @@
+// Command-line flags in kubectl's spelling: --name=value, --name value,
+// -n value, -n=value, -nvalue; booleans as --flag or --flag=false; "--" ends
+// the flags.
+
+#ifndef KCACHE_TOOLS_KCACHE_FLAGS_H_
+#define KCACHE_TOOLS_KCACHE_FLAGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kcache/status.h"
+
+namespace kcache::cli {
+
+class FlagSet {
+ public:
+  // `shorthand` is one letter or '\0'. Destinations keep their value when
+  // the flag is absent: set defaults before parsing.
+  void String(std::string name, char shorthand, std::string* dst, std::string help);
+  void Int(std::string name, char shorthand, int64_t* dst, std::string help);
+  void Bool(std::string name, char shorthand, bool* dst, std::string help);
+
+  // Parses `args`; non-flag arguments go to `positional` in order.
+  // InvalidArgument "unknown flag: --x", "flag needs an argument: --x",
+  // `invalid argument "abc" for "--objects" flag: not an integer`.
+  Status Parse(const std::vector<std::string>& args, std::vector<std::string>* positional);
+
+  // One line per flag: "  -n, --namespace string   help (default "x")".
+  std::string Usage() const;
+
+ private:
+  enum class Kind { kString, kInt, kBool };
+  struct Flag {
+    std::string name;
+    char shorthand;
+    Kind kind;
+    void* dst;
+    std::string help;
+    std::string default_value;
+  };
+  const Flag* Find(std::string_view name) const;
+  const Flag* FindShort(char c) const;
+  static Status Set(const Flag& f, std::string_view spelled, std::string_view value);
+
+  std::vector<Flag> flags_;
+};
+
+}  // namespace kcache::cli
+
+#endif  // KCACHE_TOOLS_KCACHE_FLAGS_H_

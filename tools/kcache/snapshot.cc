@@ -1,0 +1,149 @@
+#include "tools/kcache/snapshot.h"
+
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "kcache/cache.h"
+#include "kcache/snapshot.h"
+#include "tools/kcache/printers.h"
+#include "util/rfc3339.h"
+
+namespace kcache::tool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Progress on a terminal, at most ten times a second.
+SnapshotProgressFn Progress(const SnapshotOptions& options, std::ostream& progress,
+                            const char* verb) {
+  if (!options.progress) return {};
+  auto start = Clock::now();
+  auto last = std::make_shared<Clock::time_point>();
+  return [&progress, verb, start, last](const SnapshotProgress& p) {
+    auto now = Clock::now();
+    if (now - *last < std::chrono::milliseconds(100)) return;
+    *last = now;
+    double secs = std::chrono::duration<double>(now - start).count();
+    progress << "\r\033[K" << verb << ": " << p.objects << "/" << p.objects_total << " objects, "
+             << std::fixed << std::setprecision(1) << p.raw_bytes / 1e6 << " MB of rows, "
+             << p.raw_bytes / 1e6 / std::max(secs, 1e-3) << " MB/s" << std::flush;
+  };
+}
+
+void EndProgress(const SnapshotOptions& options, std::ostream& progress) {
+  if (options.progress) progress << "\r\033[K" << std::flush;
+}
+
+void PrintManifest(const SnapshotManifest& m, std::ostream& out) {
+  out << "format " << m.format_version << " (rows in storage format " << m.storage_format
+      << "), created " << util::FormatRfc3339(m.created) << "\n";
+  if (m.cluster)
+    out << "cluster " << m.cluster->server
+        << (m.cluster->version.empty() ? "" : " (" + m.cluster->version + ")") << "\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"RESOURCE", "KIND", "OBJECTS", "RESOURCEVERSION", "INDEXES"}};
+  for (const KeyspaceStats& r : m.resources) {
+    std::string indexes;
+    for (const auto& [name, version] : r.indexes) indexes += (indexes.empty() ? "" : ",") + name;
+    rows.push_back({r.name, r.resource ? r.resource->kind : "<unknown>", std::to_string(r.objects),
+                    r.relist_in_progress
+                        ? "<relist incomplete>"
+                        : (r.resource_version.empty() ? "<none>" : r.resource_version),
+                    indexes.empty() ? "<none>" : indexes});
+  }
+  PrintTable(rows, out);
+}
+
+// Opens a cache to copy: writable if no sync holds it, else read-only (a
+// secondary instance, which sees the cache as of opening).
+StatusOr<std::unique_ptr<Cache>> OpenToCopy(const std::string& dir) {
+  CacheOptions o;
+  o.create_if_missing = false;
+  StatusOr<std::unique_ptr<Cache>> cache = Cache::Open(dir, o);
+  if (cache.ok() || cache.status().code() != StatusCode::kBusy) return cache;
+  return Cache::OpenReadOnly(dir, o);
+}
+
+std::string Seconds(Clock::time_point start) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2)
+    << std::chrono::duration<double>(Clock::now() - start).count() << " s";
+  return s.str();
+}
+
+}  // namespace
+
+Status RunSnapshotCreate(const SnapshotOptions& options, std::ostream& out, std::ostream&) {
+  if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
+  if (options.target.empty())
+    return Status::InvalidArgument(
+        "name the directory to create, e.g. kcache snapshot create --cache DIR OUTDIR");
+  if (std::filesystem::exists(options.target))
+    return Status::AlreadyExists(options.target + " already exists");
+  auto start = Clock::now();
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, OpenToCopy(options.cache_dir));
+  KCACHE_RETURN_IF_ERROR(cache->Checkpoint(options.target));
+  out << "created " << options.target << " from " << options.cache_dir << " in " << Seconds(start)
+      << "\n";
+  return Status::OK();
+}
+
+Status RunSnapshotExport(const SnapshotOptions& options, std::ostream& out,
+                         std::ostream& progress) {
+  if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
+  if (options.target.empty())
+    return Status::InvalidArgument(
+        "name the file to write, e.g. kcache snapshot export --cache DIR FILE");
+  if (options.zstd_level < 1 || options.zstd_level > 19)
+    return Status::InvalidArgument("--zstd-level must be between 1 and 19");
+  auto start = Clock::now();
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, OpenToCopy(options.cache_dir));
+  ExportOptions eo;
+  eo.zstd_level = options.zstd_level;
+  eo.progress = Progress(options, progress, "exporting");
+  StatusOr<SnapshotManifest> m = ExportSnapshot(*cache, options.target, eo);
+  EndProgress(options, progress);
+  KCACHE_RETURN_IF_ERROR(m.status());
+  out << "exported " << options.cache_dir << " to " << options.target << " ("
+      << std::filesystem::file_size(options.target) << " bytes) in " << Seconds(start) << "\n";
+  PrintManifest(*m, out);
+  return Status::OK();
+}
+
+Status RunSnapshotImport(const SnapshotOptions& options, std::ostream& out,
+                         std::ostream& progress) {
+  if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
+  if (options.target.empty())
+    return Status::InvalidArgument(
+        "name the snapshot file, e.g. kcache snapshot import FILE --cache DIR");
+  auto start = Clock::now();
+  ImportOptions io;
+  io.progress = Progress(options, progress, "importing");
+  StatusOr<SnapshotManifest> m = ImportSnapshot(options.target, options.cache_dir, io);
+  EndProgress(options, progress);
+  KCACHE_RETURN_IF_ERROR(m.status());
+  out << "imported " << options.target << " into " << options.cache_dir << " in " << Seconds(start)
+      << "; kcache sync resumes from its resource versions\n";
+  PrintManifest(*m, out);
+  return Status::OK();
+}
+
+Status RunSnapshotVerify(const SnapshotOptions& options, std::ostream& out,
+                         std::ostream& progress) {
+  if (options.target.empty())
+    return Status::InvalidArgument("name the snapshot file, e.g. kcache snapshot verify FILE");
+  auto start = Clock::now();
+  StatusOr<SnapshotManifest> m =
+      VerifySnapshot(options.target, Progress(options, progress, "verifying"));
+  EndProgress(options, progress);
+  KCACHE_RETURN_IF_ERROR(m.status());
+  out << options.target << ": OK (checksums, manifest, row order, indexes) in " << Seconds(start)
+      << "\n";
+  PrintManifest(*m, out);
+  return Status::OK();
+}
+
+}  // namespace kcache::tool

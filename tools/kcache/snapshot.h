@@ -1,0 +1,29 @@
+// `kcache snapshot create|export|import|verify`.
+
+#ifndef KCACHE_TOOLS_KCACHE_SNAPSHOT_H_
+#define KCACHE_TOOLS_KCACHE_SNAPSHOT_H_
+
+#include <iosfwd>
+#include <string>
+
+#include "kcache/status.h"
+
+namespace kcache::tool {
+
+struct SnapshotOptions {
+  std::string cache_dir;  // create, export: the cache; import: the new cache
+  std::string target;     // create: the output directory; export, import, verify: the file
+  int zstd_level = 1;     // export
+  // A progress line on `progress` (a terminal) while the rows stream.
+  bool progress = false;
+};
+
+// A consistent copy of the cache as a directory (openable as a cache).
+Status RunSnapshotCreate(const SnapshotOptions& options, std::ostream& out, std::ostream& progress);
+Status RunSnapshotExport(const SnapshotOptions& options, std::ostream& out, std::ostream& progress);
+Status RunSnapshotImport(const SnapshotOptions& options, std::ostream& out, std::ostream& progress);
+Status RunSnapshotVerify(const SnapshotOptions& options, std::ostream& out, std::ostream& progress);
+
+}  // namespace kcache::tool
+
+#endif  // KCACHE_TOOLS_KCACHE_SNAPSHOT_H_

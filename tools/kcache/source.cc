@@ -1,0 +1,123 @@
+#include "tools/kcache/source.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "kcache/snapshot.h"
+#include "tools/kcache/scratch_dir.h"
+
+namespace kcache::tool {
+namespace {
+
+namespace fs = std::filesystem;
+
+// kubectl's short names for the common built-in resources.
+const std::map<std::string, std::string>& ShortNames() {
+  static const std::map<std::string, std::string> m = {{"po", "pods"},
+                                                       {"cm", "configmaps"},
+                                                       {"ns", "namespaces"},
+                                                       {"no", "nodes"},
+                                                       {"svc", "services"},
+                                                       {"deploy", "deployments.apps"},
+                                                       {"rs", "replicasets.apps"},
+                                                       {"sts", "statefulsets.apps"},
+                                                       {"ds", "daemonsets.apps"},
+                                                       {"sa", "serviceaccounts"},
+                                                       {"ep", "endpoints"},
+                                                       {"secret", "secrets"}};
+  return m;
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
+}
+
+}  // namespace
+
+Source::~Source() {
+  open_.clear();
+  cache_.reset();
+  temp_dir_.reset();  // after the cache in it is closed
+}
+
+StatusOr<std::unique_ptr<Source>> Source::Open(const std::string& cache_dir,
+                                               const std::string& snapshot) {
+  if (cache_dir.empty() == snapshot.empty()) {
+    return Status::InvalidArgument(cache_dir.empty()
+                                       ? "name what to read: --cache DIR or --snapshot FILE"
+                                       : "--cache and --snapshot exclude each other");
+  }
+  std::unique_ptr<Source> s(new Source());
+  s->path_ = cache_dir.empty() ? snapshot : cache_dir;
+  if (!snapshot.empty()) {
+    KCACHE_ASSIGN_OR_RETURN(s->temp_dir_, util::ScratchDir::Create("kcache-snapshot"));
+    const std::string dir = s->temp_dir_->path() + "/cache";
+    KCACHE_RETURN_IF_ERROR(ImportSnapshot(snapshot, dir).status());
+    KCACHE_ASSIGN_OR_RETURN(s->cache_, Cache::Open(dir));
+  } else {
+    CacheOptions o;
+    o.create_if_missing = false;
+    KCACHE_ASSIGN_OR_RETURN(s->cache_, Cache::OpenReadOnly(cache_dir, o));
+  }
+  KCACHE_RETURN_IF_ERROR(s->Load());
+  return s;
+}
+
+StatusOr<std::unique_ptr<Source>> Source::OpenPath(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return Open(path, "");
+  if (!fs::exists(path, ec)) return Status::NotFound(path + ": no such file or directory");
+  if (!LooksLikeSnapshot(path))
+    return Status::InvalidArgument(path + " is neither a cache directory nor a snapshot file");
+  return Open("", path);
+}
+
+Status Source::Load() {
+  KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, cache_->ListKeyspaces());
+  for (const std::string& ks : names) {
+    KCACHE_ASSIGN_OR_RETURN(KeyspaceStats st, cache_->Stats(ks));
+    keyspaces_.push_back(std::move(st));
+  }
+  return Status::OK();
+}
+
+StatusOr<std::string> Source::Resolve(std::string name) const {
+  name = Lower(std::move(name));
+  if (auto s = ShortNames().find(name); s != ShortNames().end()) name = s->second;
+  for (const std::string& candidate : {name, name + "s", name + "es"}) {
+    for (const KeyspaceStats& ks : keyspaces_) {
+      if (ks.name == candidate || ks.name.substr(0, ks.name.find('.')) == candidate) return ks.name;
+    }
+  }
+  for (const KeyspaceStats& ks : keyspaces_) {
+    if (ks.resource && Lower(ks.resource->kind) == name) return ks.name;
+  }
+  std::string have;
+  for (const KeyspaceStats& ks : keyspaces_) have += (have.empty() ? "" : ", ") + ks.name;
+  return Status::NotFound(path_ + " has no resource type \"" + name +
+                          "\" (it has: " + (have.empty() ? "nothing yet" : have) + ")");
+}
+
+StatusOr<std::shared_ptr<Indexer>> Source::Keyspace(const std::string& keyspace) {
+  auto it = open_.find(keyspace);
+  if (it != open_.end()) return it->second;
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, cache_->OpenKeyspace(keyspace));
+  open_[keyspace] = indexer;
+  return indexer;
+}
+
+bool Source::Namespaced(const std::string& keyspace) {
+  for (const KeyspaceStats& ks : keyspaces_) {
+    if (ks.name == keyspace && ks.resource) return ks.resource->namespaced;
+  }
+  auto indexer = Keyspace(keyspace);
+  if (!indexer.ok()) return true;
+  auto it = (*indexer)->NewIterator();
+  return !it->Valid() || it->key().find('/') != std::string::npos;
+}
+
+}  // namespace kcache::tool

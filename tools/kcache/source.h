@@ -1,0 +1,56 @@
+// What the inspection commands read: a cache directory, opened read-only
+// (also while a sync writes it), or a snapshot file, imported into a
+// temporary directory that is removed afterwards.
+
+#ifndef KCACHE_TOOLS_KCACHE_SOURCE_H_
+#define KCACHE_TOOLS_KCACHE_SOURCE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kcache/cache.h"
+#include "kcache/indexer.h"
+#include "tools/kcache/scratch_dir.h"
+
+namespace kcache::tool {
+
+class Source {
+ public:
+  // Exactly one of `cache_dir` and `snapshot` is set; else InvalidArgument.
+  static StatusOr<std::unique_ptr<Source>> Open(const std::string& cache_dir,
+                                                const std::string& snapshot);
+  // `path` is a cache directory or a snapshot file, whichever it is.
+  static StatusOr<std::unique_ptr<Source>> OpenPath(const std::string& path);
+  ~Source();
+
+  Cache& cache() { return *cache_; }
+  const std::string& path() const { return path_; }
+
+  // The keyspace `name` means, as kubectl would resolve it: itself, its
+  // plural, its kind, its short name, or a keyspace whose resource part is
+  // one of those. NotFound lists the keyspaces there are.
+  StatusOr<std::string> Resolve(std::string name) const;
+  // The store of a keyspace (opened once, then shared).
+  StatusOr<std::shared_ptr<Indexer>> Keyspace(const std::string& keyspace);
+  // Whether the keyspace's objects have namespaces: as recorded, else as
+  // its keys show.
+  bool Namespaced(const std::string& keyspace);
+  // Every keyspace's stats, sorted by name, as of opening.
+  const std::vector<KeyspaceStats>& keyspaces() const { return keyspaces_; }
+
+ private:
+  Source() = default;
+  Status Load();
+
+  std::string path_;
+  std::unique_ptr<util::ScratchDir> temp_dir_;  // a snapshot's import
+  std::unique_ptr<Cache> cache_;
+  std::vector<KeyspaceStats> keyspaces_;
+  std::map<std::string, std::shared_ptr<Indexer>> open_;
+};
+
+}  // namespace kcache::tool
+
+#endif  // KCACHE_TOOLS_KCACHE_SOURCE_H_

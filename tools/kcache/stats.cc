@@ -1,0 +1,82 @@
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "kcache/lister.h"
+#include "tools/kcache/inspect.h"
+#include "tools/kcache/printers.h"
+#include "tools/kcache/source.h"
+#include "util/rfc3339.h"
+
+namespace kcache::tool {
+namespace {
+
+std::string Bytes(uint64_t n) {
+  std::ostringstream out;
+  if (n < 10000) {
+    out << n << " B";
+  } else if (n < 10'000'000) {
+    out << std::fixed << std::setprecision(1) << n / 1e3 << " kB";
+  } else if (n < 10'000'000'000) {
+    out << std::fixed << std::setprecision(1) << n / 1e6 << " MB";
+  } else {
+    out << std::fixed << std::setprecision(1) << n / 1e9 << " GB";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+Status RunStats(const StatsOptions& options, std::ostream& out) {
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Source> source,
+                          Source::Open(options.cache_dir, options.snapshot));
+  KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> cluster, source->cache().GetClusterInfo());
+  out << "SOURCE    " << source->path() << "\n";
+  if (cluster) {
+    out << "CLUSTER   " << cluster->server
+        << (cluster->version.empty() ? "" : " (" + cluster->version + ")") << "\n";
+  }
+  out << "\n";
+  auto now = std::chrono::system_clock::now();
+  std::vector<std::vector<std::string>> rows = {
+      {"RESOURCE", "KIND", "SCOPE", "OBJECTS", "ON DISK", "RESOURCEVERSION", "LAST SYNC"}};
+  for (const KeyspaceStats& ks : source->keyspaces()) {
+    std::string rv = ks.resource_version.empty() ? "<none>" : ks.resource_version;
+    if (ks.relist_in_progress) rv += " (relist incomplete: the next sync relists)";
+    rows.push_back(
+        {ks.name, ks.resource ? ks.resource->kind : "<unknown>",
+         ks.resource ? (ks.resource->namespaced ? "Namespaced" : "Cluster") : "<unknown>",
+         std::to_string(ks.objects), Bytes(ks.bytes_on_disk), rv,
+         ks.last_sync
+             ? util::FormatRfc3339(*ks.last_sync) + " (" + Age(now - *ks.last_sync) + " ago)"
+             : "<unknown>"});
+  }
+  PrintTable(rows, out);
+
+  // Per namespace: one pass over each namespaced keyspace (or over one
+  // namespace's key range, with -n).
+  std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>>
+      per;  // (ns, ks) -> (objects, bytes)
+  for (const KeyspaceStats& ks : source->keyspaces()) {
+    if (!source->Namespaced(ks.name)) continue;
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, source->Keyspace(ks.name));
+    KCACHE_RETURN_IF_ERROR(ListAllByNamespace(
+        *indexer, options.namespace_, LabelSelector::Everything(), [&](const ObjectPtr& o) {
+          auto& [objects, bytes] = per[{o->namespace_(), ks.name}];
+          ++objects;
+          bytes += o->json().size();
+          return true;
+        }));
+  }
+  if (!per.empty()) {
+    out << "\n";
+    std::vector<std::vector<std::string>> by_ns = {{"NAMESPACE", "RESOURCE", "OBJECTS", "JSON"}};
+    for (const auto& [k, v] : per)
+      by_ns.push_back({k.first, k.second, std::to_string(v.first), Bytes(v.second)});
+    PrintTable(by_ns, out);
+  }
+  return Status::OK();
+}
+
+}  // namespace kcache::tool

@@ -1,0 +1,139 @@
+#include "tools/kcache/sync.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <ctime>
+#include <iomanip>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "kcache/cache.h"
+#include "kcache/discovery.h"
+#include "kcache/informer_factory.h"
+
+namespace kcache::tool {
+namespace {
+
+// "HH:MM:SS.mmm" (UTC), for log lines.
+std::string TimeOfDay() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  std::ostringstream out;
+  out << std::put_time(&tm, "%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms;
+  return out.str();
+}
+
+std::string Megabytes(uint64_t bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << bytes / 1e6 << " MB";
+  return out.str();
+}
+
+}  // namespace
+
+Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
+  if (options.resources.empty()) return Status::InvalidArgument("name at least one resource to sync, e.g. pods");
+  if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
+  // Block the signals before any thread starts, so that only sigwait sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  KCACHE_ASSIGN_OR_RETURN(RestConfig config, LoadClientConfig(options.kubeconfig));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client, RestClient::Create(config));
+  KCACHE_ASSIGN_OR_RETURN(auto discovery, Discovery::Fetch(*client));
+  std::vector<ApiResource> resources;
+  for (const std::string& name : options.resources) {
+    KCACHE_ASSIGN_OR_RETURN(ApiResource r, discovery->Resolve(name));
+    resources.push_back(std::move(r));
+  }
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> opened, Cache::Open(options.cache_dir));
+  std::shared_ptr<Cache> cache = std::move(opened);
+  {
+    // The server's version, for stats and snapshot manifests; a server that
+    // does not say is no reason to stop.
+    ClusterInfo cluster{config.server, ""};
+    if (StatusOr<std::string> body = client->Get("/version"); body.ok()) {
+      nlohmann::json v = nlohmann::json::parse(*body, nullptr, false);
+      if (v.is_object()) cluster.version = v.value("gitVersion", "");
+    }
+    KCACHE_RETURN_IF_ERROR(cache->SetClusterInfo(cluster));
+  }
+
+  std::mutex log_mu;
+  auto say = [&](const std::string& line) {
+    std::lock_guard l(log_mu);
+    if (options.progress) progress << "\r\033[K" << std::flush;
+    log << TimeOfDay() << " " << line << std::endl;
+  };
+  InformerFactoryOptions fo;
+  fo.namespace_ = options.all_namespaces ? "" : config.namespace_;
+  fo.label_selector = options.label_selector;
+  fo.field_selector = options.field_selector;
+  fo.client.parse.drop_managed_fields = options.drop_managed_fields;
+  fo.informer.reflector.on_event = [&](const ReflectorEvent& e) { say(e.message); };
+  fo.informer.reflector.watch_error_handler = [&](const Status& st) { say("error: " + std::string(st.message())); };
+  auto factory = InformerFactory::Create(config, cache, fo);
+  for (const ApiResource& r : resources) KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
+  say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server + " into " +
+      options.cache_dir);
+  KCACHE_RETURN_IF_ERROR(factory->Start());
+
+  std::jthread ticker;
+  if (options.progress) {
+    ticker = std::jthread([&](std::stop_token stop) {
+      auto start = std::chrono::steady_clock::now();
+      while (!stop.stop_requested()) {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        uint64_t objects = 0, bytes = 0;
+        bool synced = true;
+        for (auto& [name, informer] : factory->informers()) {
+          ReflectorStats s = informer->stats();
+          objects += s.listed_objects + s.events;
+          bytes += s.bytes;
+          synced = synced && informer->HasSynced();
+        }
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::lock_guard l(log_mu);
+        progress << "\r\033[K" << (synced ? "synced: " : "syncing: ") << objects << " objects, "
+                 << Megabytes(bytes) << ", " << static_cast<uint64_t>(objects / secs) << " objects/s"
+                 << std::flush;
+      }
+    });
+  }
+
+  int sig = 0;
+  for (;;) {
+    if (options.until_synced && factory->WaitForCacheSync(std::chrono::milliseconds(0))) break;
+    timespec poll{0, 50 * 1000 * 1000};
+    int got = sigtimedwait(&signals, nullptr, &poll);
+    if (got > 0) {
+      sig = got;
+      break;
+    }
+  }
+  if (ticker.joinable()) {
+    ticker.request_stop();
+    ticker.join();
+  }
+  say(sig == 0 ? std::string("synced: stopping (--until-synced)")
+               : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
+  factory->Shutdown();
+  for (auto& [name, informer] : factory->informers()) {
+    say(name + ": stopped at resourceVersion " + informer->GetIndexer()->LastSyncResourceVersion() +
+        " (the next start resumes from it)");
+  }
+  return Status::OK();
+}
+
+}  // namespace kcache::tool

@@ -1,0 +1,36 @@
+// `kcache sync`: mirrors resources of a cluster into a cache directory and
+// keeps it current until SIGINT or SIGTERM.
+
+#ifndef KCACHE_TOOLS_KCACHE_SYNC_H_
+#define KCACHE_TOOLS_KCACHE_SYNC_H_
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "kcache/rest_config.h"
+#include "kcache/status.h"
+
+namespace kcache::tool {
+
+struct SyncOptions {
+  std::vector<std::string> resources;  // as kubectl names them: pods, cm, deployments.apps
+  std::string cache_dir;
+  KubeconfigOptions kubeconfig;  // --kubeconfig, --context, --server, -n
+  bool all_namespaces = true;    // false: kubeconfig.namespace_ (-n) only
+  std::string label_selector;
+  std::string field_selector;
+  bool drop_managed_fields = false;
+  // A progress line on `progress` (a terminal) every second while syncing.
+  bool progress = false;
+  // Stop once every resource has synced, instead of at SIGINT/SIGTERM.
+  bool until_synced = false;
+};
+
+// Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume, relist and sync to
+// `log`, progress to `progress`.
+Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress);
+
+}  // namespace kcache::tool
+
+#endif  // KCACHE_TOOLS_KCACHE_SYNC_H_
