@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/indexer.h"
 
 namespace kcache {
@@ -42,7 +43,7 @@ enum class SyncMode {
   kEveryCommit,
 };
 
-struct CacheOptions {
+struct KCACHE_EXPORT CacheOptions {
   // Create the directory and an empty cache if there is none. Default: true.
   bool create_if_missing = true;
   // Default: SyncMode::kNone.
@@ -66,7 +67,7 @@ struct CacheOptions {
 // What a keyspace holds, recorded by whoever syncs it, so that offline
 // readers (kcache get, tree, snapshots) know kinds and scopes without a
 // server.
-struct ResourceInfo {
+struct KCACHE_EXPORT ResourceInfo {
   std::string group;     // "" for the core group
   std::string version;   // "v1"
   std::string resource;  // "pods"
@@ -75,13 +76,13 @@ struct ResourceInfo {
 };
 
 // The cluster a cache mirrors, where known.
-struct ClusterInfo {
+struct KCACHE_EXPORT ClusterInfo {
   std::string server;   // "https://10.0.0.1:6443"
   std::string version;  // the server's gitVersion, "v1.20.2"; may be empty
 };
 
 // One keyspace's state, as Cache::Stats reports it.
-struct KeyspaceStats {
+struct KCACHE_EXPORT KeyspaceStats {
   std::string name;
   uint64_t objects = 0;
   // Approximate bytes of the keyspace's objects and index entries in
@@ -97,7 +98,7 @@ struct KeyspaceStats {
   std::vector<std::pair<std::string, std::string>> indexes;
 };
 
-struct KeyspaceOptions {
+struct KCACHE_EXPORT KeyspaceOptions {
   // Default: MetaNamespaceKeyFunc.
   KeyFunc key_func = MetaNamespaceKeyFunc;
   // Extra indexes. Default: none.
@@ -114,7 +115,7 @@ struct KeyspaceOptions {
   bool label_index = true;
 };
 
-class Cache {
+class KCACHE_EXPORT Cache {
  public:
   // Opens (or creates) the cache in `dir`. Errors: Busy if another process
   // has it open for writing; Corruption for damaged files or a missing

@@ -10,9 +10,11 @@
 #include <memory>
 #include <stop_token>
 
+#include "kcache/export.h"
+
 namespace kcache {
 
-class Clock {
+class KCACHE_EXPORT Clock {
  public:
   using Duration = std::chrono::steady_clock::duration;
   using TimePoint = std::chrono::steady_clock::time_point;

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/key.h"
 #include "kcache/reflector.h"
 #include "kcache/store.h"
@@ -36,9 +37,9 @@ namespace kcache {
 enum class DeltaType { kAdded, kUpdated, kDeleted, kReplaced, kSync };
 
 // "Added", "Updated", "Deleted", "Replaced", "Sync".
-std::string_view DeltaTypeName(DeltaType type);
+KCACHE_EXPORT std::string_view DeltaTypeName(DeltaType type);
 
-struct Delta {
+struct KCACHE_EXPORT Delta {
   DeltaType type;
   DeletedObject object;  // a tombstone only for kDeleted
 };
@@ -46,7 +47,7 @@ struct Delta {
 // Oldest first.
 using Deltas = std::vector<Delta>;
 
-struct DeltaFIFOOptions {
+struct KCACHE_EXPORT DeltaFIFOOptions {
   // Default: MetaNamespaceKeyFunc.
   KeyFunc key_func = MetaNamespaceKeyFunc;
   // What the consumer holds (its store): the source of Resync and of
@@ -59,7 +60,7 @@ struct DeltaFIFOOptions {
   TransformFunc transform;
 };
 
-class DeltaFIFO final : public ReflectorSink {
+class KCACHE_EXPORT DeltaFIFO final : public ReflectorSink {
  public:
   explicit DeltaFIFO(DeltaFIFOOptions options = {});
 

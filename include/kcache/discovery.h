@@ -11,13 +11,14 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/resource.h"
 #include "kcache/rest_client.h"
 #include "kcache/status_or.h"
 
 namespace kcache {
 
-struct ApiResource {
+struct KCACHE_EXPORT ApiResource {
   GroupVersionResource gvr;
   std::string kind;      // "Pod"
   std::string singular;  // "pod" (empty when the server does not say)
@@ -32,7 +33,7 @@ struct ApiResource {
   }
 };
 
-class Discovery {
+class KCACHE_EXPORT Discovery {
  public:
   // Reads /api, /api/v1, /apis and the preferred version of every group.
   // Errors: the first failed request's Status; a group version that fails

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/labels.h"
 #include "kcache/object.h"
 #include "kcache/status_or.h"
@@ -26,7 +27,7 @@ namespace kcache {
 // Field path -> value, as a field selector reads it. Same type as Labels.
 using Fields = Labels;
 
-class FieldSelector {
+class KCACHE_EXPORT FieldSelector {
  public:
   struct Term {
     std::string field;
@@ -62,9 +63,9 @@ class FieldSelector {
 };
 
 // Escapes '\', ',' and '=' with a backslash.
-std::string EscapeFieldValue(std::string_view value);
+KCACHE_EXPORT std::string EscapeFieldValue(std::string_view value);
 // Inverse of EscapeFieldValue; errors as FieldSelector::Parse.
-StatusOr<std::string> UnescapeFieldValue(std::string_view value);
+KCACHE_EXPORT StatusOr<std::string> UnescapeFieldValue(std::string_view value);
 
 }  // namespace kcache
 

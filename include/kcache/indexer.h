@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/store.h"
 
 namespace kcache {
@@ -27,14 +28,14 @@ using Indexers = std::map<std::string, IndexFunc, std::less<>>;
 
 // The name of the built-in namespace index, and its function.
 inline constexpr char kNamespaceIndex[] = "namespace";
-StatusOr<std::vector<std::string>> MetaNamespaceIndexFunc(const Object& object);
+KCACHE_EXPORT StatusOr<std::vector<std::string>> MetaNamespaceIndexFunc(const Object& object);
 
 // The label index: one value "key=value" per label. Listers use it for
 // selectors with an =, == or in requirement.
 inline constexpr char kLabelIndex[] = "kcache.io/labels";
-StatusOr<std::vector<std::string>> MetaLabelIndexFunc(const Object& object);
+KCACHE_EXPORT StatusOr<std::vector<std::string>> MetaLabelIndexFunc(const Object& object);
 
-class Indexer : public Store {
+class KCACHE_EXPORT Indexer : public Store {
  public:
   // Objects sharing any index value with `object` under index `name`.
   // NotFound "Index with name <name> does not exist" for an unknown index.
@@ -60,7 +61,7 @@ class Indexer : public Store {
   virtual Status AddIndexers(const Indexers& indexers) = 0;
 };
 
-struct MemoryIndexerOptions {
+struct KCACHE_EXPORT MemoryIndexerOptions {
   // Default: MetaNamespaceKeyFunc.
   KeyFunc key_func = MetaNamespaceKeyFunc;
   // Indexes to maintain besides the namespace index. Default: none.
@@ -74,7 +75,7 @@ struct MemoryIndexerOptions {
 
 // A thread-safe in-memory Indexer (client-go's NewIndexer over a
 // ThreadSafeStore).
-std::unique_ptr<Indexer> NewMemoryIndexer(MemoryIndexerOptions options = {});
+KCACHE_EXPORT std::unique_ptr<Indexer> NewMemoryIndexer(MemoryIndexerOptions options = {});
 
 }  // namespace kcache
 

@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "kcache/export.h"
 #include "kcache/clock.h"
 #include "kcache/indexer.h"
 #include "kcache/key.h"
@@ -33,7 +34,7 @@
 namespace kcache {
 
 // Receives notifications (client-go's ResourceEventHandler).
-class ResourceEventHandler {
+class KCACHE_EXPORT ResourceEventHandler {
  public:
   virtual ~ResourceEventHandler() = default;
   // `is_in_initial_list`: the object was in the store when the handler
@@ -46,7 +47,7 @@ class ResourceEventHandler {
 };
 
 // A handler made of functions; unset ones do nothing.
-class ResourceEventHandlerFuncs final : public ResourceEventHandler {
+class KCACHE_EXPORT ResourceEventHandlerFuncs final : public ResourceEventHandler {
  public:
   std::function<void(const ObjectPtr&, bool)> add;
   std::function<void(const ObjectPtr&, const ObjectPtr&)> update;
@@ -65,7 +66,7 @@ class ResourceEventHandlerFuncs final : public ResourceEventHandler {
 
 enum class StartMode { kReplay, kChangesOnly };
 
-struct HandlerOptions {
+struct KCACHE_EXPORT HandlerOptions {
   // Every period, an OnUpdate(o, o) for every cached object, streamed from
   // the store. 0: never. Default: 0.
   std::chrono::milliseconds resync_period{0};
@@ -76,7 +77,7 @@ struct HandlerOptions {
 // One AddEventHandler call (client-go's ResourceEventHandlerRegistration).
 //
 // Thread-safety: safe for concurrent use.
-class HandlerRegistration {
+class KCACHE_EXPORT HandlerRegistration {
  public:
   virtual ~HandlerRegistration() = default;
   // True once the informer has synced and this handler has processed
@@ -91,7 +92,7 @@ class HandlerRegistration {
   virtual bool IsActive() const = 0;
 };
 
-struct InformerOptions {
+struct KCACHE_EXPORT InformerOptions {
   // Default: Clock::Real(); also used by the reflector unless it has one.
   std::shared_ptr<Clock> clock;
   ReflectorOptions reflector;
@@ -100,7 +101,7 @@ struct InformerOptions {
   TransformFunc transform;
 };
 
-class SharedIndexInformer {
+class KCACHE_EXPORT SharedIndexInformer {
  public:
   // Keeps `indexer` in step with what `lw` lists and watches. A persistent
   // indexer (a Cache keyspace) with a resume point is resumed without a

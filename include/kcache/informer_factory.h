@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "kcache/export.h"
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
 #include "kcache/informer.h"
@@ -20,7 +21,7 @@
 
 namespace kcache {
 
-struct InformerFactoryOptions {
+struct KCACHE_EXPORT InformerFactoryOptions {
   // The namespace every namespaced informer watches. Default: "" (all).
   std::string namespace_;
   // Selectors sent with every list and watch. Default: none.
@@ -35,7 +36,7 @@ struct InformerFactoryOptions {
   RestClientOptions client;
 };
 
-class InformerFactory {
+class KCACHE_EXPORT InformerFactory {
  public:
   static std::unique_ptr<InformerFactory> Create(RestConfig config, std::shared_ptr<Cache> cache,
                                                  InformerFactoryOptions options = {});

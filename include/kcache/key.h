@@ -12,13 +12,14 @@
 #include <string_view>
 #include <variant>
 
+#include "kcache/export.h"
 #include "kcache/object.h"
 #include "kcache/status_or.h"
 
 namespace kcache {
 
 // A namespace and a name; the namespace is empty for cluster-scoped objects.
-struct ObjectName {
+struct KCACHE_EXPORT ObjectName {
   std::string namespace_;
   std::string name;
 
@@ -32,19 +33,19 @@ using KeyFunc = std::function<StatusOr<std::string>(const Object&)>;
 
 // "namespace/name", or "name" for an object without a namespace.
 // InvalidArgument "object has no meta" if the object has no metadata.
-StatusOr<std::string> MetaNamespaceKeyFunc(const Object& object);
+KCACHE_EXPORT StatusOr<std::string> MetaNamespaceKeyFunc(const Object& object);
 
 // The ObjectName of an object; same error as MetaNamespaceKeyFunc.
-StatusOr<ObjectName> ObjectToName(const Object& object);
+KCACHE_EXPORT StatusOr<ObjectName> ObjectToName(const Object& object);
 
 // Splits "namespace/name" or "name". InvalidArgument
 // `unexpected key format: "<key>"` for a key with more than one '/'.
-StatusOr<ObjectName> SplitMetaNamespaceKey(std::string_view key);
+KCACHE_EXPORT StatusOr<ObjectName> SplitMetaNamespaceKey(std::string_view key);
 
 // An object that was deleted while the watch was not looking: the last known
 // state (possibly null) under the key it was stored with. Informers hand it
 // to delete handlers when a relist finds an object gone.
-struct DeletedFinalStateUnknown {
+struct KCACHE_EXPORT DeletedFinalStateUnknown {
   std::string key;
   ObjectPtr obj;  // may be null
 };
@@ -53,10 +54,10 @@ struct DeletedFinalStateUnknown {
 using DeletedObject = std::variant<ObjectPtr, DeletedFinalStateUnknown>;
 
 // The tombstone's key for a tombstone, else MetaNamespaceKeyFunc.
-StatusOr<std::string> DeletionHandlingMetaNamespaceKeyFunc(const DeletedObject& obj);
+KCACHE_EXPORT StatusOr<std::string> DeletionHandlingMetaNamespaceKeyFunc(const DeletedObject& obj);
 
 // The tombstone key split, for a tombstone; else ObjectToName.
-StatusOr<ObjectName> DeletionHandlingObjectToName(const DeletedObject& obj);
+KCACHE_EXPORT StatusOr<ObjectName> DeletionHandlingObjectToName(const DeletedObject& obj);
 
 }  // namespace kcache
 

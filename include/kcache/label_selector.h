@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/labels.h"
 #include "kcache/status_or.h"
 
@@ -33,7 +34,7 @@ enum class SelectionOperator {
 };
 
 // One requirement of a selector.
-class Requirement {
+class KCACHE_EXPORT Requirement {
  public:
   // An empty requirement: matches nothing and prints as "".
   Requirement() = default;
@@ -69,7 +70,7 @@ class Requirement {
   std::vector<std::string> values_;
 };
 
-class LabelSelector {
+class KCACHE_EXPORT LabelSelector {
  public:
   // Matches everything (the empty selector).
   LabelSelector() = default;

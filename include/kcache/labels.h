@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "kcache/export.h"
 #include "kcache/status_or.h"
 
 namespace kcache {
@@ -18,15 +19,15 @@ namespace kcache {
 using Labels = std::map<std::string, std::string, std::less<>>;
 
 // "k1=v1,k2=v2" in key order; "" for an empty set.
-std::string LabelsToString(const Labels& labels);
+KCACHE_EXPORT std::string LabelsToString(const Labels& labels);
 
 // True if some key is present in both with different values.
-bool LabelsConflict(const Labels& a, const Labels& b);
+KCACHE_EXPORT bool LabelsConflict(const Labels& a, const Labels& b);
 
 // Parses "k1=v1,k2=v2" (whitespace around tokens allowed) into a set. Only
 // '=' is accepted; anything else (set-based requirements, '!=', '==', a bare
 // key, a bad key or value) is InvalidArgument.
-StatusOr<Labels> ConvertSelectorToLabelsMap(std::string_view selector);
+KCACHE_EXPORT StatusOr<Labels> ConvertSelectorToLabelsMap(std::string_view selector);
 
 }  // namespace kcache
 

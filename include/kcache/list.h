@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/object.h"
 
 namespace kcache {
 
 // Query parameters of a list or watch request (metav1.ListOptions). Empty
 // strings and unset optionals are not sent.
-struct ListOptions {
+struct KCACHE_EXPORT ListOptions {
   std::string label_selector;
   std::string field_selector;
   std::string resource_version;
@@ -31,7 +32,7 @@ struct ListOptions {
 };
 
 // One page of a list response.
-struct ObjectList {
+struct KCACHE_EXPORT ObjectList {
   std::vector<ObjectPtr> items;
   // The list's resourceVersion: the point in time it describes.
   std::string resource_version;

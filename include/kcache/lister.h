@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/indexer.h"
 #include "kcache/label_selector.h"
 #include "kcache/resource.h"
@@ -25,15 +26,15 @@ namespace kcache {
 using ObjectVisitor = std::function<bool(const ObjectPtr&)>;
 
 // Streams every object of `store` matching `selector` to `visit`.
-Status ListAll(const Store& store, const LabelSelector& selector, const ObjectVisitor& visit);
+KCACHE_EXPORT Status ListAll(const Store& store, const LabelSelector& selector, const ObjectVisitor& visit);
 
 // Streams the objects of `ns` ("" = all namespaces) matching `selector`.
-Status ListAllByNamespace(const Indexer& indexer, std::string_view ns,
+KCACHE_EXPORT Status ListAllByNamespace(const Indexer& indexer, std::string_view ns,
                           const LabelSelector& selector, const ObjectVisitor& visit);
 
 class NamespaceLister;
 
-class Lister {
+class KCACHE_EXPORT Lister {
  public:
   Lister(std::shared_ptr<const Indexer> indexer, GroupResource resource)
       : indexer_(std::move(indexer)), resource_(std::move(resource)) {}
@@ -49,7 +50,7 @@ class Lister {
   GroupResource resource_;
 };
 
-class NamespaceLister {
+class KCACHE_EXPORT NamespaceLister {
  public:
   StatusOr<std::vector<ObjectPtr>> List(const LabelSelector& selector) const;
   // The object `namespace/name`. NotFound `<resource> "<name>" not found`.

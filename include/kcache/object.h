@@ -18,12 +18,13 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "kcache/export.h"
 #include "kcache/labels.h"
 #include "kcache/status_or.h"
 
 namespace kcache {
 
-struct OwnerReference {
+struct KCACHE_EXPORT OwnerReference {
   std::string api_version;
   std::string kind;
   std::string name;
@@ -35,7 +36,7 @@ struct OwnerReference {
 };
 
 // The fields of metadata that kcache reads. Absent fields are empty (or 0).
-struct ObjectMeta {
+struct KCACHE_EXPORT ObjectMeta {
   std::string name;
   std::string namespace_;
   std::string generate_name;
@@ -52,7 +53,7 @@ struct ObjectMeta {
 class Object;
 using ObjectPtr = std::shared_ptr<const Object>;
 
-struct ParseOptions {
+struct KCACHE_EXPORT ParseOptions {
   // Remove metadata.managedFields from the stored bytes. Server-side apply
   // bookkeeping is often a third of a pod's JSON and no controller reads it.
   // Default: false (keep the bytes as the server sent them).
@@ -64,7 +65,7 @@ struct ParseOptions {
   std::string default_kind;
 };
 
-class Object {
+class KCACHE_EXPORT Object {
  public:
   // Parses and fully validates `json`, which must be one JSON object, and
   // extracts its metadata without building a document tree. Errors:
@@ -119,7 +120,7 @@ class Object {
 using TransformFunc = std::function<StatusOr<ObjectPtr>(ObjectPtr)>;
 
 // A transform that removes metadata.managedFields, keeping everything else.
-StatusOr<ObjectPtr> DropManagedFields(ObjectPtr object);
+KCACHE_EXPORT StatusOr<ObjectPtr> DropManagedFields(ObjectPtr object);
 
 }  // namespace kcache
 

@@ -14,6 +14,7 @@
 
 #include <functional>
 
+#include "kcache/export.h"
 #include "kcache/list.h"
 #include "kcache/status_or.h"
 
@@ -22,7 +23,7 @@ namespace kcache {
 // Fetches one page. Must return an Expired status for an expired token.
 using ListPageFunc = std::function<StatusOr<ObjectList>(const ListOptions&)>;
 
-struct ListPagerOptions {
+struct KCACHE_EXPORT ListPagerOptions {
   // Used when the request's limit is 0. Default: 500 (client-go's).
   int64_t page_size = 500;
   // On an expired continue token, retry once without pagination.
@@ -30,7 +31,7 @@ struct ListPagerOptions {
   bool full_list_if_expired = true;
 };
 
-class ListPager {
+class KCACHE_EXPORT ListPager {
  public:
   struct Result {
     ObjectList list;  // continue_token empty

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/clock.h"
 #include "kcache/list.h"
 #include "kcache/resource.h"
@@ -40,7 +41,7 @@ namespace kcache {
 // The two calls a reflector makes (client-go's ListerWatcher).
 //
 // Thread-safety: implementations are safe for concurrent use.
-class ListerWatcher {
+class KCACHE_EXPORT ListerWatcher {
  public:
   virtual ~ListerWatcher() = default;
   virtual StatusOr<ObjectList> List(const ListOptions& options) = 0;
@@ -51,13 +52,13 @@ class ListerWatcher {
 
 // Lists and watches `resource` through `client`, adding the selectors
 // (either may be empty) to every request.
-std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client,
+KCACHE_EXPORT std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client,
                                             ResourceRef resource, std::string label_selector = "",
                                             std::string field_selector = "");
 
 // Where a reflector writes. Calls come from the reflector's thread, one at
 // a time.
-class ReflectorSink {
+class KCACHE_EXPORT ReflectorSink {
  public:
   virtual ~ReflectorSink() = default;
   // Commits watch events (never bookmarks) in order, with the resume point
@@ -74,10 +75,10 @@ class ReflectorSink {
 };
 
 // A sink writing straight into `store`, with no notifications.
-std::shared_ptr<ReflectorSink> NewStoreSink(std::shared_ptr<Store> store);
+KCACHE_EXPORT std::shared_ptr<ReflectorSink> NewStoreSink(std::shared_ptr<Store> store);
 
 // What happened, for logs: one line per list, resume and relist.
-struct ReflectorEvent {
+struct KCACHE_EXPORT ReflectorEvent {
   enum class Type {
     kListed,   // a LIST or streaming list was applied
     kResumed,  // started from a resume point, without a LIST
@@ -89,7 +90,7 @@ struct ReflectorEvent {
   std::string message;
 };
 
-struct ReflectorOptions {
+struct KCACHE_EXPORT ReflectorOptions {
   // Default: Clock::Real().
   std::shared_ptr<Clock> clock;
   // LIST page size. Default: 500 (client-go's pager).
@@ -126,7 +127,7 @@ struct ReflectorOptions {
 };
 
 // Counters since the reflector was created.
-struct ReflectorStats {
+struct KCACHE_EXPORT ReflectorStats {
   uint64_t lists = 0;          // full lists (LIST or streaming), each counted once
   uint64_t list_requests = 0;  // LIST requests of full lists (pages)
   uint64_t probes = 0;         // limit=1 LIST probes
@@ -136,7 +137,7 @@ struct ReflectorStats {
   uint64_t bytes = 0;          // JSON bytes of listed objects and events
 };
 
-class Reflector {
+class KCACHE_EXPORT Reflector {
  public:
   static std::unique_ptr<Reflector> Create(std::shared_ptr<ListerWatcher> lw,
                                            std::shared_ptr<ReflectorSink> sink,

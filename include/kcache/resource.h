@@ -7,9 +7,11 @@
 
 #include <string>
 
+#include "kcache/export.h"
+
 namespace kcache {
 
-struct GroupResource {
+struct KCACHE_EXPORT GroupResource {
   std::string group;     // "" for the core group
   std::string resource;  // plural, lower case: "pods"
 
@@ -18,7 +20,7 @@ struct GroupResource {
   friend bool operator==(const GroupResource&, const GroupResource&) = default;
 };
 
-struct GroupVersionResource {
+struct KCACHE_EXPORT GroupVersionResource {
   std::string group;
   std::string version;
   std::string resource;
@@ -29,7 +31,7 @@ struct GroupVersionResource {
 
 // A collection to list or watch: a resource, and a namespace for namespaced
 // resources ("" = all namespaces).
-struct ResourceRef {
+struct KCACHE_EXPORT ResourceRef {
   GroupVersionResource gvr;
   bool namespaced = true;
   std::string namespace_;

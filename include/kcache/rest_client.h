@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "kcache/export.h"
 #include "kcache/list.h"
 #include "kcache/object.h"
 #include "kcache/pager.h"
@@ -26,7 +27,7 @@
 
 namespace kcache {
 
-struct RestClientOptions {
+struct KCACHE_EXPORT RestClientOptions {
   // Sent as User-Agent. Default: "kcache/<version>".
   std::string user_agent;
   // Limit for a whole non-watch request. Default: 60 s.
@@ -50,7 +51,7 @@ struct RestClientOptions {
   ParseOptions parse;
 };
 
-class RestClient {
+class KCACHE_EXPORT RestClient {
  public:
   // Reads certificate files named by `config` now. Errors name the file.
   static StatusOr<std::shared_ptr<RestClient>> Create(const RestConfig& config,
@@ -81,7 +82,7 @@ class RestClient {
 };
 
 // Encodes `options` as a query string (without '?'); `watch` adds watch=true.
-std::string EncodeListOptions(const ListOptions& options, bool watch);
+KCACHE_EXPORT std::string EncodeListOptions(const ListOptions& options, bool watch);
 
 }  // namespace kcache
 

@@ -12,13 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/status_or.h"
 
 namespace kcache {
 
 // An exec credential plugin (client.authentication.k8s.io ExecCredential),
 // run to obtain a token or a client certificate.
-struct ExecConfig {
+struct KCACHE_EXPORT ExecConfig {
   std::string command;  // resolved against the kubeconfig's directory if it has a '/'
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;
@@ -27,7 +28,7 @@ struct ExecConfig {
   bool provide_cluster_info = false;
 };
 
-struct RestConfig {
+struct KCACHE_EXPORT RestConfig {
   // "https://host:port", possibly with a path prefix, or "http://..." (for
   // kubectl proxy).
   std::string server;
@@ -59,7 +60,7 @@ struct RestConfig {
   std::string source;
 };
 
-struct KubeconfigOptions {
+struct KCACHE_EXPORT KubeconfigOptions {
   // --kubeconfig: one file, not merged. Empty: the files of $KUBECONFIG
   // (':'-separated, merged: the first to set a name wins), else
   // ~/.kube/config.
@@ -75,9 +76,9 @@ struct KubeconfigOptions {
 // cluster or user it names is missing; InvalidArgument naming the file,
 // line and column for malformed YAML, and naming the entry for bad fields
 // (e.g. undecodable base64).
-StatusOr<RestConfig> LoadKubeconfig(const KubeconfigOptions& options);
+KCACHE_EXPORT StatusOr<RestConfig> LoadKubeconfig(const KubeconfigOptions& options);
 
-struct InClusterOptions {
+struct KCACHE_EXPORT InClusterOptions {
   // The service-account directory. Default: the one kubelet mounts.
   std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
   // The environment to read KUBERNETES_SERVICE_HOST/_PORT and POD_NAMESPACE
@@ -88,13 +89,13 @@ struct InClusterOptions {
 // The configuration of a pod: https://$KUBERNETES_SERVICE_HOST:$..._PORT,
 // the service-account token file (re-read as it rotates) and CA. Errors:
 // NotFound when not running in a cluster (either variable unset).
-StatusOr<RestConfig> InClusterConfig(const InClusterOptions& options = {});
+KCACHE_EXPORT StatusOr<RestConfig> InClusterConfig(const InClusterOptions& options = {});
 
 // The configuration kubectl would use given its flags: with only --server
 // and no kubeconfig file, that server as it is; otherwise the kubeconfig (or,
 // with none and inside a pod, the in-cluster configuration) with the
 // overrides applied.
-StatusOr<RestConfig> LoadClientConfig(const KubeconfigOptions& options);
+KCACHE_EXPORT StatusOr<RestConfig> LoadClientConfig(const KubeconfigOptions& options);
 
 }  // namespace kcache
 

@@ -19,13 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/cache.h"
 #include "kcache/status_or.h"
 
 namespace kcache {
 
 // What a snapshot file says of itself.
-struct SnapshotManifest {
+struct KCACHE_EXPORT SnapshotManifest {
   int format_version = 0;  // of the file (docs/snapshot-format.md)
   int storage_format = 0;  // of the rows (docs/storage-format.md)
   std::chrono::system_clock::time_point created;
@@ -35,7 +36,7 @@ struct SnapshotManifest {
 };
 
 // How far an export, import or verification has got.
-struct SnapshotProgress {
+struct KCACHE_EXPORT SnapshotProgress {
   uint64_t objects = 0;        // object rows done
   uint64_t objects_total = 0;  // object rows in the snapshot, per its manifest
   uint64_t rows = 0;           // rows of every kind done
@@ -44,7 +45,7 @@ struct SnapshotProgress {
 };
 using SnapshotProgressFn = std::function<void(const SnapshotProgress&)>;
 
-struct ExportOptions {
+struct KCACHE_EXPORT ExportOptions {
   // zstd level of the blocks. Default: 1 (export runs near disk speed; level
   // 3 is about 10% smaller and half as fast).
   int zstd_level = 1;
@@ -54,7 +55,7 @@ struct ExportOptions {
   std::function<std::chrono::system_clock::time_point()> wall_clock;
 };
 
-struct ImportOptions {
+struct KCACHE_EXPORT ImportOptions {
   // Options of the cache written. Default: CacheOptions{}.
   CacheOptions cache;
   SnapshotProgressFn progress;
@@ -65,13 +66,13 @@ struct ImportOptions {
 // Refresh() first to catch up). Memory stays bounded by one block whatever
 // the cache's size. The file is written beside `path` and renamed over it
 // once complete and synced.
-StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
+KCACHE_EXPORT StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
                                           const ExportOptions& options = {});
 
 // Builds a new cache in `cache_dir` (which must not exist, or be empty) from
 // the snapshot at `path`, checking everything VerifySnapshot checks as it
 // goes. On any error nothing is left at `cache_dir`.
-StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path, const std::string& cache_dir,
+KCACHE_EXPORT StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path, const std::string& cache_dir,
                                           const ImportOptions& options = {});
 
 // Reads the whole file and checks it: the block checksums, the manifest
@@ -79,14 +80,14 @@ StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path, const std::st
 // rows, and that every keyspace's index entries and reverse index records
 // agree. Errors: Corruption naming the block and byte offset, or the
 // keyspace; Unimplemented for a newer format; NotFound; IOError.
-StatusOr<SnapshotManifest> VerifySnapshot(const std::string& path,
+KCACHE_EXPORT StatusOr<SnapshotManifest> VerifySnapshot(const std::string& path,
                                           SnapshotProgressFn progress = {});
 
 // Reads only the header and manifest.
-StatusOr<SnapshotManifest> ReadSnapshotManifest(const std::string& path);
+KCACHE_EXPORT StatusOr<SnapshotManifest> ReadSnapshotManifest(const std::string& path);
 
 // True if `path` starts like a snapshot file (its magic bytes).
-bool LooksLikeSnapshot(const std::string& path);
+KCACHE_EXPORT bool LooksLikeSnapshot(const std::string& path);
 
 }  // namespace kcache
 

@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+#include "kcache/export.h"
+
 namespace kcache {
 
 // Do not change the values of existing entries: they are printed in logs and
@@ -43,12 +45,12 @@ enum class StatusCode : int {
 };
 
 // Returns the name of `code` as printed by Status::ToString(), e.g. "NotFound".
-std::string_view StatusCodeName(StatusCode code);
+KCACHE_EXPORT std::string_view StatusCodeName(StatusCode code);
 
 // What an API server said about a failed request, carried by the Status it
 // became. Kept apart from the message so callers decide on code and reason,
 // never on text.
-struct HttpError {
+struct KCACHE_EXPORT HttpError {
   int http_code = 0;   // 0 when the error arrived as a watch ERROR event without one
   std::string reason;  // metav1.Status reason: "Expired", "TooManyRequests", ...
   // From Retry-After or details.retryAfterSeconds, when given.
@@ -58,7 +60,7 @@ struct HttpError {
   friend bool operator==(const HttpError&, const HttpError&) = default;
 };
 
-class [[nodiscard]] Status {
+class [[nodiscard]] KCACHE_EXPORT Status {
  public:
   // An OK status. Allocates nothing.
   Status() noexcept = default;
@@ -129,7 +131,7 @@ class [[nodiscard]] Status {
   std::unique_ptr<Rep> rep_;  // null for OK
 };
 
-std::ostream& operator<<(std::ostream& os, const Status& s);
+KCACHE_EXPORT std::ostream& operator<<(std::ostream& os, const Status& s);
 
 }  // namespace kcache
 

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/export.h"
 #include "kcache/key.h"
 #include "kcache/object.h"
 #include "kcache/status_or.h"
@@ -32,7 +33,7 @@ namespace kcache {
 // not reached yet, the RocksDB store reads a consistent snapshot.
 //
 // Thread-safety: one iterator is used by one thread at a time.
-class ObjectIterator {
+class KCACHE_EXPORT ObjectIterator {
  public:
   virtual ~ObjectIterator() = default;
   // False at the end or after an error (see status()).
@@ -47,7 +48,7 @@ class ObjectIterator {
 };
 
 // A batch of changes for Store::Commit.
-struct Transaction {
+struct KCACHE_EXPORT Transaction {
   enum class OpType { kAdd, kUpdate, kDelete };
   struct Op {
     OpType type;
@@ -67,12 +68,12 @@ struct Transaction {
 };
 
 // Which ops of a Transaction were committed.
-struct TransactionResult {
+struct KCACHE_EXPORT TransactionResult {
   std::vector<size_t> successful_indices;
 };
 
 // One change made by Replace.
-struct StoreChange {
+struct KCACHE_EXPORT StoreChange {
   enum class Type { kAdded, kUpdated, kDeleted };
   Type type;
   std::string key;
@@ -82,7 +83,7 @@ struct StoreChange {
 
 // What Replace did. Objects whose resourceVersion did not change are neither
 // rewritten nor listed in `changes`, only counted.
-struct ReplaceResult {
+struct KCACHE_EXPORT ReplaceResult {
   std::vector<StoreChange> changes;
   size_t unchanged = 0;
 };
@@ -92,7 +93,7 @@ struct ReplaceResult {
 //
 // Thread-safety: used by one thread; the store's other writers wait until
 // the session ends.
-class ReplaceSession {
+class KCACHE_EXPORT ReplaceSession {
  public:
   // Abandoning a session without Finish() leaves the store as a crash in the
   // middle of a relist would: its resume point reads "" until a relist
@@ -110,7 +111,7 @@ class ReplaceSession {
 // are not reported.
 using ChangeSink = std::function<void(std::vector<StoreChange> changes)>;
 
-class Store {
+class KCACHE_EXPORT Store {
  public:
   virtual ~Store() = default;
 

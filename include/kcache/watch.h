@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "kcache/export.h"
 #include "kcache/object.h"
 #include "kcache/status_or.h"
 
@@ -17,13 +18,13 @@ namespace kcache {
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark };
 
 // "ADDED", "MODIFIED", "DELETED", "BOOKMARK": the wire spelling.
-std::string_view WatchEventTypeName(WatchEventType type);
+KCACHE_EXPORT std::string_view WatchEventTypeName(WatchEventType type);
 
 // The annotation that marks the bookmark ending a streaming list's initial
 // events (value "true").
 inline constexpr std::string_view kInitialEventsEndAnnotation = "k8s.io/initial-events-end";
 
-struct WatchEvent {
+struct KCACHE_EXPORT WatchEvent {
   WatchEventType type = WatchEventType::kAdded;
   // The object after the change; for kDeleted its last state with the
   // deletion's resourceVersion; for kBookmark only metadata.resourceVersion
@@ -34,7 +35,7 @@ struct WatchEvent {
   bool IsInitialEventsEnd() const;
 };
 
-class WatchStream {
+class KCACHE_EXPORT WatchStream {
  public:
   virtual ~WatchStream() = default;
 
