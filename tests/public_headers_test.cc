@@ -37,8 +37,9 @@ namespace {
 TEST(PublicHeadersTest, UsableWithoutPrivateHeaders) {
   auto store = kcache::NewMemoryIndexer();
   auto obj = kcache::Object::Parse(R"({"metadata":{"name":"a","namespace":"b"}})");
-  ASSERT_TRUE(obj.ok());
-  ASSERT_TRUE(store->Add(*obj).ok());
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  kcache::Status added = store->Add(*obj);
+  ASSERT_TRUE(added.ok()) << added;
   kcache::Lister lister(std::move(store), {"", "pods"});
   EXPECT_EQ((*lister.Namespace("b").Get("a"))->name(), "a");
 }

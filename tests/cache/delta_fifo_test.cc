@@ -7,6 +7,7 @@
 
 #include "kcache/indexer.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -31,7 +32,7 @@ std::string Describe(const Deltas& d) {
 
 std::string PopDescribe(DeltaFIFO& f) {
   auto d = f.Pop();
-  EXPECT_TRUE(d.ok()) << d.status();
+  EXPECT_OK(d) << d.status();
   return d.ok() ? Describe(*d) : "";
 }
 
@@ -46,15 +47,15 @@ std::shared_ptr<Store> Known(const std::vector<ObjectPtr>& objects) {
   MemoryIndexerOptions o;
   o.key_func = testing::KeyTO;
   std::shared_ptr<Indexer> s = NewMemoryIndexer(o);
-  for (const auto& x : objects) EXPECT_TRUE(s->Add(x).ok());
+  for (const auto& x : objects) EXPECT_OK(s->Add(x));
   return s;
 }
 
 TEST(DeltaFIFOTest, KeysQueueOnceWithAllTheirDeltasInOrder) {
   DeltaFIFO f(KeyedByName());
-  ASSERT_TRUE(f.Add(TO("a", "1")).ok());
-  ASSERT_TRUE(f.Add(TO("b", "1")).ok());
-  ASSERT_TRUE(f.Update(TO("a", "2")).ok());
+  ASSERT_OK(f.Add(TO("a", "1")));
+  ASSERT_OK(f.Add(TO("b", "1")));
+  ASSERT_OK(f.Update(TO("a", "2")));
   EXPECT_EQ(f.ListKeys(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(PopDescribe(f), "Added:a=1 Updated:a=2");
   EXPECT_EQ(PopDescribe(f), "Added:b=1");
@@ -63,17 +64,17 @@ TEST(DeltaFIFOTest, KeysQueueOnceWithAllTheirDeltasInOrder) {
 
 TEST(DeltaFIFOTest, ConsecutiveDeletesCollapseKeepingTheObject) {
   DeltaFIFO f(KeyedByName());
-  ASSERT_TRUE(f.Add(TO("a", "1")).ok());
-  ASSERT_TRUE(f.Delete(TO("a", "1")).ok());
-  ASSERT_TRUE(f.Delete(DeletedFinalStateUnknown{"a", nullptr}).ok());
+  ASSERT_OK(f.Add(TO("a", "1")));
+  ASSERT_OK(f.Delete(TO("a", "1")));
+  ASSERT_OK(f.Delete(DeletedFinalStateUnknown{"a", nullptr}));
   EXPECT_EQ(PopDescribe(f), "Added:a=1 Deleted:a=1");
 }
 
 TEST(DeltaFIFOTest, DeleteOfAnUnknownKeyIsIgnored) {
   DeltaFIFO f(KeyedByName(Known({TO("k", "1")})));
-  ASSERT_TRUE(f.Delete(TO("nope", "1")).ok());
+  ASSERT_OK(f.Delete(TO("nope", "1")));
   EXPECT_EQ(f.Len(), 0u);
-  ASSERT_TRUE(f.Delete(TO("k", "1")).ok());
+  ASSERT_OK(f.Delete(TO("k", "1")));
   EXPECT_EQ(PopDescribe(f), "Deleted:k=1");
 }
 
@@ -81,8 +82,8 @@ TEST(DeltaFIFOTest, DeleteOfAnUnknownKeyIsIgnored) {
 // carrying the known object.
 TEST(DeltaFIFOTest, ReplaceTombstonesKnownObjectsMissingFromTheList) {
   DeltaFIFO f(KeyedByName(Known({TO("foo", "5"), TO("bar", "6"), TO("baz", "7")})));
-  ASSERT_TRUE(f.Delete(TO("baz", "10")).ok());
-  ASSERT_TRUE(f.Replace({TO("foo", "5")}, "1").ok());
+  ASSERT_OK(f.Delete(TO("baz", "10")));
+  ASSERT_OK(f.Replace({TO("foo", "5")}, "1"));
   EXPECT_EQ(PopDescribe(f), "Deleted:baz=10");
   EXPECT_EQ(PopDescribe(f), "Replaced:foo=5");
   EXPECT_EQ(PopDescribe(f), "Deleted:bar(tombstone=6)");
@@ -91,9 +92,9 @@ TEST(DeltaFIFOTest, ReplaceTombstonesKnownObjectsMissingFromTheList) {
 // Without known objects, the queue's own contents are the reference.
 TEST(DeltaFIFOTest, ReplaceDetectsDeletionsInItsOwnQueue) {
   DeltaFIFO f(KeyedByName());
-  ASSERT_TRUE(f.Add(TO("foo", "10")).ok());
-  ASSERT_TRUE(f.Add(TO("bar", "1")).ok());
-  ASSERT_TRUE(f.Replace({TO("foo", "11")}, "1").ok());
+  ASSERT_OK(f.Add(TO("foo", "10")));
+  ASSERT_OK(f.Add(TO("bar", "1")));
+  ASSERT_OK(f.Replace({TO("foo", "11")}, "1"));
   EXPECT_EQ(PopDescribe(f), "Added:foo=10 Replaced:foo=11");
   EXPECT_EQ(PopDescribe(f), "Added:bar=1 Deleted:bar(tombstone=1)");
 }
@@ -102,14 +103,14 @@ TEST(DeltaFIFOTest, ReplaceAsSyncWhenReplacedIsOff) {
   DeltaFIFOOptions o = KeyedByName();
   o.emit_delta_type_replaced = false;
   DeltaFIFO f(o);
-  ASSERT_TRUE(f.Replace({TO("a", "1")}, "1").ok());
+  ASSERT_OK(f.Replace({TO("a", "1")}, "1"));
   EXPECT_EQ(PopDescribe(f), "Sync:a=1");
 }
 
 TEST(DeltaFIFOTest, ResyncSkipsQueuedKeys) {
   DeltaFIFO f(KeyedByName(Known({TO("a", "1"), TO("b", "1")})));
-  ASSERT_TRUE(f.Update(TO("a", "2")).ok());
-  ASSERT_TRUE(f.Resync().ok());
+  ASSERT_OK(f.Update(TO("a", "2")));
+  ASSERT_OK(f.Resync());
   EXPECT_EQ(PopDescribe(f), "Updated:a=2");
   EXPECT_EQ(PopDescribe(f), "Sync:b=1");
 }
@@ -117,7 +118,7 @@ TEST(DeltaFIFOTest, ResyncSkipsQueuedKeys) {
 TEST(DeltaFIFOTest, HasSyncedAfterTheInitialPopulationIsPopped) {
   DeltaFIFO f(KeyedByName());
   EXPECT_FALSE(f.HasSynced());
-  ASSERT_TRUE(f.Replace({TO("a", "1"), TO("b", "1")}, "1").ok());
+  ASSERT_OK(f.Replace({TO("a", "1"), TO("b", "1")}, "1"));
   EXPECT_FALSE(f.HasSynced());
   (void)f.Pop();
   EXPECT_FALSE(f.HasSynced());
@@ -135,9 +136,9 @@ TEST(DeltaFIFOTest, TransformAppliedOnce) {
     return x;
   };
   DeltaFIFO f(o);
-  ASSERT_TRUE(f.Add(TO("a", "1")).ok());
-  ASSERT_TRUE(f.Replace({TO("a", "2")}, "1").ok());  // k vanishes: a tombstone
-  ASSERT_TRUE(f.Resync().ok());                      // a queued; k gone from the list but known
+  ASSERT_OK(f.Add(TO("a", "1")));
+  ASSERT_OK(f.Replace({TO("a", "2")}, "1"));  // k vanishes: a tombstone
+  ASSERT_OK(f.Resync());                      // a queued; k gone from the list but known
   EXPECT_EQ(calls, 2);
 }
 
@@ -156,7 +157,7 @@ TEST(DeltaFIFOTest, PopBlocksUntilAnAddOrClose) {
   DeltaFIFO f(KeyedByName());
   std::thread t([&] { EXPECT_EQ(PopDescribe(f), "Added:a=1"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(f.Add(TO("a", "1")).ok());
+  ASSERT_OK(f.Add(TO("a", "1")));
   t.join();
   std::thread u([&] { EXPECT_EQ(f.Pop().status().code(), StatusCode::kCancelled); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -16,6 +16,7 @@
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -40,10 +41,10 @@ InformerOptions Fast(bool streaming = true) {
 struct CacheInformer {
   CacheInformer(ServeFixture& f, const std::string& dir, InformerOptions o = Fast()) {
     auto c = Cache::Open(dir);
-    EXPECT_TRUE(c.ok()) << c.status();
+    EXPECT_OK(c) << c.status();
     cache = std::move(c).value();
     auto ks = cache->OpenKeyspace("configmaps");
-    EXPECT_TRUE(ks.ok()) << ks.status();
+    EXPECT_OK(ks) << ks.status();
     indexer = *ks;
     informer = SharedIndexInformer::Create(NewListWatch(f.client, ServeFixture::ConfigMaps()), indexer, o);
   }
@@ -51,14 +52,14 @@ struct CacheInformer {
   std::shared_ptr<Recorder> Handler(StartMode mode = StartMode::kReplay) {
     auto r = std::make_shared<Recorder>();
     auto reg = informer->AddEventHandler(r, {std::chrono::milliseconds(0), mode});
-    EXPECT_TRUE(reg.ok()) << reg.status();
+    EXPECT_OK(reg) << reg.status();
     registrations.push_back(*reg);
     return r;
   }
   std::set<std::string> Names() {
     std::set<std::string> out;
     auto all = indexer->List();
-    EXPECT_TRUE(all.ok());
+    EXPECT_OK(all);
     for (auto& o : *all) out.insert(o->name());
     return out;
   }
@@ -71,7 +72,7 @@ struct CacheInformer {
 // A first sync into `dir`, stopped once synced: a cache with a checkpoint.
 void SyncOnce(ServeFixture& f, const std::string& dir) {
   CacheInformer c(f, dir);
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
 }
 
@@ -83,7 +84,7 @@ TEST(InformerTest, FirstSyncListsOnceThenWatches) {
     SCOPED_TRACE(streaming ? "streaming list" : "paginated LIST");
     CacheInformer c(f, dir.Sub(streaming ? "s" : "p"), Fast(streaming));
     auto h = c.Handler();
-    ASSERT_TRUE(c.informer->Start().ok());
+    ASSERT_OK(c.informer->Start());
     ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
     EXPECT_EQ(c.Names().size(), 30u);
     ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced(); }));
@@ -111,7 +112,7 @@ TEST(InformerTest, StoreFirstThenHandlersInWatchOrder) {
     bool deleted = call.rfind("delete", 0) == 0;
     if (!stored.ok() || (deleted ? *stored != nullptr : *stored == nullptr)) ++stale;
   };
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
   // One change at a time, so that the store is never ahead of the handler
   // by more than the change it is hearing about.
@@ -137,8 +138,8 @@ TEST(InformerTest, SlowHandlerHasItsOwnQueue) {
   std::unique_lock held(gate);
   slow->on_call = [&](const std::string&) { std::lock_guard l(gate); };
   auto reg = c.informer->AddEventHandler(slow);
-  ASSERT_TRUE(reg.ok());
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(reg);
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
   for (int i = 0; i < 20; ++i) f.Create("cm-" + std::to_string(i));
   ASSERT_TRUE(Eventually([&] { return fast->size() == 20 && c.Names().size() == 20; }));
@@ -166,7 +167,7 @@ TEST(InformerTest, RestartResumesWithoutList) {
   CacheInformer c(f, dir.path());
   auto replay = c.Handler(StartMode::kReplay);
   auto changes = c.Handler(StartMode::kChangesOnly);
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
   ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced() && c.registrations[1]->HasSynced(); }));
   // Synced may be declared on a quiet stream before the last change arrives
@@ -204,7 +205,7 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
 
   CacheInformer c(f, dir.path());
   auto changes = c.Handler(StartMode::kChangesOnly);
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
   ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced() && changes->size() >= 14; }));
   EXPECT_EQ(c.informer->stats().lists, 1u);
@@ -231,13 +232,13 @@ TEST(InformerTest, WatchFaults) {
     // Resource requests are numbered: 1 creates "first", 2 is the LIST,
     // 3 the watch.
     auto set = serve::RequestSet::Parse("fault", "3");
-    ASSERT_TRUE(set.ok());
+    ASSERT_OK(set);
     o.api.faults.*k.fault = *set;
     ServeFixture f(o);
     f.Create("first");
     testing::TempDir dir;
     CacheInformer c(f, dir.path(), Fast(false));
-    ASSERT_TRUE(c.informer->Start().ok());
+    ASSERT_OK(c.informer->Start());
     ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
     ASSERT_TRUE(Eventually([&] { return f.Metric("kcache_serve_watches") == 1; }));
     f.Create("second");
@@ -255,7 +256,7 @@ TEST(InformerTest, HandlerAddedWhileRunningGetsCachedObjects) {
   testing::TempDir dir;
   CacheInformer c(f, dir.path());
   auto h1 = c.Handler();
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
   auto h2 = c.Handler();
   ASSERT_TRUE(Eventually([&] { return c.registrations[1]->HasSynced(); }));
@@ -264,8 +265,8 @@ TEST(InformerTest, HandlerAddedWhileRunningGetsCachedObjects) {
   ASSERT_TRUE(Eventually([&] { return h1->size() == 2 && h2->size() == 2; }));
   EXPECT_THAT(h2->calls(), ElementsAre("add a initial", "add b live"));
   // Removed: no further calls.
-  ASSERT_TRUE(c.informer->RemoveEventHandler(c.registrations[1]).ok());
-  ASSERT_TRUE(c.informer->RemoveEventHandler(c.registrations[1]).ok());
+  ASSERT_OK(c.informer->RemoveEventHandler(c.registrations[1]));
+  ASSERT_OK(c.informer->RemoveEventHandler(c.registrations[1]));
   EXPECT_FALSE(c.registrations[1]->IsActive());
   f.Create("c");
   ASSERT_TRUE(Eventually([&] { return h1->size() == 3; }));
@@ -288,12 +289,12 @@ TEST(InformerTest, HandlerRemovesItself) {
   std::shared_ptr<HandlerRegistration> reg;
   std::atomic<bool> removed{false};
   h->on_call = [&](const std::string&) {
-    if (!removed.exchange(true)) EXPECT_TRUE(c.informer->RemoveEventHandler(reg).ok());
+    if (!removed.exchange(true)) EXPECT_OK(c.informer->RemoveEventHandler(reg));
   };
   auto r = c.informer->AddEventHandler(h);
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   reg = *r;
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(Eventually([&] { return removed && !reg->IsActive(); }));
   f.Create("c");
   auto other = c.Handler();
@@ -309,8 +310,8 @@ TEST(InformerTest, ResyncDeliversUpdatesOfEveryObject) {
   CacheInformer c(f, dir.path());
   auto r = std::make_shared<Recorder>();
   auto reg = c.informer->AddEventHandler(r, {std::chrono::milliseconds(100), StartMode::kReplay});
-  ASSERT_TRUE(reg.ok());
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(reg);
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(Eventually([&] { return r->size() >= 4; }));
   auto calls = r->calls();
   EXPECT_THAT(std::vector<std::string>(calls.begin(), calls.begin() + 2),
@@ -335,7 +336,7 @@ TEST(InformerTest, TransformAppliesBeforeStoreAndHandlers) {
   };
   CacheInformer c(f, dir.path(), o);
   auto h = c.Handler();
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
   auto stored = c.indexer->GetByKey("default/a");
   ASSERT_TRUE(stored.ok() && *stored);
@@ -349,21 +350,21 @@ TEST(InformerTest, ListerAndIndexersOverTheInformerStore) {
   f.Create("b", "1", "ns-1");
   testing::TempDir dir;
   CacheInformer c(f, dir.path());
-  ASSERT_TRUE(c.informer->Start().ok());
+  ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
   Lister lister(c.informer->GetIndexer(), {"", "configmaps"});
   auto sel = LabelSelector::Parse("app=a");
-  ASSERT_TRUE(sel.ok());
+  ASSERT_OK(sel);
   auto in_ns = lister.Namespace("ns-1").List(*sel);
-  ASSERT_TRUE(in_ns.ok());
+  ASSERT_OK(in_ns);
   ASSERT_EQ(in_ns->size(), 1u);
   EXPECT_EQ((*in_ns)[0]->name(), "b");
-  EXPECT_TRUE(lister.Namespace("default").Get("a").ok());
-  ASSERT_TRUE(c.informer->AddIndexers({{"by-name", [](const Object& o) -> StatusOr<std::vector<std::string>> {
+  EXPECT_OK(lister.Namespace("default").Get("a"));
+  ASSERT_OK(c.informer->AddIndexers({{"by-name", [](const Object& o) -> StatusOr<std::vector<std::string>> {
                                           return std::vector<std::string>{o.name()};
-                                        }}}).ok());
+                                        }}}));
   auto by = c.indexer->ByIndex("by-name", "b");
-  ASSERT_TRUE(by.ok());
+  ASSERT_OK(by);
   EXPECT_EQ(by->size(), 1u);
 }
 

@@ -7,6 +7,7 @@
 
 #include "testing/counting_indexer.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -34,10 +35,10 @@ TEST(ListerTest, ListAllWithSelectors) {
     auto store = NewMemoryIndexer({.key_func = testing::KeyTO, .namespace_index = false});
     for (int i = 0; i < c.n; ++i) {
       Labels l = i < c.m ? c.match_labels : Labels{{"nomatch", "true"}};
-      ASSERT_TRUE(store->Add(Pod("obj-" + std::to_string(i), "", "", l)).ok());
+      ASSERT_OK(store->Add(Pod("obj-" + std::to_string(i), "", "", l)));
     }
     size_t count = 0;
-    ASSERT_TRUE(ListAll(*store, c.selector, [&](const ObjectPtr&) { return ++count, true; }).ok());
+    ASSERT_OK(ListAll(*store, c.selector, [&](const ObjectPtr&) { return ++count, true; }));
     EXPECT_EQ(count, c.want);
   }
 }
@@ -45,19 +46,19 @@ TEST(ListerTest, ListAllWithSelectors) {
 // LS-02
 TEST(ListerTest, NothingSelector) {
   auto store = NewMemoryIndexer();
-  ASSERT_TRUE(store->Add(Pod("a", "ns")).ok());
+  ASSERT_OK(store->Add(Pod("a", "ns")));
   size_t count = 0;
-  ASSERT_TRUE(
+  ASSERT_OK(
       ListAll(*store, LabelSelector::Nothing(), [&](const ObjectPtr&) { return ++count, true; })
-          .ok());
+          );
   EXPECT_EQ(count, 0u);
 }
 
 // LS-03
 TEST(ListerTest, GetAndNotFound) {
   std::shared_ptr<Indexer> store = NewMemoryIndexer();
-  ASSERT_TRUE(store->Add(Pod("a", "ns1")).ok());
-  ASSERT_TRUE(store->Add(Pod("node-1")).ok());
+  ASSERT_OK(store->Add(Pod("a", "ns1")));
+  ASSERT_OK(store->Add(Pod("node-1")));
   Lister pods(store, {"", "pods"});
   EXPECT_EQ((*pods.Namespace("ns1").Get("a"))->name(), "a");
   auto miss = pods.Namespace("ns1").Get("b");
@@ -79,9 +80,9 @@ TEST(ListerTest, ListAllByNamespace) {
     SCOPED_TRACE(mode == 0 ? "scan" : mode == 1 ? "namespace index" : "label index");
     std::shared_ptr<Indexer> store =
         NewMemoryIndexer({.namespace_index = mode >= 1, .label_index = mode == 2});
-    ASSERT_TRUE(store->Add(Pod("a", "ns1", "", {{"app", "x"}})).ok());
-    ASSERT_TRUE(store->Add(Pod("b", "ns1", "", {{"app", "y"}})).ok());
-    ASSERT_TRUE(store->Add(Pod("c", "ns2", "", {{"app", "x"}})).ok());
+    ASSERT_OK(store->Add(Pod("a", "ns1", "", {{"app", "x"}})));
+    ASSERT_OK(store->Add(Pod("b", "ns1", "", {{"app", "y"}})));
+    ASSERT_OK(store->Add(Pod("c", "ns2", "", {{"app", "x"}})));
     Lister pods(store, {"", "pods"});
     EXPECT_THAT(Names(*pods.Namespace("ns1").List(LabelSelector::Everything())),
                 ElementsAre("a", "b"));
@@ -94,9 +95,9 @@ TEST(ListerTest, ListAllByNamespace) {
     EXPECT_THAT(Names(*pods.Namespace("ns2").List(Sel("app=y"))), IsEmpty());
     // A visitor can stop early.
     int seen = 0;
-    ASSERT_TRUE(ListAllByNamespace(*store, "ns1", LabelSelector::Everything(),
+    ASSERT_OK(ListAllByNamespace(*store, "ns1", LabelSelector::Everything(),
                                    [&](const ObjectPtr&) { return ++seen < 1; })
-                    .ok());
+                    );
     EXPECT_EQ(seen, 1);
   }
 }
@@ -108,9 +109,9 @@ TEST(ListerTest, LabelIndexTouchesOnlyMatches) {
   auto inner = NewMemoryIndexer({.label_index = true});
   for (int i = 0; i < 1000; ++i) {
     std::string app = i % 100 == 0 ? "rare" : i % 100 == 1 ? "odd" : "common";
-    ASSERT_TRUE(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 2), "",
+    ASSERT_OK(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 2), "",
                                {{"app", app}, {"tier", i % 4 == 0 ? "web" : "db"}}))
-                    .ok());
+                    );
   }
   auto store = std::make_shared<testing::CountingIndexer>(std::move(inner));
   Lister pods(store, {"", "pods"});

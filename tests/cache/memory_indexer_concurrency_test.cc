@@ -10,6 +10,7 @@
 
 #include "kcache/indexer.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -57,14 +58,14 @@ TEST(MemoryIndexerConcurrencyTest, ReadersSeeConsistentIndexesWhileWritersRun) {
       for (int i = 0; i < kOpsPerWriter; ++i) {
         std::string name = "p" + std::to_string(i % kKeysPerWriter);
         if ((i + w) % 7 == 0) {
-          ASSERT_TRUE(store->DeleteKey(ns + "/" + name).ok());
+          ASSERT_OK(store->DeleteKey(ns + "/" + name));
         } else {
-          ASSERT_TRUE(store->Update(Pod(name, ns, std::to_string(i),
+          ASSERT_OK(store->Update(Pod(name, ns, std::to_string(i),
                                         {{"gen", std::to_string(i % 5)}, {"writer", ns}}))
-                          .ok());
+                          );
         }
         if (w == 0 && i == kOpsPerWriter / 2) {
-          ASSERT_TRUE(store->AddIndexers({{"writer", ByWriter}}).ok());
+          ASSERT_OK(store->AddIndexers({{"writer", ByWriter}}));
         }
       }
     });
@@ -74,10 +75,10 @@ TEST(MemoryIndexerConcurrencyTest, ReadersSeeConsistentIndexesWhileWritersRun) {
       while (writers_done.load() < kWriters) {
         std::string gen = std::to_string(r % 5);
         auto objs = store->ByIndex("gen", gen);
-        ASSERT_TRUE(objs.ok());
+        ASSERT_OK(objs);
         for (const ObjectPtr& o : *objs) ASSERT_EQ(o->labels().at("gen"), gen);
         auto ns = store->ByIndex(kNamespaceIndex, "w" + std::to_string(r));
-        ASSERT_TRUE(ns.ok());
+        ASSERT_OK(ns);
         for (const ObjectPtr& o : *ns) ASSERT_EQ(o->namespace_(), "w" + std::to_string(r));
         std::string last;
         for (auto it = store->NewIterator(); it->Valid(); it->Next()) {

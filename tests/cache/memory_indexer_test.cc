@@ -1,6 +1,7 @@
 #include "kcache/indexer.h"
 #include "testing/indexer_conformance.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::testing {
 namespace {
@@ -16,13 +17,13 @@ INSTANTIATE_TEST_SUITE_P(Memory, IndexerConformanceTest,
 // not seen, and one added ahead of it is.
 TEST(MemoryIndexerTest, IteratorSeesChangesAhead) {
   auto store = NewMemoryIndexer();
-  for (const char* n : {"a", "b", "c"}) ASSERT_TRUE(store->Add(Pod(n, "ns1")).ok());
-  ASSERT_TRUE(store->Add(Pod("z", "ns2")).ok());
+  for (const char* n : {"a", "b", "c"}) ASSERT_OK(store->Add(Pod(n, "ns1")));
+  ASSERT_OK(store->Add(Pod("z", "ns2")));
   auto walk = store->NewIterator();
   ASSERT_TRUE(walk->Valid());
   EXPECT_EQ(walk->key(), "ns1/a");
-  ASSERT_TRUE(store->DeleteKey("ns1/b").ok());
-  ASSERT_TRUE(store->Add(Pod("y", "ns2")).ok());
+  ASSERT_OK(store->DeleteKey("ns1/b"));
+  ASSERT_OK(store->Add(Pod("y", "ns2")));
   std::vector<std::string> keys;
   for (; walk->Valid(); walk->Next()) keys.push_back(walk->key());
   EXPECT_EQ(keys, (std::vector<std::string>{"ns1/a", "ns1/c", "ns2/y", "ns2/z"}));

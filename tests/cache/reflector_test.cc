@@ -11,6 +11,7 @@
 #include "testing/fake_clock.h"
 #include "testing/fake_lister_watcher.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -177,7 +178,7 @@ TEST(ReflectorTest, ResumeProbesThenWatches) {
   Transaction txn;
   txn.Add(testing::Pod("a", "ns", "5"));
   txn.resource_version = "30";
-  ASSERT_TRUE(r.store->Commit(txn, nullptr).ok());
+  ASSERT_OK(r.store->Commit(txn, nullptr));
   r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "30"));
   auto w = r.lw->QueueWatch();
   r.Start();

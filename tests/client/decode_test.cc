@@ -5,6 +5,7 @@
 #include "client/decode.h"
 #include "client/http_error.h"
 #include "client/json_framer.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::rest {
 namespace {
@@ -24,7 +25,7 @@ std::vector<std::string> FrameAll(const std::vector<std::string_view>& pieces) {
     framer.Append(piece);
     for (;;) {
       auto f = framer.Next();
-      EXPECT_TRUE(f.ok()) << f.status();
+      EXPECT_OK(f) << f.status();
       if (!f.ok() || !*f) break;
       frames.push_back(**f);
     }
@@ -71,16 +72,16 @@ TEST(JsonFramerTest, OversizedEventIsAnError) {
 TEST(DecodeWatchEventTest, DecodesTypesAndObjects) {
   auto frames = FrameAll({kStream});
   auto added = DecodeWatchEvent(frames[0], 0, {}, "WATCH /api/v1/pods");
-  ASSERT_TRUE(added.ok()) << added.status();
+  ASSERT_OK(added) << added.status();
   EXPECT_EQ(added->type, WatchEventType::kAdded);
   EXPECT_EQ(added->object->name(), "a");
   EXPECT_EQ(added->object->resource_version(), "10");
   auto modified = DecodeWatchEvent(frames[1], 0, {}, "w");
-  ASSERT_TRUE(modified.ok());
+  ASSERT_OK(modified);
   EXPECT_EQ(modified->type, WatchEventType::kModified);
   EXPECT_NE(modified->object->json().find("\"data\":[1,{\"b\":\"]\"}]"), std::string_view::npos);
   auto bookmark = DecodeWatchEvent(frames[2], 0, {}, "w");
-  ASSERT_TRUE(bookmark.ok());
+  ASSERT_OK(bookmark);
   EXPECT_EQ(bookmark->type, WatchEventType::kBookmark);
   EXPECT_TRUE(bookmark->IsInitialEventsEnd());
   EXPECT_FALSE(added->IsInitialEventsEnd());
@@ -124,7 +125,7 @@ TEST(DecodeListTest, ItemsGetTheListsKindAndApiVersion) {
           "items":[{"metadata":{"name":"a","namespace":"n","resourceVersion":"3"}},
                    {"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","namespace":"n"}},{}]})",
       {});
-  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_OK(list) << list.status();
   EXPECT_EQ(list->resource_version, "77");
   EXPECT_EQ(list->continue_token, "abc");
   EXPECT_EQ(list->remaining_item_count, 5);
@@ -136,7 +137,7 @@ TEST(DecodeListTest, ItemsGetTheListsKindAndApiVersion) {
   EXPECT_EQ(list->items[2]->json(), R"({"apiVersion":"v1","kind":"Pod"})");
   // The stored bytes parse again to the same object.
   auto again = Object::Parse(std::string(list->items[0]->json()));
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(again.value()->name(), "a");
 }
 

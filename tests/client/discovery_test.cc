@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "kcache/discovery.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -20,7 +21,7 @@ TEST(DiscoveryTest, ResolvesAsKubectlDoes) {
   auto d = Sample();
   for (const char* name : {"pods", "pod", "po", "Pod", "PODS"}) {
     auto r = d->Resolve(name);
-    ASSERT_TRUE(r.ok()) << name;
+    ASSERT_OK(r) << name;
     EXPECT_EQ(r->gvr, (GroupVersionResource{"", "v1", "pods"})) << name << ": the core group wins";
   }
   EXPECT_EQ(d->Resolve("pods.metrics.k8s.io")->gvr.group, "metrics.k8s.io");

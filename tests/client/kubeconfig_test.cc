@@ -7,6 +7,7 @@
 
 #include "kcache/rest_config.h"
 #include "testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -69,7 +70,7 @@ contexts:
 TEST_F(KubeconfigTest, CurrentContextWithRelativePaths) {
   Write(dir_.Sub("config"), kFull);
   auto c = LoadKubeconfig({.path = dir_.Sub("config")});
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->server, "https://10.0.0.1:6443");
   EXPECT_EQ(c->ca_file, dir_.Sub("certs/ca.crt"));
   EXPECT_EQ(c->tls_server_name, "kubernetes");
@@ -83,7 +84,7 @@ TEST_F(KubeconfigTest, CurrentContextWithRelativePaths) {
 TEST_F(KubeconfigTest, NamedContextWithExecPlugin) {
   Write(dir_.Sub("config"), kFull);
   auto c = LoadKubeconfig({.path = dir_.Sub("config"), .context = "prod", .namespace_ = "override"});
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->server, "https://prod:443");
   EXPECT_EQ(c->ca_data, "hello");
   EXPECT_TRUE(c->insecure_skip_tls_verify);
@@ -124,7 +125,7 @@ contexts:
 )");
   setenv("KUBECONFIG", (dir_.Sub("a") + ":" + dir_.Sub("missing") + ":" + dir_.Sub("b")).c_str(), 1);
   auto c = LoadKubeconfig({});
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->server, "https://first");
   EXPECT_EQ(c->bearer_token, "first-token");
   auto server = LoadKubeconfig({.server = "http://127.0.0.1:8001"});
@@ -178,7 +179,7 @@ TEST_F(KubeconfigTest, InClusterConfig) {
   Write(sa + "/namespace", "apps\n");
   auto c = InClusterConfig({.service_account_dir = sa,
                             .env = {{"KUBERNETES_SERVICE_HOST", "fd00::1"}, {"KUBERNETES_SERVICE_PORT", "443"}}});
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->server, "https://[fd00::1]:443");
   EXPECT_EQ(c->bearer_token_file, sa + "/token");
   EXPECT_TRUE(c->bearer_token.empty()) << "read by the client, so rotation is seen";
@@ -196,7 +197,7 @@ TEST_F(KubeconfigTest, InClusterConfig) {
 TEST_F(KubeconfigTest, ClientConfigWithOnlyAServer) {
   setenv("KUBECONFIG", dir_.Sub("none").c_str(), 1);
   auto c = LoadClientConfig({.server = "http://127.0.0.1:8001"});
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->server, "http://127.0.0.1:8001");
   EXPECT_TRUE(c->bearer_token.empty());
 }

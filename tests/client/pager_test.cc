@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -87,7 +88,7 @@ TEST(ListPagerTest, ClientGoCases) {
       EXPECT_TRUE(result.status().IsExpired());
       continue;
     }
-    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_OK(result) << result.status();
     EXPECT_EQ(result->list.items.size(), static_cast<size_t>(c.items));
     EXPECT_EQ(result->list.resource_version, "rv:20");
     EXPECT_EQ(result->paginated, c.want_paginated);
@@ -114,12 +115,12 @@ TEST(ListPagerTest, EachListItemStreamsPages) {
   std::vector<std::string> names;
   std::string rv;
   bool paginated = false;
-  ASSERT_TRUE(pager
+  ASSERT_OK(pager
                   .EachListItem({}, [&](const ObjectPtr& o) {
                     names.push_back(o->name());
                     return Status::OK();
                   }, &rv, &paginated)
-                  .ok());
+                  );
   EXPECT_EQ(names.size(), 25u);
   EXPECT_EQ(rv, "rv:20");
   EXPECT_TRUE(paginated);

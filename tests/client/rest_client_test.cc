@@ -12,6 +12,7 @@
 #include "kcache/rest_client.h"
 #include "testing/fake_http_server.h"
 #include "testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -31,7 +32,7 @@ std::shared_ptr<RestClient> Client(const std::string& url, RestClientOptions opt
   RestConfig config;
   config.server = url;
   auto client = RestClient::Create(config, options);
-  EXPECT_TRUE(client.ok()) << client.status();
+  EXPECT_OK(client) << client.status();
   return *client;
 }
 
@@ -50,11 +51,11 @@ TEST(RestClientTest, WatchDecodesEventsSplitAcrossChunks) {
   o.resource_version = "4";
   o.allow_watch_bookmarks = true;
   auto watch = client->Watch(kPods, o);
-  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_OK(watch) << watch.status();
   std::vector<std::string> seen;
   for (;;) {
     auto ev = (*watch)->Next();
-    ASSERT_TRUE(ev.ok()) << ev.status();
+    ASSERT_OK(ev) << ev.status();
     if (!*ev) break;
     seen.push_back(std::string(WatchEventTypeName((*ev)->type)) + " " + (*ev)->object->resource_version());
   }
@@ -71,7 +72,7 @@ TEST(RestClientTest, StreamCutInsideAnEventIsUnavailable) {
     return FakeResponse{.chunks = {first, second.substr(0, 20)}, .cut = true};
   });
   auto watch = Client(server.url())->Watch(kPods, {});
-  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_OK(watch) << watch.status();
   auto ev = (*watch)->Next();
   ASSERT_TRUE(ev.ok() && *ev);
   auto cut = (*watch)->Next();
@@ -89,8 +90,8 @@ TEST(RestClientTest, MalformedEventNamesTheStreamByte) {
     return FakeResponse{.chunks = {first, R"({"type":"ADDED","object":{"metadata":{"name":nul}}})"}};
   });
   auto watch = Client(server.url())->Watch(kPods, {});
-  ASSERT_TRUE(watch.ok());
-  ASSERT_TRUE((*watch)->Next().ok());
+  ASSERT_OK(watch);
+  ASSERT_OK((*watch)->Next());
   auto bad = (*watch)->Next();  // the object starts 25 bytes in; its '}' after "nul" is 23 further
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(bad.status().IsInvalidArgument());
@@ -104,7 +105,7 @@ TEST(RestClientTest, ErrorEventInsideTheStream) {
     return FakeResponse{.chunks = {R"j({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (50)","reason":"Expired","code":410}})j"}};
   });
   auto watch = Client(server.url())->Watch(kPods, {});
-  ASSERT_TRUE(watch.ok());
+  ASSERT_OK(watch);
   auto ev = (*watch)->Next();
   ASSERT_FALSE(ev.ok());
   EXPECT_TRUE(ev.status().IsExpired());
@@ -139,7 +140,7 @@ TEST(RestClientTest, ListRetriesWhenTheServerSaysRetryAfter) {
     return FakeResponse{.chunks = {R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"p","namespace":"d"}}]})"}};
   });
   auto list = Client(server.url())->List(kPods, ListOptions{.limit = 10});
-  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_OK(list) << list.status();
   EXPECT_EQ(calls.load(), 3);
   EXPECT_EQ(list->resource_version, "9");
   ASSERT_EQ(list->items.size(), 1u);
@@ -167,8 +168,8 @@ TEST(RestClientTest, CancelUnblocksAStalledWatch) {
     return FakeResponse{.chunks = {PodEvent("ADDED", "a", 1)}, .stall = true};
   });
   auto watch = Client(server.url())->Watch(kPods, {});
-  ASSERT_TRUE(watch.ok());
-  ASSERT_TRUE((*watch)->Next().ok());
+  ASSERT_OK(watch);
+  ASSERT_OK((*watch)->Next());
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     (*watch)->Cancel();
@@ -187,11 +188,11 @@ TEST(RestClientTest, LongStreamWithSmallReadAhead) {
   for (int i = 0; i < kEvents; ++i) chunks.push_back(PodEvent("MODIFIED", "p" + std::to_string(i % 50), i + 1));
   FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{.chunks = chunks}; });
   auto watch = Client(server.url(), RestClientOptions{.watch_read_ahead_bytes = 4096})->Watch(kPods, {});
-  ASSERT_TRUE(watch.ok());
+  ASSERT_OK(watch);
   int n = 0;
   for (;;) {
     auto ev = (*watch)->Next();
-    ASSERT_TRUE(ev.ok()) << ev.status();
+    ASSERT_OK(ev) << ev.status();
     if (!*ev) break;
     ++n;
     ASSERT_EQ((*ev)->object->resource_version(), std::to_string(n));
@@ -206,12 +207,12 @@ TEST(RestClientTest, CredentialsGoInTheAuthorizationHeader) {
   basic.server = server.url();
   basic.username = "alice";
   basic.password = "s3cret";
-  ASSERT_TRUE((*RestClient::Create(basic))->Get("/version").ok());
+  ASSERT_OK((*RestClient::Create(basic))->Get("/version"));
   EXPECT_EQ(server.requests().back().Header("Authorization"), "Basic YWxpY2U6czNjcmV0");
 
   RestConfig token = basic;
   token.bearer_token = "abc";
-  ASSERT_TRUE((*RestClient::Create(token))->Get("/version").ok());
+  ASSERT_OK((*RestClient::Create(token))->Get("/version"));
   EXPECT_EQ(server.requests().back().Header("Authorization"), "Bearer abc");
 }
 
@@ -233,7 +234,7 @@ TEST(RestClientTest, TokenFileIsReReadOnUnauthorized) {
   EXPECT_EQ(first.status().code(), StatusCode::kUnauthenticated);
   EXPECT_EQ(first.status().message().find("old"), std::string_view::npos) << "no secret in errors";
   std::ofstream(file) << "new\n";
-  EXPECT_TRUE(client->Get("/version").ok());
+  EXPECT_OK(client->Get("/version"));
   auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 4u);  // old, old again after the re-read; then old, and new after the re-read
   EXPECT_EQ(reqs[2].Header("Authorization"), "Bearer old");
@@ -249,9 +250,9 @@ TEST(RestClientTest, TokenFileIsReReadAfterItsRefreshPeriod) {
   config.server = server.url();
   config.bearer_token_file = file;
   auto client = *RestClient::Create(config, RestClientOptions{.token_file_refresh = std::chrono::milliseconds(0)});
-  ASSERT_TRUE(client->Get("/a").ok());
+  ASSERT_OK(client->Get("/a"));
   std::ofstream(file) << "two";
-  ASSERT_TRUE(client->Get("/b").ok());
+  ASSERT_OK(client->Get("/b"));
   EXPECT_EQ(server.requests()[0].Header("Authorization"), "Bearer one");
   EXPECT_EQ(server.requests()[1].Header("Authorization"), "Bearer two");
 }
@@ -278,8 +279,8 @@ TEST(RestClientTest, ExecPluginProvidesTheToken) {
   config.server = server.url();
   config.exec = ExecConfig{.command = plugin, .env = {{"EXTRA", "yes"}}, .api_version = "client.authentication.k8s.io/v1"};
   auto client = *RestClient::Create(config);
-  ASSERT_TRUE(client->Get("/a").ok());
-  ASSERT_TRUE(client->Get("/b").ok());
+  ASSERT_OK(client->Get("/a"));
+  ASSERT_OK(client->Get("/b"));
   EXPECT_EQ(server.requests()[1].Header("Authorization"), "Bearer from-exec");
   std::ifstream in(count);
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

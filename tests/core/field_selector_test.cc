@@ -6,6 +6,7 @@
 
 #include "core/field_terms.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 TEST(FieldSelectorTest, Parse) {
   for (const char* s : {"x=a,y=b,z=c", "", "x!=a,y=b", R"(x=a||y\=b)", R"(x=a\=\=b)"}) {
     auto sel = FieldSelector::Parse(s);
-    ASSERT_TRUE(sel.ok()) << s << ": " << sel.status();
+    ASSERT_OK(sel) << s << ": " << sel.status();
     EXPECT_EQ(sel->String(), s);
   }
   for (const char* s : {"x=a||y=b", "x==a==b", "x=a,b", "x in (a)", "x in (a,b,c)", "x"}) {
@@ -36,7 +37,7 @@ TEST(FieldSelectorTest, ErrorsSayWhatIsWrong) {
 TEST(FieldSelectorTest, Matches) {
   auto M = [](const char* s, const Fields& f) {
     auto sel = FieldSelector::Parse(s);
-    EXPECT_TRUE(sel.ok()) << s;
+    EXPECT_OK(sel) << s;
     return sel->Matches(f);
   };
   EXPECT_TRUE(M("", {{"x", "y"}}));

@@ -4,6 +4,7 @@
 
 #include "kcache/indexer.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -92,7 +93,7 @@ TEST(KeyTest, SplitRoundTripsRandomKeys) {
       EXPECT_FALSE(name.ok()) << s;
       continue;
     }
-    ASSERT_TRUE(name.ok()) << s;
+    ASSERT_OK(name) << s;
     std::string back = name->String();
     if (!s.empty() && s[0] == '/') back = "/" + back;
     EXPECT_EQ(back, s);

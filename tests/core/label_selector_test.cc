@@ -6,6 +6,7 @@
 
 #include "kcache/labels.h"
 #include "core/label_parser.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -16,19 +17,19 @@ using labels::Token;
 
 std::string Canonical(std::string_view s) {
   auto sel = LabelSelector::Parse(s);
-  EXPECT_TRUE(sel.ok()) << "\"" << s << "\": " << sel.status();
+  EXPECT_OK(sel) << "\"" << s << "\": " << sel.status();
   return sel.ok() ? sel->String() : "<error>";
 }
 
 Requirement Req(std::string key, SelectionOperator op, std::vector<std::string> values = {}) {
   auto r = Requirement::Create(std::move(key), op, std::move(values));
-  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_OK(r) << r.status();
   return r.ok() ? *r : Requirement();
 }
 
 bool Match(std::string_view selector, const Labels& labels) {
   auto sel = LabelSelector::Parse(selector);
-  EXPECT_TRUE(sel.ok()) << selector << ": " << sel.status();
+  EXPECT_OK(sel) << selector << ": " << sel.status();
   return sel.ok() && sel->Matches(labels);
 }
 
@@ -168,7 +169,7 @@ TEST(LexerTest, UnknownSymbolRun) {
 // LB-09
 TEST(ParserTest, Operators) {
   for (const char* s : {"in", "=", "==", ">", "<", "notin", "!="}) {
-    EXPECT_TRUE(Parser(s).ParseOperator().ok()) << s;
+    EXPECT_OK(Parser(s).ParseOperator()) << s;
   }
   EXPECT_EQ(Parser("!").ParseOperator().status().message(),
             "found '!', expected: in, notin, =, ==, !=, gt, lt");
@@ -210,7 +211,7 @@ TEST(RequirementTest, Validation) {
   for (const auto& c : cases) {
     auto r = Requirement::Create(c.key, c.op, c.values);
     if (!c.error) {
-      EXPECT_TRUE(r.ok()) << c.key << ": " << r.status();
+      EXPECT_OK(r) << c.key << ": " << r.status();
       continue;
     }
     ASSERT_FALSE(r.ok()) << c.key;
@@ -301,7 +302,7 @@ TEST(LabelSelectorTest, ParserAcceptanceAndCanonicalForm) {
   };
   for (const auto& c : valid) EXPECT_EQ(Canonical(c.in), c.out) << c.in;
   auto in_values = LabelSelector::Parse("x in (abc,)");
-  ASSERT_TRUE(in_values.ok());
+  ASSERT_OK(in_values);
   EXPECT_EQ(in_values->requirements()[0].values(), (std::vector<std::string>{"", "abc"}));
 
   for (const char* s : {"x=a||y=b", "x,,y", ",x,y", "x nott in (y)", "a in (xyz),",
@@ -358,7 +359,7 @@ TEST(LabelSelectorTest, RequiresExactMatch) {
 // LB-17
 TEST(LabelSelectorTest, ValidatedFromSet) {
   auto ok = LabelSelector::ValidatedFromSet({{"key", "val"}});
-  ASSERT_TRUE(ok.ok());
+  ASSERT_OK(ok);
   EXPECT_EQ(ok->String(), "key=val");
   auto bad = LabelSelector::ValidatedFromSet(
       {{"Key", "axahm2EJ8Phiephe2eixohbee9eGeiyees1thuozi1xoh0GiuH3diewi8iem7Nui"}});
@@ -378,7 +379,7 @@ TEST(LabelSelectorTest, MatchesNothing) {
   for (const char* s : {"", "a", "!a", "a=b", "a!=b", "a in (b)", "a notin (b)", "a,!a",
                         "a=b,a!=b", "a in (b),a notin (b)"}) {
     auto sel = LabelSelector::Parse(s);
-    ASSERT_TRUE(sel.ok()) << s;
+    ASSERT_OK(sel) << s;
     EXPECT_FALSE(sel->MatchesNothing()) << s;
   }
 }
@@ -402,7 +403,7 @@ TEST(LabelsTest, SetHelpers) {
   };
   for (const auto& c : valid) {
     auto got = ConvertSelectorToLabelsMap(c.in);
-    ASSERT_TRUE(got.ok()) << c.in << ": " << got.status();
+    ASSERT_OK(got) << c.in << ": " << got.status();
     EXPECT_EQ(*got, c.want) << c.in;
   }
   for (const char* s : {",", "x", "x,y", "x=$y", "x!=y", "x==y", "x=a||y=b", "x in (y)",

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testserver/pods.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -16,7 +17,7 @@ TEST(ObjectTest, ExtractsMetadataOfARealisticPod) {
   EXPECT_GT(json.size(), 5500u);
   EXPECT_LT(json.size(), 8000u);
   StatusOr<ObjectPtr> obj = Object::Parse(json);
-  ASSERT_TRUE(obj.ok()) << obj.status();
+  ASSERT_OK(obj) << obj.status();
   const Object& o = **obj;
   // Compare every extracted field against a full DOM parse.
   nlohmann::json doc = nlohmann::json::parse(json);
@@ -48,7 +49,7 @@ TEST(ObjectTest, OptionalFieldsAndEscapes) {
   auto obj = Object::Parse(
       R"({"metadata":{"name":"a\"b","generation":7,"deletionTimestamp":"2026-01-01T00:00:00Z",)"
       R"("labels":{"k":"v\u00e9"},"annotations":null,"ownerReferences":null}})");
-  ASSERT_TRUE(obj.ok()) << obj.status();
+  ASSERT_OK(obj) << obj.status();
   EXPECT_EQ((*obj)->name(), "a\"b");
   EXPECT_EQ((*obj)->meta().generation, 7);
   EXPECT_EQ((*obj)->meta().deletion_timestamp, "2026-01-01T00:00:00Z");
@@ -88,7 +89,7 @@ TEST(ObjectTest, NonObjectsAndMissingMetadata) {
   EXPECT_EQ(number.status().message(), "not a JSON object");
 
   auto bare = Object::Parse(R"({"kind":"Status"})");
-  ASSERT_TRUE(bare.ok());
+  ASSERT_OK(bare);
   EXPECT_FALSE((*bare)->has_metadata());
 }
 
@@ -107,7 +108,7 @@ TEST(ObjectTest, WrongTypesInMetadataAreNamed) {
 TEST(ObjectTest, DropManagedFieldsKeepsEverythingElse) {
   std::string json = RealisticPod();
   auto obj = Object::Parse(json, {.drop_managed_fields = true});
-  ASSERT_TRUE(obj.ok()) << obj.status();
+  ASSERT_OK(obj) << obj.status();
   nlohmann::json want = nlohmann::json::parse(json);
   want["metadata"].erase("managedFields");
   EXPECT_EQ(*(*obj)->Document(), want);
@@ -124,7 +125,7 @@ TEST(ObjectTest, DropManagedFieldsAtEveryPosition) {
   };
   for (const char* c : cases) {
     auto obj = Object::Parse(c, {.drop_managed_fields = true});
-    ASSERT_TRUE(obj.ok()) << c << ": " << obj.status();
+    ASSERT_OK(obj) << c << ": " << obj.status();
     nlohmann::json want = nlohmann::json::parse(c);
     want["metadata"].erase("managedFields");
     EXPECT_EQ(*(*obj)->Document(), want) << c;
@@ -133,19 +134,19 @@ TEST(ObjectTest, DropManagedFieldsAtEveryPosition) {
 
 TEST(ObjectTest, DropManagedFieldsTransform) {
   auto with = Object::Parse(RealisticPod());
-  ASSERT_TRUE(with.ok());
+  ASSERT_OK(with);
   auto dropped = DropManagedFields(*with);
-  ASSERT_TRUE(dropped.ok());
+  ASSERT_OK(dropped);
   EXPECT_EQ((*dropped)->json().find("managedFields"), std::string_view::npos);
   // An object without managedFields is returned as is.
   auto again = DropManagedFields(*dropped);
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(again->get(), dropped->get());
 }
 
 TEST(ObjectTest, FieldValue) {
   auto obj = Object::Parse(RealisticPod());
-  ASSERT_TRUE(obj.ok());
+  ASSERT_OK(obj);
   EXPECT_EQ(*(*obj)->FieldValue("status.phase"), "Running");
   EXPECT_EQ(*(*obj)->FieldValue("spec.nodeName"), (*(*obj)->Document())["spec"]["nodeName"]);
   EXPECT_EQ(*(*obj)->FieldValue("spec.terminationGracePeriodSeconds"), "30");

@@ -1,15 +1,17 @@
 #include "kcache/status.h"
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include "kcache/status_or.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
 
 TEST(StatusTest, OkHasNoMessage) {
   Status s;
-  EXPECT_TRUE(s.ok());
+  EXPECT_OK(s);
   EXPECT_EQ(s.code(), StatusCode::kOk);
   EXPECT_EQ(s.message(), "");
   EXPECT_EQ(s.ToString(), "OK");
@@ -23,7 +25,7 @@ TEST(StatusTest, ErrorCarriesCodeAndMessage) {
   Status copy = s;
   EXPECT_EQ(copy, s);
   EXPECT_EQ(s.WithContext("lister").message(), "lister: pods \"a\" not found");
-  EXPECT_TRUE(Status().WithContext("x").ok());
+  EXPECT_OK(Status().WithContext("x"));
 }
 
 Status FailIfNegative(int v) {
@@ -46,7 +48,7 @@ StatusOr<int> Quarter(int v) {
 }
 
 TEST(StatusTest, MacrosPropagate) {
-  EXPECT_TRUE(Chain(1).ok());
+  EXPECT_OK(Chain(1));
   EXPECT_TRUE(Chain(-1).IsInvalidArgument());
   EXPECT_EQ(*Quarter(8), 2);
   EXPECT_EQ(Quarter(6).status().message(), "odd");
@@ -63,6 +65,34 @@ TEST(StatusOrTest, OkStatusBecomesInternalError) {
 TEST(StatusOrDeathTest, ValueOfErrorAborts) {
   StatusOr<int> v = Status::NotFound("x");
   EXPECT_DEATH({ (void)v.value(); }, "");
+}
+
+}  // namespace
+}  // namespace kcache
+
+namespace kcache {
+namespace {
+
+using ::kcache::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(StatusMatchersTest, StatusIsChecksCodeAndMessage) {
+  EXPECT_THAT(Status::NotFound("pods \"a\" not found"), StatusIs(StatusCode::kNotFound));
+  EXPECT_THAT(Status::NotFound("pods \"a\" not found"),
+              StatusIs(StatusCode::kNotFound, HasSubstr("\"a\"")));
+  EXPECT_THAT(Status::NotFound("x"), Not(StatusIs(StatusCode::kExpired)));
+  EXPECT_THAT(StatusOr<int>(Status::Expired("too old")), StatusIs(StatusCode::kExpired));
+  EXPECT_THAT(StatusOr<int>(4), Not(StatusIs(StatusCode::kExpired)));
+}
+
+TEST(StatusMatchersTest, FailingOkCheckPrintsTheStatus) {
+  EXPECT_NONFATAL_FAILURE(EXPECT_OK(Status::Corruption("block 3 at byte 812: bad checksum")),
+                          "Corruption: block 3 at byte 812: bad checksum");
+  EXPECT_NONFATAL_FAILURE(EXPECT_OK(StatusOr<int>(Status::Busy("cache is locked"))),
+                          "Busy: cache is locked");
+  EXPECT_NONFATAL_FAILURE(
+      EXPECT_THAT(Status::NotFound("gone"), StatusIs(StatusCode::kExpired)), "NotFound");
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "integration/cluster.h"
+#include "testing/status_matchers.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -37,13 +38,13 @@ Cluster& Cluster::Get() {
 
 RestConfig Cluster::AdminConfig() const {
   auto config = LoadKubeconfig({.path = File("kubeconfig")});
-  EXPECT_TRUE(config.ok()) << config.status();
+  EXPECT_OK(config) << config.status();
   return *config;
 }
 
 std::shared_ptr<RestClient> Cluster::Admin() const {
   auto client = RestClient::Create(AdminConfig());
-  EXPECT_TRUE(client.ok()) << client.status();
+  EXPECT_OK(client) << client.status();
   return *client;
 }
 

@@ -20,6 +20,7 @@
 #include "kcache/indexer.h"
 #include "kcache/rest_client.h"
 #include "testing/serve_fixture.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::testing {
 
@@ -38,21 +39,21 @@ class Api {
   explicit Api(std::string ns) : ns_(std::move(ns)), client_(Cluster::Get().Admin()) {}
   void Create(const std::string& name, const std::string& value = "1") {
     auto r = client_->Do("POST", Path(""), ConfigMapJson(name, value));
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
   }
   void Update(const std::string& name, const std::string& value, const std::string& track = "a") {
     auto r = client_->Do("PUT", Path(name), ConfigMapJson(name, value, track));
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
   }
   void Delete(const std::string& name) {
     auto r = client_->Do("DELETE", Path(name));
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
   }
   // name -> resourceVersion, as the API returns them now.
   std::map<std::string, std::string> State() {
     std::map<std::string, std::string> out;
     auto list = client_->List(ConfigMaps(ns_), {});
-    EXPECT_TRUE(list.ok()) << list.status();
+    EXPECT_OK(list) << list.status();
     if (list.ok()) {
       for (auto& o : list->items) out[o->name()] = o->resource_version();
     }
@@ -62,7 +63,7 @@ class Api {
   // include verb="LIST" and resource="configmaps".
   double ListMetric(const std::string& metric) {
     auto body = client_->Get("/metrics");
-    EXPECT_TRUE(body.ok()) << body.status();
+    EXPECT_OK(body) << body.status();
     double total = 0;
     std::istringstream in(body.ok() ? *body : "");
     for (std::string line; std::getline(in, line);) {
@@ -87,7 +88,7 @@ class Api {
 inline std::map<std::string, std::string> CacheState(Indexer& indexer) {
   std::map<std::string, std::string> out;
   auto all = indexer.List();
-  EXPECT_TRUE(all.ok()) << all.status();
+  EXPECT_OK(all) << all.status();
   if (all.ok()) {
     for (auto& o : *all) out[o->name()] = o->resource_version();
   }

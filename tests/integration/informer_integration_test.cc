@@ -24,6 +24,7 @@
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -79,13 +80,13 @@ TEST(InformerIntegrationTest, CacheAndHandlersFollowTheApi) {
   for (int i = 0; i < 10; ++i) api.Create("before-" + std::to_string(i));
   testing::TempDir dir;
   auto cache = Cache::Open(dir.path());
-  ASSERT_TRUE(cache.ok()) << cache.status();
+  ASSERT_OK(cache) << cache.status();
   auto ks = (*cache)->OpenKeyspace("configmaps");
-  ASSERT_TRUE(ks.ok());
+  ASSERT_OK(ks);
   auto informer = SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
   auto mirror = std::make_shared<Mirror>();
-  ASSERT_TRUE(informer->AddEventHandler(mirror).ok());
-  ASSERT_TRUE(informer->Start().ok());
+  ASSERT_OK(informer->AddEventHandler(mirror));
+  ASSERT_OK(informer->Start());
   ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(60)));
   EXPECT_EQ(informer->stats().lists, 1u);
   for (int i = 0; i < 20; ++i) api.Create("cm-" + std::to_string(i));
@@ -110,11 +111,11 @@ TEST(InformerIntegrationTest, ExpiredCheckpointRelistsOnceAndReportsTheChanges) 
   testing::TempDir dir;
   {
     auto cache = Cache::Open(dir.path());
-    ASSERT_TRUE(cache.ok());
+    ASSERT_OK(cache);
     auto ks = (*cache)->OpenKeyspace("configmaps");
-    ASSERT_TRUE(ks.ok());
+    ASSERT_OK(ks);
     auto informer = SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
-    ASSERT_TRUE(informer->Start().ok());
+    ASSERT_OK(informer->Start());
     ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(60)));
     informer->Stop();
   }
@@ -124,14 +125,14 @@ TEST(InformerIntegrationTest, ExpiredCheckpointRelistsOnceAndReportsTheChanges) 
   Cluster::Get().CompactEtcd();
 
   auto cache = Cache::Open(dir.path());
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
   auto ks = (*cache)->OpenKeyspace("configmaps");
-  ASSERT_TRUE(ks.ok());
+  ASSERT_OK(ks);
   auto informer = SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
   auto changes = std::make_shared<testing::RecordingHandler>(false);
   auto reg = informer->AddEventHandler(changes, {std::chrono::milliseconds(0), StartMode::kChangesOnly});
-  ASSERT_TRUE(reg.ok());
-  ASSERT_TRUE(informer->Start().ok());
+  ASSERT_OK(reg);
+  ASSERT_OK(informer->Start());
   ASSERT_TRUE(Eventually([&] { return informer->stats().lists == 1 && (*reg)->HasSynced() && changes->size() >= 3; }));
   EXPECT_THAT(changes->calls(),
               ::testing::UnorderedElementsAre("add new", "update cm-1 1>2", "delete cm-2 tombstone"));
@@ -179,11 +180,11 @@ TEST(InformerIntegrationTest, SigkillAndRestartResumeWithoutList) {
     SCOPED_TRACE("round " + std::to_string(round));
     {  // Invariant 1: what the killed process left is consistent.
       auto cache = Cache::Open(cache_dir);
-      ASSERT_TRUE(cache.ok()) << cache.status();
+      ASSERT_OK(cache) << cache.status();
       auto ks = (*cache)->OpenKeyspace("configmaps");
-      ASSERT_TRUE(ks.ok());
+      ASSERT_OK(ks);
       EXPECT_NE((*ks)->LastSyncResourceVersion(), "");
-      EXPECT_TRUE((*cache)->Verify().ok());
+      EXPECT_OK((*cache)->Verify());
     }
     double lists = api.ListMetric("apiserver_request_total");
     double bytes = api.ListMetric("apiserver_response_sizes_sum");

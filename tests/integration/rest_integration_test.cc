@@ -16,6 +16,7 @@
 #include "kcache/rest_client.h"
 #include "testing/temp_dir.h"
 #include "util/base64.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -29,14 +30,14 @@ void CreateConfigMap(RestClient& c, const std::string& ns, const std::string& na
   auto st = c.Do("POST", "/api/v1/namespaces/" + ns + "/configmaps",
                  R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
                      R"(","labels":{"app":"demo"}},"data":{"k":")" + value + R"("}})");
-  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_OK(st) << st.status();
 }
 
 void CreatePod(RestClient& c, const std::string& ns, const std::string& name) {
   auto st = c.Do("POST", "/api/v1/namespaces/" + ns + "/pods",
                  R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
                      R"(","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}})");
-  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_OK(st) << st.status();
 }
 
 std::string Names(const ObjectList& list) {
@@ -51,7 +52,7 @@ TEST(RestIntegrationTest, ListPaginatesWithLimitAndContinue) {
   for (int i = 0; i < 25; ++i) CreateConfigMap(*c, ns, "cm-" + std::to_string(100 + i));
 
   auto page = c->List(ConfigMaps(ns), ListOptions{.limit = 10});
-  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_OK(page) << page.status();
   EXPECT_EQ(page->items.size(), 10u);
   EXPECT_FALSE(page->continue_token.empty());
   EXPECT_EQ(page->remaining_item_count, 15);
@@ -59,7 +60,7 @@ TEST(RestIntegrationTest, ListPaginatesWithLimitAndContinue) {
   EXPECT_EQ(page->items[0]->api_version(), "v1");
 
   auto all = c->Pager(ConfigMaps(ns), ListPagerOptions{.page_size = 10}).List({});
-  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_OK(all) << all.status();
   EXPECT_TRUE(all->paginated);
   ASSERT_EQ(all->list.items.size(), 25u);
   EXPECT_EQ(all->list.items.front()->name(), "cm-100");
@@ -67,13 +68,13 @@ TEST(RestIntegrationTest, ListPaginatesWithLimitAndContinue) {
   EXPECT_FALSE(all->list.resource_version.empty());
 
   auto selected = c->List(ConfigMaps(ns), ListOptions{.label_selector = "app=demo", .field_selector = "metadata.name=cm-107"});
-  ASSERT_TRUE(selected.ok()) << selected.status();
+  ASSERT_OK(selected) << selected.status();
   EXPECT_EQ(Names(*selected), "cm-107");
 
   // resourceVersion + resourceVersionMatch=NotOlderThan is accepted.
   auto not_older = c->List(ConfigMaps(ns), ListOptions{.resource_version = all->list.resource_version,
                                                        .resource_version_match = "NotOlderThan"});
-  ASSERT_TRUE(not_older.ok()) << not_older.status();
+  ASSERT_OK(not_older) << not_older.status();
   EXPECT_EQ(not_older->items.size(), 25u);
 }
 
@@ -84,7 +85,7 @@ TEST(RestIntegrationTest, ExpiredContinueToken) {
   std::string ns = Cluster::Get().Namespace("expiring");
   for (int i = 0; i < 6; ++i) CreateConfigMap(*c, ns, "cm-" + std::to_string(i));
   auto first = c->List(ConfigMaps(ns), ListOptions{.limit = 2});
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first) << first.status();
   CreateConfigMap(*c, ns, "cm-late");
   Cluster::Get().CompactEtcd();
   auto next = c->List(ConfigMaps(ns), ListOptions{.limit = 2, .continue_token = first->continue_token});
@@ -104,7 +105,7 @@ TEST(RestIntegrationTest, ExpiredContinueToken) {
       },
       ListPagerOptions{.page_size = 2});
   auto all = pager.List({});
-  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_OK(all) << all.status();
   EXPECT_EQ(all->list.items.size(), 8u);
   EXPECT_EQ(pages, 3) << "first page, expired second page, one full list";
 }
@@ -113,21 +114,21 @@ TEST(RestIntegrationTest, WatchDeliversChangesInOrder) {
   auto c = Cluster::Get().Admin();
   std::string ns = Cluster::Get().Namespace("watching");
   auto list = c->List(Pods(ns), {});
-  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_OK(list) << list.status();
   auto watch = c->Watch(Pods(ns), ListOptions{.resource_version = list->resource_version,
                                               .timeout_seconds = 30,
                                               .allow_watch_bookmarks = true});
-  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_OK(watch) << watch.status();
   CreatePod(*c, ns, "p1");
-  ASSERT_TRUE(c->Do("PATCH", "/api/v1/namespaces/" + ns + "/pods/p1", R"({"metadata":{"labels":{"tier":"x"}}})").ok());
-  ASSERT_TRUE(c->Do("DELETE", "/api/v1/namespaces/" + ns + "/pods/p1?gracePeriodSeconds=0").ok());
+  ASSERT_OK(c->Do("PATCH", "/api/v1/namespaces/" + ns + "/pods/p1", R"({"metadata":{"labels":{"tier":"x"}}})"));
+  ASSERT_OK(c->Do("DELETE", "/api/v1/namespaces/" + ns + "/pods/p1?gracePeriodSeconds=0"));
   // A pod's deletion first sets its deletionTimestamp (MODIFIED), then
   // removes it (DELETED).
   std::vector<std::string> seen;
   std::string last_rv;
   while (seen.empty() || seen.back() != "DELETED p1") {
     auto ev = (*watch)->Next();
-    ASSERT_TRUE(ev.ok()) << ev.status();
+    ASSERT_OK(ev) << ev.status();
     ASSERT_TRUE(ev->has_value()) << "the stream ended early";
     if ((*ev)->type == WatchEventType::kBookmark) continue;
     seen.push_back(std::string(WatchEventTypeName((*ev)->type)) + " " + (*ev)->object->name());
@@ -148,16 +149,16 @@ TEST(RestIntegrationTest, BookmarksAndTimeoutSeconds) {
   std::string ns = Cluster::Get().Namespace("bookmarks");
   CreatePod(*c, ns, "b1");
   auto list = c->List(Pods(ns), {});
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   auto watch = c->Watch(Pods(ns), ListOptions{.resource_version = list->resource_version,
                                               .timeout_seconds = 8,
                                               .allow_watch_bookmarks = true});
-  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_OK(watch) << watch.status();
   CreatePod(*c, ns, "b2");
   int bookmarks = 0;
   for (;;) {
     auto ev = (*watch)->Next();
-    ASSERT_TRUE(ev.ok()) << ev.status();
+    ASSERT_OK(ev) << ev.status();
     if (!*ev) break;  // the server's timeout: a clean end
     if ((*ev)->type == WatchEventType::kBookmark) {
       ++bookmarks;
@@ -172,7 +173,7 @@ TEST(RestIntegrationTest, WatchFromCompactedResourceVersionIsExpired) {
   std::string ns = Cluster::Get().Namespace("gone");
   CreateConfigMap(*c, ns, "a");
   auto list = c->List(ConfigMaps(ns), {});
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   CreateConfigMap(*c, ns, "b");
   CreateConfigMap(*c, ns, "c");
   Cluster::Get().CompactEtcd();
@@ -199,7 +200,7 @@ TEST(RestIntegrationTest, CancelFromAnotherThread) {
   auto c = Cluster::Get().Admin();
   std::string ns = Cluster::Get().Namespace("cancel");
   auto watch = c->Watch(Pods(ns), ListOptions{.resource_version = "0", .timeout_seconds = 300});
-  ASSERT_TRUE(watch.ok());
+  ASSERT_OK(watch);
   std::thread t([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     (*watch)->Cancel();
@@ -226,12 +227,12 @@ int SocketCount() {
 TEST(RestIntegrationTest, WatchesShareAConnection) {
   auto c = Cluster::Get().Admin();
   std::string ns = Cluster::Get().Namespace("sharing");
-  ASSERT_TRUE(c->List(Pods(ns), {}).ok());  // the connection exists
+  ASSERT_OK(c->List(Pods(ns), {}));  // the connection exists
   int before = SocketCount();
   std::vector<std::unique_ptr<WatchStream>> watches;
   for (int i = 0; i < 20; ++i) {
     auto w = c->Watch(Pods(ns), ListOptions{.resource_version = "0", .timeout_seconds = 60});
-    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_OK(w) << w.status();
     watches.push_back(*std::move(w));
   }
   int after = SocketCount();
@@ -290,7 +291,7 @@ TEST(RestIntegrationTest, DiscoveryResolvesBuiltinAndCustomResources) {
   std::shared_ptr<const Discovery> d;
   for (int i = 0; i < 100; ++i) {  // the new group is served within a few seconds
     auto fetched = Discovery::Fetch(*c);
-    ASSERT_TRUE(fetched.ok()) << fetched.status();
+    ASSERT_OK(fetched) << fetched.status();
     d = *fetched;
     if (d->Resolve("wd").ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -301,16 +302,16 @@ TEST(RestIntegrationTest, DiscoveryResolvesBuiltinAndCustomResources) {
   EXPECT_FALSE(d->Resolve("ns")->namespaced);
   EXPECT_FALSE(d->Resolve("nodes")->namespaced);
   auto widget = d->Resolve("wd");
-  ASSERT_TRUE(widget.ok()) << widget.status();
+  ASSERT_OK(widget) << widget.status();
   EXPECT_EQ(widget->gvr, (GroupVersionResource{"example.com", "v1", "widgets"}));
   EXPECT_TRUE(widget->namespaced);
 
   std::string ns = Cluster::Get().Namespace("widgets");
   auto created = c->Do("POST", "/apis/example.com/v1/namespaces/" + ns + "/widgets",
                        R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"size":3})");
-  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_OK(created) << created.status();
   auto list = c->List(widget->Ref(ns), {});
-  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_OK(list) << list.status();
   ASSERT_EQ(list->items.size(), 1u);
   EXPECT_EQ(list->items[0]->kind(), "Widget");
   EXPECT_EQ(*list->items[0]->FieldValue("size"), "3");
@@ -333,7 +334,7 @@ TEST(RestIntegrationConfigTest, CertificateAuthorityFileDataAndInsecure) {
   auto& cl = Cluster::Get();
   RestConfig file = cl.AdminConfig();
   ASSERT_FALSE(file.ca_file.empty());
-  EXPECT_TRUE(ListWith(file).ok()) << ListWith(file);
+  EXPECT_OK(ListWith(file)) << ListWith(file);
 
   testing::TempDir dir;
   std::ofstream(dir.Sub("config")) << "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: " << cl.server()
@@ -341,21 +342,21 @@ TEST(RestIntegrationConfigTest, CertificateAuthorityFileDataAndInsecure) {
                                    << "\nusers:\n- name: u\n  user:\n    token: " << cl.token()
                                    << "\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n";
   auto data = LoadKubeconfig({.path = dir.Sub("config")});
-  ASSERT_TRUE(data.ok()) << data.status();
-  EXPECT_TRUE(ListWith(*data).ok());
+  ASSERT_OK(data) << data.status();
+  EXPECT_OK(ListWith(*data));
 
   RestConfig no_ca = file;
   no_ca.ca_file.clear();
   Status untrusted = ListWith(no_ca);
   EXPECT_EQ(untrusted.code(), StatusCode::kFailedPrecondition) << untrusted;
   no_ca.insecure_skip_tls_verify = true;
-  EXPECT_TRUE(ListWith(no_ca).ok());
+  EXPECT_OK(ListWith(no_ca));
 }
 
 TEST(RestIntegrationConfigTest, TlsServerName) {
   RestConfig config = Cluster::Get().AdminConfig();
   config.tls_server_name = "kubernetes.default";  // a name in the serving certificate, not 127.0.0.1
-  EXPECT_TRUE(ListWith(config).ok()) << ListWith(config);
+  EXPECT_OK(ListWith(config)) << ListWith(config);
   config.tls_server_name = "not-the-server.example";
   EXPECT_EQ(ListWith(config).code(), StatusCode::kFailedPrecondition);
 }
@@ -368,11 +369,11 @@ TEST(RestIntegrationConfigTest, ClientCertificates) {
   RestConfig files = anonymous;
   files.client_cert_file = cl.File("admin.crt");
   files.client_key_file = cl.File("admin.key");
-  EXPECT_TRUE(ListWith(files).ok()) << ListWith(files);
+  EXPECT_OK(ListWith(files)) << ListWith(files);
   RestConfig data = anonymous;
   data.client_cert_data = ReadAll(cl.File("admin.crt"));
   data.client_key_data = ReadAll(cl.File("admin.key"));
-  EXPECT_TRUE(ListWith(data).ok());
+  EXPECT_OK(ListWith(data));
 }
 
 TEST(RestIntegrationConfigTest, TokenFileRotation) {
@@ -386,7 +387,7 @@ TEST(RestIntegrationConfigTest, TokenFileRotation) {
   auto client = *RestClient::Create(config);
   EXPECT_EQ(client->List(ConfigMaps("default"), {}).status().code(), StatusCode::kUnauthenticated);
   std::ofstream(file) << "rotated-" << cl.token() << "\n";  // the new token of a rotation
-  EXPECT_TRUE(client->List(ConfigMaps("default"), {}).ok());
+  EXPECT_OK(client->List(ConfigMaps("default"), {}));
 }
 
 TEST(RestIntegrationConfigTest, ExecPlugin) {
@@ -403,8 +404,8 @@ TEST(RestIntegrationConfigTest, ExecPlugin) {
                                    << "\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1"
                                    << "\n      command: ./get-token\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n";
   auto config = LoadKubeconfig({.path = dir.Sub("config")});
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_TRUE(ListWith(*config).ok()) << ListWith(*config);
+  ASSERT_OK(config) << config.status();
+  EXPECT_OK(ListWith(*config)) << ListWith(*config);
 }
 
 TEST(RestIntegrationConfigTest, KubeconfigVariableMergesFiles) {
@@ -417,9 +418,9 @@ TEST(RestIntegrationConfigTest, KubeconfigVariableMergesFiles) {
   setenv("KUBECONFIG", (dir.Sub("cluster") + ":" + dir.Sub("user")).c_str(), 1);
   auto config = LoadClientConfig({});
   unsetenv("KUBECONFIG");
-  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_OK(config) << config.status();
   EXPECT_EQ(config->namespace_, "kube-system");
-  EXPECT_TRUE(ListWith(*config).ok());
+  EXPECT_OK(ListWith(*config));
 }
 
 // Plain HTTP through `kubectl proxy`, which adds the credentials.
@@ -447,9 +448,9 @@ TEST(RestIntegrationConfigTest, PlainHttpThroughKubectlProxy) {
   plain.server = "http://127.0.0.1:" + port;
   auto client = *RestClient::Create(plain);
   auto list = client->List(ConfigMaps("default"), {});
-  EXPECT_TRUE(list.ok()) << list.status();
+  EXPECT_OK(list) << list.status();
   auto watch = client->Watch(ConfigMaps("default"), ListOptions{.resource_version = "0", .timeout_seconds = 1});
-  EXPECT_TRUE(watch.ok()) << watch.status();
+  EXPECT_OK(watch) << watch.status();
   kill(pid, SIGTERM);
 }
 

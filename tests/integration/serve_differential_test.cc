@@ -15,6 +15,7 @@
 #include "integration/cluster.h"
 #include "kcache/rest_client.h"
 #include "testserver/server.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -158,14 +159,14 @@ TEST(ServeDifferentialTest, RealApiserverAndKcacheServeAgree) {
   o.cluster.pods = 0;
   o.churn = {0, 0, 0, 0};
   auto server = serve::Server::Start(o);
-  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_OK(server) << server.status();
   RestConfig config;
   config.server = (*server)->url();
   RestClientOptions options;
   options.max_retries = 0;
   Target ours{RestClient::Create(config, options).value(), [&] { (*server)->state().Compact(); }, real.ns};
   auto ns = ours.client->Do("POST", "/api/v1/namespaces", R"({"metadata":{"name":")" + real.ns + R"("}})");
-  ASSERT_TRUE(ns.ok()) << ns.status();
+  ASSERT_OK(ns) << ns.status();
 
   std::vector<std::string> want = RunScenario(real);
   std::vector<std::string> got = RunScenario(ours);

@@ -14,6 +14,7 @@
 #include "kcache/snapshot.h"
 #include "testing/command.h"
 #include "testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -62,7 +63,7 @@ TEST(SnapshotIntegrationTest, SnapshotTakenDuringSyncRestoresAndResumesWithoutLi
   testing::CommandResult verify = testing::RunCommand(Kcache("snapshot verify " + file));
   ASSERT_EQ(verify.exit_code, 0) << verify.output;
   auto manifest = ReadSnapshotManifest(file);
-  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  ASSERT_OK(manifest) << manifest.status();
   ASSERT_EQ(manifest->resources.size(), 1u);
   EXPECT_EQ(manifest->resources[0].objects, 40u);
   ASSERT_TRUE(manifest->cluster.has_value());
@@ -138,8 +139,8 @@ TEST(SnapshotIntegrationTest, ExpiredSnapshotRelistsOnceWithADiff) {
   EXPECT_THAT(sync.Log(), ::testing::HasSubstr("(2 written, 38 unchanged)"));
   sync.Kill(SIGTERM);
   auto cache = Cache::Open(restored);
-  ASSERT_TRUE(cache.ok()) << cache.status();
-  EXPECT_TRUE((*cache)->Verify().ok());
+  ASSERT_OK(cache) << cache.status();
+  EXPECT_OK((*cache)->Verify());
 }
 
 }  // namespace

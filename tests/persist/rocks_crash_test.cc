@@ -19,6 +19,7 @@
 #include "kcache/cache.h"
 #include "testing/objects.h"
 #include "testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::testing {
 namespace {
@@ -158,16 +159,16 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
                                       << WEXITSTATUS(wstatus);
 
     auto cache = Cache::Open(dir.path());
-    ASSERT_TRUE(cache.ok()) << "round " << round << ": " << cache.status();
+    ASSERT_OK(cache) << "round " << round << ": " << cache.status();
     Status verified = (*cache)->Verify();
-    ASSERT_TRUE(verified.ok()) << "round " << round << ": " << verified;
+    ASSERT_OK(verified) << "round " << round << ": " << verified;
     auto store = (*cache)->OpenKeyspace("pods");
-    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_OK(store) << store.status();
     const Indexer& s = **store;
 
     // Every object is indexed under its own namespace and labels.
     auto keys = s.ListKeys();
-    ASSERT_TRUE(keys.ok());
+    ASSERT_OK(keys);
     ASSERT_EQ(*s.Size(), keys->size());
     for (const std::string& ns : *s.ListIndexFuncValues(kNamespaceIndex)) {
       for (const ObjectPtr& o : *s.ByIndex(kNamespaceIndex, ns)) ASSERT_EQ(o->namespace_(), ns);

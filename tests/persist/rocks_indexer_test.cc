@@ -21,6 +21,7 @@
 #include "testing/counting_indexer.h"
 #include "testing/objects.h"
 #include "testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::testing {
 namespace {
@@ -38,12 +39,12 @@ std::vector<std::unique_ptr<TempDir>>& Dirs() {
 std::shared_ptr<Indexer> MakeRocks(const IndexerSpec& spec) {
   Dirs().push_back(std::make_unique<TempDir>());
   auto cache = Cache::Open(Dirs().back()->path());
-  EXPECT_TRUE(cache.ok()) << cache.status();
+  EXPECT_OK(cache) << cache.status();
   auto store = (*cache)->OpenKeyspace("pods", {.key_func = spec.key_func,
                                                .indexers = spec.indexers,
                                                .namespace_index = spec.namespace_index,
                                                .label_index = false});
-  EXPECT_TRUE(store.ok()) << store.status();
+  EXPECT_OK(store) << store.status();
   return *store;  // keeps the database open after the Cache object is gone
 }
 
@@ -71,18 +72,20 @@ void PutRawMeta(const std::string& dir, const std::string& key, const std::strin
                         storage::kMetaCF}) {
     cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
   }
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &handles, &raw).ok());
-  EXPECT_TRUE(raw->Put({}, handles.back(), key, value).ok());
+  rocksdb::Status opened = rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &handles, &raw);
+  ASSERT_TRUE(opened.ok()) << opened.ToString();
+  rocksdb::Status put = raw->Put({}, handles.back(), key, value);
+  EXPECT_TRUE(put.ok()) << put.ToString();
   for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
   delete raw;
 }
 
 std::shared_ptr<Indexer> OpenPods(const std::string& dir, KeyspaceOptions options = {}) {
   auto cache = Cache::Open(dir);
-  EXPECT_TRUE(cache.ok()) << cache.status();
+  EXPECT_OK(cache) << cache.status();
   if (!cache.ok()) return nullptr;
   auto store = (*cache)->OpenKeyspace("pods", std::move(options));
-  EXPECT_TRUE(store.ok()) << store.status();
+  EXPECT_OK(store) << store.status();
   return store.ok() ? *store : nullptr;
 }
 
@@ -94,7 +97,7 @@ TEST(RocksStoreTest, ContentsAndResumePointSurviveReopen) {
     txn.Add(Pod("a", "ns1", "5", {{"app", "web"}}));
     txn.Add(Pod("b", "ns2", "6", {{"app", "db"}}));
     txn.resource_version = "7";
-    ASSERT_TRUE(store->Commit(txn, nullptr).ok());
+    ASSERT_OK(store->Commit(txn, nullptr));
   }
   auto store = OpenPods(dir.path());
   EXPECT_EQ(store->LastSyncResourceVersion(), "7");
@@ -104,9 +107,9 @@ TEST(RocksStoreTest, ContentsAndResumePointSurviveReopen) {
   EXPECT_THAT(*store->IndexKeys(kNamespaceIndex, "ns2"), ElementsAre("ns2/b"));
   EXPECT_THAT(*store->IndexKeys(kLabelIndex, "app=web"), ElementsAre("ns1/a"));
   auto cache = Cache::OpenReadOnly(dir.path());
-  ASSERT_TRUE(cache.ok()) << cache.status();
+  ASSERT_OK(cache) << cache.status();
   Status verified = (*cache)->Verify();
-  EXPECT_TRUE(verified.ok()) << verified;
+  EXPECT_OK(verified) << verified;
   EXPECT_THAT(*(*cache)->ListKeyspaces(), ElementsAre("pods"));
 }
 
@@ -117,7 +120,7 @@ TEST(RocksStoreTest, CleanCloseLeavesNoLogToReplay) {
     auto store = OpenPods(dir.path());
     Transaction txn;
     for (int i = 0; i < 3000; ++i) txn.Add(Pod("p" + std::to_string(i), "ns", std::to_string(i)));
-    ASSERT_TRUE(store->Commit(txn, nullptr).ok());
+    ASSERT_OK(store->Commit(txn, nullptr));
   }
   uintmax_t log_bytes = 0, table_bytes = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
@@ -134,19 +137,19 @@ TEST(RocksStoreTest, CleanCloseLeavesNoLogToReplay) {
 TEST(RocksStoreTest, KeyspacesAreSeparate) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
   auto pods = *(*cache)->OpenKeyspace("pods");
   auto nodes = *(*cache)->OpenKeyspace("nodes");
-  ASSERT_TRUE(pods->Add(Pod("x", "ns", "1")).ok());
-  ASSERT_TRUE(nodes->Add(Pod("x", "", "2")).ok());
+  ASSERT_OK(pods->Add(Pod("x", "ns", "1")));
+  ASSERT_OK(nodes->Add(Pod("x", "", "2")));
   EXPECT_THAT(*pods->ListKeys(), ElementsAre("ns/x"));
   EXPECT_THAT(*nodes->ListKeys(), ElementsAre("x"));
-  ASSERT_TRUE(nodes->Replace({}, "3").ok());
+  ASSERT_OK(nodes->Replace({}, "3"));
   EXPECT_EQ(*pods->Size(), 1u);
   EXPECT_EQ(pods->LastSyncResourceVersion(), "1");
   EXPECT_THAT(*(*cache)->ListKeyspaces(), ElementsAre("nodes", "pods"));
   EXPECT_TRUE((*cache)->OpenKeyspace("pods").status().code() == StatusCode::kFailedPrecondition);
-  EXPECT_TRUE((*cache)->Verify().ok());
+  EXPECT_OK((*cache)->Verify());
 }
 
 // Invariant 3: a relist that did not finish leaves no resume point, so the
@@ -155,7 +158,7 @@ TEST(RocksStoreTest, UnfinishedRelistVoidsTheResumePoint) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
-    ASSERT_TRUE(store->Replace({Pod("a", "ns", "1")}, "10").ok());
+    ASSERT_OK(store->Replace({Pod("a", "ns", "1")}, "10"));
   }
   // The marker a crash between a relist's first and last batch leaves.
   PutRawMeta(dir.path(), storage::MetaKey("relist", "pods"), "1");
@@ -163,7 +166,7 @@ TEST(RocksStoreTest, UnfinishedRelistVoidsTheResumePoint) {
   EXPECT_EQ(store->LastSyncResourceVersion(), "");
   EXPECT_EQ(*store->Size(), 1u);  // contents kept, only the resume point is void
   auto result = store->Replace({Pod("a", "ns", "1"), Pod("b", "ns", "2")}, "11");
-  ASSERT_TRUE(result.ok());
+  ASSERT_OK(result);
   EXPECT_EQ(result->unchanged, 1u);
   EXPECT_EQ(result->changes.size(), 1u);
   EXPECT_EQ(store->LastSyncResourceVersion(), "11");
@@ -178,11 +181,11 @@ TEST(RocksStoreTest, StreamedRelistInChunks) {
   auto store = OpenPods(dir.path());
   std::vector<ObjectPtr> first;
   for (int i = 0; i < 2500; ++i) first.push_back(Pod("p" + std::to_string(10000 + i), "ns", "1"));
-  ASSERT_TRUE(store->Replace(first, "10").ok());
+  ASSERT_OK(store->Replace(first, "10"));
   {
     auto abandoned = store->BeginReplace(nullptr);
-    ASSERT_TRUE(abandoned.ok());
-    ASSERT_TRUE((*abandoned)->Put(Pod("p10000", "ns", "1")).ok());
+    ASSERT_OK(abandoned);
+    ASSERT_OK((*abandoned)->Put(Pod("p10000", "ns", "1")));
   }
   EXPECT_EQ(store->LastSyncResourceVersion(), "");
   std::vector<size_t> chunks;
@@ -191,15 +194,15 @@ TEST(RocksStoreTest, StreamedRelistInChunks) {
     chunks.push_back(changes.size());
     for (auto& c : changes) ++by_type[c.type];
   });
-  ASSERT_TRUE(session.ok());
+  ASSERT_OK(session);
   // Keep the first 2000 (every tenth changed), drop 500, add 100.
   for (int i = 0; i < 2000; ++i) {
-    ASSERT_TRUE((*session)->Put(Pod("p" + std::to_string(10000 + i), "ns", i % 10 == 0 ? "2" : "1")).ok());
+    ASSERT_OK((*session)->Put(Pod("p" + std::to_string(10000 + i), "ns", i % 10 == 0 ? "2" : "1")));
   }
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*session)->Put(Pod("q" + std::to_string(i), "ns", "2")).ok());
+  for (int i = 0; i < 100; ++i) ASSERT_OK((*session)->Put(Pod("q" + std::to_string(i), "ns", "2")));
   EXPECT_EQ(store->LastSyncResourceVersion(), "");
   auto unchanged = (*session)->Finish("20");
-  ASSERT_TRUE(unchanged.ok()) << unchanged.status();
+  ASSERT_OK(unchanged) << unchanged.status();
   EXPECT_EQ(*unchanged, 1800u);
   EXPECT_EQ(by_type[StoreChange::Type::kUpdated], 200u);
   EXPECT_EQ(by_type[StoreChange::Type::kAdded], 100u);
@@ -208,8 +211,8 @@ TEST(RocksStoreTest, StreamedRelistInChunks) {
   EXPECT_EQ(store->LastSyncResourceVersion(), "20");
   EXPECT_EQ(*store->Size(), 2100u);
   auto cache = Cache::OpenReadOnly(dir.path());
-  ASSERT_TRUE(cache.ok());
-  EXPECT_TRUE((*cache)->Verify().ok());
+  ASSERT_OK(cache);
+  EXPECT_OK((*cache)->Verify());
 }
 
 // Indexes whose definition changed are rebuilt on open, never stale.
@@ -217,8 +220,8 @@ TEST(RocksStoreTest, ChangedIndexVersionsAreRebuilt) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path(), {.indexers = {{"team", LabelApp}}, .index_versions = {{"team", "1"}}});
-    ASSERT_TRUE(store->Add(Pod("a", "ns", "1", {{"app", "web"}, {"tier", "front"}})).ok());
-    ASSERT_TRUE(store->Add(Pod("b", "ns", "2", {{"app", "db"}, {"tier", "back"}})).ok());
+    ASSERT_OK(store->Add(Pod("a", "ns", "1", {{"app", "web"}, {"tier", "front"}})));
+    ASSERT_OK(store->Add(Pod("b", "ns", "2", {{"app", "db"}, {"tier", "back"}})));
     EXPECT_THAT(*store->IndexKeys("team", "web"), ElementsAre("ns/a"));
   }
   {  // Same version: kept as it is.
@@ -237,22 +240,22 @@ TEST(RocksStoreTest, ChangedIndexVersionsAreRebuilt) {
     EXPECT_THAT(*store->IndexKeys(kNamespaceIndex, "ns"), ElementsAre("ns/a", "ns/b"));
   }
   auto cache = Cache::Open(dir.path());
-  ASSERT_TRUE(cache.ok());
-  EXPECT_TRUE((*cache)->Verify().ok());
+  ASSERT_OK(cache);
+  EXPECT_OK((*cache)->Verify());
 }
 
 TEST(RocksStoreTest, LabelIndexServesListers) {
   TempDir dir;
   auto inner = OpenPods(dir.path());
   for (int i = 0; i < 300; ++i) {
-    ASSERT_TRUE(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 3), std::to_string(i),
+    ASSERT_OK(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 3), std::to_string(i),
                                {{"app", i % 30 == 0 ? "rare" : "common"}}))
-                    .ok());
+                    );
   }
   auto store = std::make_shared<CountingIndexer>(inner);
   Lister pods(store, {"", "pods"});
   auto rare = pods.List(*LabelSelector::Parse("app=rare"));
-  ASSERT_TRUE(rare.ok());
+  ASSERT_OK(rare);
   EXPECT_EQ(rare->size(), 10u);
   EXPECT_EQ(store->scanned(), 0u);
   EXPECT_EQ(store->fetched(), 10u);
@@ -277,7 +280,7 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
   TempDir dir;
   {  // Locked by this process.
     auto first = Cache::Open(dir.path());
-    ASSERT_TRUE(first.ok());
+    ASSERT_OK(first);
     auto second = Cache::Open(dir.path());
     ASSERT_FALSE(second.ok());
     EXPECT_EQ(second.status().code(), StatusCode::kBusy) << second.status();
@@ -301,7 +304,7 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
     EXPECT_EQ(locked.status().code(), StatusCode::kBusy) << locked.status();
     // A reader is still welcome.
     auto reader = Cache::OpenReadOnly(dir.path());
-    EXPECT_TRUE(reader.ok()) << reader.status();
+    EXPECT_OK(reader) << reader.status();
     kill(child, SIGKILL);
     waitpid(child, nullptr, 0);
   }
@@ -318,14 +321,15 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
     rocksdb::DB* raw = nullptr;
     rocksdb::Options o;
     o.create_if_missing = true;
-    ASSERT_TRUE(rocksdb::DB::Open(o, dir.Sub("plain"), &raw).ok());
+    rocksdb::Status opened = rocksdb::DB::Open(o, dir.Sub("plain"), &raw);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
     delete raw;
     auto plain = Cache::Open(dir.Sub("plain"));
     EXPECT_TRUE(plain.status().IsCorruption()) << plain.status();
     EXPECT_THAT(std::string(plain.status().message()), HasSubstr("column family 'objects' is missing"));
   }
   {  // A damaged CURRENT file.
-    ASSERT_TRUE(Cache::Open(dir.Sub("damaged")).ok());
+    ASSERT_OK(Cache::Open(dir.Sub("damaged")));
     std::ofstream(dir.Sub("damaged") + "/CURRENT", std::ios::trunc) << "MANIFEST-999999\n";
     auto damaged = Cache::Open(dir.Sub("damaged"));
     EXPECT_FALSE(damaged.ok());
@@ -342,13 +346,13 @@ TEST(RocksStoreTest, VerifyFindsDamagedTables) {
     auto store = *(*cache)->OpenKeyspace("pods");
     Transaction txn;
     for (int i = 0; i < 2000; ++i) txn.Add(Pod("p" + std::to_string(i), "ns", std::to_string(i)));
-    ASSERT_TRUE(store->Commit(txn, nullptr).ok());
+    ASSERT_OK(store->Commit(txn, nullptr));
   }
   {  // Reopening replays the log into a table file.
     auto cache = Cache::Open(dir.path());
-    ASSERT_TRUE(cache.ok());
+    ASSERT_OK(cache);
     auto store = *(*cache)->OpenKeyspace("pods");
-    ASSERT_TRUE((*cache)->Verify().ok());
+    ASSERT_OK((*cache)->Verify());
   }
   std::string largest;
   uintmax_t size = 0;
@@ -367,7 +371,7 @@ TEST(RocksStoreTest, VerifyFindsDamagedTables) {
     f.write(junk, sizeof junk);
   }
   auto cache = Cache::OpenReadOnly(dir.path());
-  ASSERT_TRUE(cache.ok()) << cache.status();
+  ASSERT_OK(cache) << cache.status();
   Status st = (*cache)->Verify();
   EXPECT_TRUE(st.IsCorruption()) << st << " (damaged " << largest << ", " << size << " bytes)";
 }
@@ -375,33 +379,33 @@ TEST(RocksStoreTest, VerifyFindsDamagedTables) {
 TEST(RocksStoreTest, ReaderBesideAWriter) {
   TempDir dir;
   auto writer_cache = Cache::Open(dir.path());
-  ASSERT_TRUE(writer_cache.ok());
+  ASSERT_OK(writer_cache);
   auto writer = *(*writer_cache)->OpenKeyspace("pods");
-  ASSERT_TRUE(writer->Add(Pod("a", "ns", "1")).ok());
+  ASSERT_OK(writer->Add(Pod("a", "ns", "1")));
 
   auto reader_cache = Cache::OpenReadOnly(dir.path());
-  ASSERT_TRUE(reader_cache.ok()) << reader_cache.status();
+  ASSERT_OK(reader_cache) << reader_cache.status();
   auto reader = *(*reader_cache)->OpenKeyspace("pods");
   EXPECT_THAT(*reader->ListKeys(), ElementsAre("ns/a"));
   EXPECT_EQ(reader->LastSyncResourceVersion(), "1");
 
-  ASSERT_TRUE(writer->Add(Pod("b", "ns", "2")).ok());
-  ASSERT_TRUE((*reader_cache)->Refresh().ok());
+  ASSERT_OK(writer->Add(Pod("b", "ns", "2")));
+  ASSERT_OK((*reader_cache)->Refresh());
   EXPECT_THAT(*reader->ListKeys(), ElementsAre("ns/a", "ns/b"));
   EXPECT_EQ(reader->LastSyncResourceVersion(), "2");
   EXPECT_EQ(*reader->Size(), 2u);
   EXPECT_EQ(reader->Add(Pod("c", "ns", "3")).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ((*reader_cache)->Compact().code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE((*writer_cache)->Compact().ok());
+  ASSERT_OK((*writer_cache)->Compact());
   EXPECT_THAT(*writer->ListKeys(), ElementsAre("ns/a", "ns/b"));
 }
 
 TEST(RocksStoreTest, SyncEveryCommit) {
   TempDir dir;
   auto cache = Cache::Open(dir.path(), {.sync = SyncMode::kEveryCommit});
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
   auto store = *(*cache)->OpenKeyspace("pods");
-  ASSERT_TRUE(store->Add(Pod("a", "ns", "1")).ok());
+  ASSERT_OK(store->Add(Pod("a", "ns", "1")));
   EXPECT_EQ(store->LastSyncResourceVersion(), "1");
 }
 

@@ -17,6 +17,7 @@
 #include "testing/objects.h"
 #include "testing/temp_dir.h"
 #include "util/crc32c.h"
+#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -42,22 +43,22 @@ KeyspaceOptions PodOptions() {
 // nodes, with resource and cluster records.
 void Fill(const std::string& dir, int pods) {
   auto cache = Cache::Open(dir);
-  ASSERT_TRUE(cache.ok()) << cache.status();
+  ASSERT_OK(cache) << cache.status();
   auto ks = (*cache)->OpenKeyspace("pods", PodOptions());
-  ASSERT_TRUE(ks.ok()) << ks.status();
+  ASSERT_OK(ks) << ks.status();
   Transaction txn;
   for (int i = 0; i < pods; ++i) {
     txn.Add(Pod("p" + std::to_string(i), "ns-" + std::to_string(i % 3), std::to_string(i + 1),
                 {{"app", "a" + std::to_string(i % 5)}}, {{"node", "n" + std::to_string(i % 7)}}));
   }
   txn.resource_version = "1000";
-  ASSERT_TRUE((*ks)->Commit(txn, nullptr).ok());
+  ASSERT_OK((*ks)->Commit(txn, nullptr));
   auto nodes = (*cache)->OpenKeyspace("nodes");
-  ASSERT_TRUE(nodes.ok());
-  ASSERT_TRUE((*nodes)->Add(Pod("n1", "", "7")).ok());
-  ASSERT_TRUE((*cache)->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}).ok());
-  ASSERT_TRUE((*cache)->SetResourceInfo("nodes", {"", "v1", "nodes", "Node", false}).ok());
-  ASSERT_TRUE((*cache)->SetClusterInfo({"https://10.0.0.1:6443", "v1.20.2"}).ok());
+  ASSERT_OK(nodes);
+  ASSERT_OK((*nodes)->Add(Pod("n1", "", "7")));
+  ASSERT_OK((*cache)->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}));
+  ASSERT_OK((*cache)->SetResourceInfo("nodes", {"", "v1", "nodes", "Node", false}));
+  ASSERT_OK((*cache)->SetClusterInfo({"https://10.0.0.1:6443", "v1.20.2"}));
 }
 
 // name -> resourceVersion of every object of every keyspace. Read through
@@ -65,13 +66,13 @@ void Fill(const std::string& dir, int pods) {
 std::map<std::string, std::string> Contents(Cache& writer) {
   std::map<std::string, std::string> out;
   auto reader = Cache::OpenReadOnly(writer.dir());
-  EXPECT_TRUE(reader.ok()) << reader.status();
+  EXPECT_OK(reader) << reader.status();
   Cache& cache = **reader;
   auto names = cache.ListKeyspaces();
-  EXPECT_TRUE(names.ok());
+  EXPECT_OK(names);
   for (const std::string& ks : *names) {
     auto store = cache.OpenKeyspace(ks);
-    EXPECT_TRUE(store.ok()) << store.status();
+    EXPECT_OK(store) << store.status();
     for (auto it = (*store)->NewIterator(); it->Valid(); it->Next()) {
       out[ks + " " + it->key()] = it->object()->resource_version();
     }
@@ -94,10 +95,10 @@ class SnapshotTest : public ::testing::Test {
   void SetUp() override {
     Fill(dir_.Sub("cache"), 5000);
     auto cache = Cache::Open(dir_.Sub("cache"));
-    ASSERT_TRUE(cache.ok());
+    ASSERT_OK(cache);
     want_ = Contents(**cache);
     auto m = ExportSnapshot(**cache, file());
-    ASSERT_TRUE(m.ok()) << m.status();
+    ASSERT_OK(m) << m.status();
     manifest_ = *m;
   }
   std::string file() const { return dir_.Sub("cache.kcs"); }
@@ -135,7 +136,7 @@ TEST_F(SnapshotTest, ManifestDescribesTheCache) {
   EXPECT_THAT(pods.indexes,
               ::testing::Contains(std::pair<std::string, std::string>("by-node", "by-node@1")));
   auto read = ReadSnapshotManifest(file());
-  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_OK(read) << read.status();
   EXPECT_EQ(read->resources.size(), 2u);
   EXPECT_EQ(
       std::chrono::duration_cast<std::chrono::milliseconds>(read->created.time_since_epoch()),
@@ -144,22 +145,22 @@ TEST_F(SnapshotTest, ManifestDescribesTheCache) {
 
 TEST_F(SnapshotTest, ImportGivesTheSameCacheWithItsResumePointsAndIndexes) {
   auto verified = VerifySnapshot(file());
-  ASSERT_TRUE(verified.ok()) << verified.status();
+  ASSERT_OK(verified) << verified.status();
   std::vector<SnapshotProgress> seen;
   ImportOptions io;
   io.progress = [&](const SnapshotProgress& p) { seen.push_back(p); };
   auto m = ImportSnapshot(file(), dir_.Sub("restored"), io);
-  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_OK(m) << m.status();
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back().objects, 5001u);
   EXPECT_EQ(seen.back().objects_total, 5001u);
 
   auto cache = Cache::Open(dir_.Sub("restored"), {.create_if_missing = false});
-  ASSERT_TRUE(cache.ok()) << cache.status();
-  EXPECT_TRUE((*cache)->Verify().ok());
+  ASSERT_OK(cache) << cache.status();
+  EXPECT_OK((*cache)->Verify());
   EXPECT_EQ(Contents(**cache), want_);
   auto stats = (*cache)->Stats("pods");
-  ASSERT_TRUE(stats.ok());
+  ASSERT_OK(stats);
   EXPECT_EQ(stats->objects, 5000u);
   EXPECT_EQ(stats->resource_version, "1000");
   EXPECT_EQ(stats->resource->kind, "Pod");
@@ -169,26 +170,26 @@ TEST_F(SnapshotTest, ImportGivesTheSameCacheWithItsResumePointsAndIndexes) {
   // The custom index came across as entries: no rebuild needed to query it
   // when the keyspace opens with the same version.
   auto pods = (*cache)->OpenKeyspace("pods", PodOptions());
-  ASSERT_TRUE(pods.ok());
+  ASSERT_OK(pods);
   EXPECT_EQ((*pods)->LastSyncResourceVersion(), "1000");
   auto on_n3 = (*pods)->ByIndex("by-node", "n3");
-  ASSERT_TRUE(on_n3.ok());
+  ASSERT_OK(on_n3);
   EXPECT_EQ(on_n3->size(), 714u);  // i % 7 == 3 for i < 5000
   auto labelled = (*pods)->IndexKeys(kLabelIndex, "app=a2");
-  ASSERT_TRUE(labelled.ok());
+  ASSERT_OK(labelled);
   EXPECT_EQ(labelled->size(), 1000u);
   // And the restored cache takes writes.
-  EXPECT_TRUE((*pods)->Add(Pod("new", "ns-0", "1001")).ok());
+  EXPECT_OK((*pods)->Add(Pod("new", "ns-0", "1001")));
 }
 
 TEST_F(SnapshotTest, ReadOnlyCachesAreQueriedByRecordedIndexes) {
-  ASSERT_TRUE(ImportSnapshot(file(), dir_.Sub("restored")).ok());
+  ASSERT_OK(ImportSnapshot(file(), dir_.Sub("restored")));
   auto cache = Cache::OpenReadOnly(dir_.Sub("restored"));
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
   auto pods = (*cache)->OpenKeyspace("pods");  // no index functions given
-  ASSERT_TRUE(pods.ok());
+  ASSERT_OK(pods);
   auto on_n3 = (*pods)->IndexKeys("by-node", "n3");
-  ASSERT_TRUE(on_n3.ok()) << on_n3.status();
+  ASSERT_OK(on_n3) << on_n3.status();
   EXPECT_EQ(on_n3->size(), 714u);
   auto computed = (*pods)->Index("by-node", *Pod("x", "ns-0"));
   EXPECT_EQ(computed.status().code(), StatusCode::kFailedPrecondition);
@@ -201,7 +202,7 @@ TEST_F(SnapshotTest, ImportRefusesANonEmptyTargetAndLeavesItAlone) {
   EXPECT_EQ(m.status().code(), StatusCode::kAlreadyExists) << m.status();
   EXPECT_EQ(ReadFile(dir_.Sub("busy/keep")), "x");
   fs::create_directories(dir_.Sub("empty"));
-  EXPECT_TRUE(ImportSnapshot(file(), dir_.Sub("empty")).ok());
+  EXPECT_OK(ImportSnapshot(file(), dir_.Sub("empty")));
 }
 
 // Every way of damaging the file gives a clear error and no cache.
@@ -278,7 +279,7 @@ class CraftedSnapshotTest : public ::testing::Test {
   std::string Write(int objects, int claimed, bool drop_index_entry, bool unsorted = false) {
     const std::string path = dir_.Sub("crafted.kcs");
     auto w = snapshot::FileWriter::Create(path, 1);
-    EXPECT_TRUE(w.ok());
+    EXPECT_OK(w);
     SnapshotManifest m;
     m.format_version = 1;
     m.storage_format = 1;
@@ -288,7 +289,7 @@ class CraftedSnapshotTest : public ::testing::Test {
     ks.objects = claimed;
     ks.resource_version = "9";
     m.resources.push_back(ks);
-    EXPECT_TRUE((*w)->WriteBlock(snapshot::BlockType::kManifest, snapshot::EncodeManifest(m)).ok());
+    EXPECT_OK((*w)->WriteBlock(snapshot::BlockType::kManifest, snapshot::EncodeManifest(m)));
     std::string rows;
     using storage::Family;
     snapshot::AppendRow(&rows, Family::kMeta, storage::MetaKey("count", "pods"),
@@ -310,13 +311,13 @@ class CraftedSnapshotTest : public ::testing::Test {
       snapshot::AppendRow(&rows, Family::kIndex,
                           storage::IndexKey("pods", "kcache.io/labels", "app=x", keys[i]), "");
     }
-    EXPECT_TRUE((*w)->WriteBlock(snapshot::BlockType::kRows, rows).ok());
+    EXPECT_OK((*w)->WriteBlock(snapshot::BlockType::kRows, rows));
     int rows_n = 2 + 3 * objects - (drop_index_entry ? 1 : 0);
-    EXPECT_TRUE((*w)->WriteBlock(snapshot::BlockType::kEnd,
+    EXPECT_OK((*w)->WriteBlock(snapshot::BlockType::kEnd,
                                  "{\"blocks\":2,\"rows\":" + std::to_string(rows_n) +
                                      ",\"rawBytes\":" + std::to_string(rows.size()) + "}")
-                    .ok());
-    EXPECT_TRUE((*w)->Close().ok());
+                    );
+    EXPECT_OK((*w)->Close());
     return path;
   }
   testing::TempDir dir_;
@@ -324,10 +325,10 @@ class CraftedSnapshotTest : public ::testing::Test {
 
 TEST_F(CraftedSnapshotTest, AConsistentFileImports) {
   auto m = ImportSnapshot(Write(10, 10, false), dir_.Sub("ok"));
-  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_OK(m) << m.status();
   auto cache = Cache::Open(dir_.Sub("ok"));
-  ASSERT_TRUE(cache.ok());
-  EXPECT_TRUE((*cache)->Verify().ok());
+  ASSERT_OK(cache);
+  EXPECT_OK((*cache)->Verify());
 }
 
 TEST_F(CraftedSnapshotTest, ManifestCountsMustMatchTheRows) {
@@ -359,9 +360,9 @@ TEST_F(CraftedSnapshotTest, RowsMustBeInOrder) {
 TEST(SnapshotPointInTimeTest, ExportWhileCommittingIsOneCommitsState) {
   testing::TempDir dir;
   auto cache = Cache::Open(dir.Sub("cache"));
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
   auto ks = (*cache)->OpenKeyspace("pods");
-  ASSERT_TRUE(ks.ok());
+  ASSERT_OK(ks);
   // Commit n adds pod n with resourceVersion n: the state at resume point R
   // is exactly pods 1..R.
   std::atomic<bool> stop{false};
@@ -380,26 +381,26 @@ TEST(SnapshotPointInTimeTest, ExportWhileCommittingIsOneCommitsState) {
     // From the writer's own handle (a RocksDB snapshot) and from a reader
     // (a secondary instance's view).
     const std::string own = dir.Sub("own" + std::to_string(round) + ".kcs");
-    ASSERT_TRUE(ExportSnapshot(**cache, own).ok());
+    ASSERT_OK(ExportSnapshot(**cache, own));
     auto reader = Cache::OpenReadOnly(dir.Sub("cache"));
-    ASSERT_TRUE(reader.ok());
+    ASSERT_OK(reader);
     const std::string theirs = dir.Sub("reader" + std::to_string(round) + ".kcs");
-    ASSERT_TRUE(ExportSnapshot(**reader, theirs).ok());
+    ASSERT_OK(ExportSnapshot(**reader, theirs));
     for (const std::string& file : {own, theirs}) {
       const std::string target = file + ".cache";
       auto m = ImportSnapshot(file, target);
-      ASSERT_TRUE(m.ok()) << m.status();
+      ASSERT_OK(m) << m.status();
       auto restored = Cache::Open(target);
-      ASSERT_TRUE(restored.ok());
-      EXPECT_TRUE((*restored)->Verify().ok());
+      ASSERT_OK(restored);
+      EXPECT_OK((*restored)->Verify());
       auto pods = (*restored)->OpenKeyspace("pods");
-      ASSERT_TRUE(pods.ok());
+      ASSERT_OK(pods);
       int rv = std::stoi((*pods)->LastSyncResourceVersion());
       EXPECT_GE(rv, 200);
       EXPECT_EQ(*(*pods)->Size(), static_cast<size_t>(rv));
       EXPECT_EQ(m->resources[0].objects, static_cast<uint64_t>(rv));
       auto last = (*pods)->GetByKey("ns/p" + std::to_string(rv));
-      ASSERT_TRUE(last.ok());
+      ASSERT_OK(last);
       EXPECT_NE(*last, nullptr);
     }
   }
@@ -413,21 +414,21 @@ TEST(CheckpointTest, WritableAndReadOnlyCachesCheckpointToAnOpenableDirectory) {
   testing::TempDir dir;
   Fill(dir.Sub("cache"), 500);
   auto cache = Cache::Open(dir.Sub("cache"));
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
   auto want = Contents(**cache);
-  ASSERT_TRUE((*cache)->Checkpoint(dir.Sub("own")).ok());
+  ASSERT_OK((*cache)->Checkpoint(dir.Sub("own")));
   auto reader = Cache::OpenReadOnly(dir.Sub("cache"));
-  ASSERT_TRUE(reader.ok());
-  ASSERT_TRUE((*reader)->Checkpoint(dir.Sub("copy")).ok());
+  ASSERT_OK(reader);
+  ASSERT_OK((*reader)->Checkpoint(dir.Sub("copy")));
   EXPECT_FALSE((*reader)->Checkpoint(dir.Sub("copy")).ok()) << "the target exists";
   for (const char* name : {"own", "copy"}) {
     SCOPED_TRACE(name);
     auto c = Cache::Open(dir.Sub(name), {.create_if_missing = false});
-    ASSERT_TRUE(c.ok()) << c.status();
-    EXPECT_TRUE((*c)->Verify().ok());
+    ASSERT_OK(c) << c.status();
+    EXPECT_OK((*c)->Verify());
     EXPECT_EQ(Contents(**c), want);
     auto stats = (*c)->Stats("pods");
-    ASSERT_TRUE(stats.ok());
+    ASSERT_OK(stats);
     EXPECT_EQ(stats->resource_version, "1000");
   }
 }

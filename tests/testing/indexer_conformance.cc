@@ -6,6 +6,7 @@
 #include <set>
 
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::testing {
 namespace {
@@ -45,26 +46,26 @@ StatusOr<std::vector<std::string>> SplitVal(const Object& obj) {
 // ST-01
 TEST_P(IndexerConformanceTest, BasicStoreSemantics) {
   auto store = Make({.key_func = KeyTO});
-  ASSERT_TRUE(store->Add(TO("foo", "bar")).ok());
+  ASSERT_OK(store->Add(TO("foo", "bar")));
   auto got = store->Get(*TO("foo", ""));
   ASSERT_TRUE(got.ok() && *got);
   EXPECT_EQ((*got)->annotations().at("val"), "bar");
 
-  ASSERT_TRUE(store->Update(TO("foo", "baz")).ok());
+  ASSERT_OK(store->Update(TO("foo", "baz")));
   EXPECT_EQ((*store->Get(*TO("foo", "")))->annotations().at("val"), "baz");
 
-  ASSERT_TRUE(store->Delete(TO("foo", "")).ok());
+  ASSERT_OK(store->Delete(TO("foo", "")));
   EXPECT_EQ(*store->Get(*TO("foo", "")), nullptr);
 
-  ASSERT_TRUE(store->Add(TO("a", "b")).ok());
-  ASSERT_TRUE(store->Add(TO("c", "d")).ok());
-  ASSERT_TRUE(store->Add(TO("e", "e")).ok());
+  ASSERT_OK(store->Add(TO("a", "b")));
+  ASSERT_OK(store->Add(TO("c", "d")));
+  ASSERT_OK(store->Add(TO("e", "e")));
   auto list = store->List();
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   EXPECT_EQ(list->size(), 3u);
   EXPECT_EQ(Vals(*list), (std::set<std::string>{"b", "d", "e"}));
 
-  ASSERT_TRUE(store->Replace({TO("foo", "foo"), TO("bar", "bar")}, "0").ok());
+  ASSERT_OK(store->Replace({TO("foo", "foo"), TO("bar", "bar")}, "0"));
   list = store->List();
   EXPECT_EQ(list->size(), 2u);
   EXPECT_EQ(Vals(*list), (std::set<std::string>{"foo", "bar"}));
@@ -74,10 +75,10 @@ TEST_P(IndexerConformanceTest, BasicStoreSemantics) {
 TEST_P(IndexerConformanceTest, Misses) {
   auto store = Make();
   auto got = store->GetByKey("nope");
-  ASSERT_TRUE(got.ok());
+  ASSERT_OK(got);
   EXPECT_EQ(*got, nullptr);
-  EXPECT_TRUE(store->Delete(Pod("never", "ns")).ok());
-  EXPECT_TRUE(store->DeleteKey("ns/never").ok());
+  EXPECT_OK(store->Delete(Pod("never", "ns")));
+  EXPECT_OK(store->DeleteKey("ns/never"));
   EXPECT_EQ(*store->Size(), 0u);
 }
 
@@ -85,36 +86,36 @@ TEST_P(IndexerConformanceTest, Misses) {
 TEST_P(IndexerConformanceTest, LastSyncResourceVersion) {
   auto store = Make();
   EXPECT_EQ(store->LastSyncResourceVersion(), "");
-  ASSERT_TRUE(store->Add(Pod("key1", "", "10")).ok());
+  ASSERT_OK(store->Add(Pod("key1", "", "10")));
   EXPECT_EQ(store->LastSyncResourceVersion(), "10");
-  ASSERT_TRUE(store->Add(Pod("key3", "", "10")).ok());
-  ASSERT_TRUE(store->Add(Pod("key4", "", "20")).ok());
+  ASSERT_OK(store->Add(Pod("key3", "", "10")));
+  ASSERT_OK(store->Add(Pod("key4", "", "20")));
   EXPECT_EQ(store->LastSyncResourceVersion(), "20");
-  ASSERT_TRUE(store->Delete(Pod("key4", "", "30")).ok());
+  ASSERT_OK(store->Delete(Pod("key4", "", "30")));
   EXPECT_EQ(store->LastSyncResourceVersion(), "30");
-  ASSERT_TRUE(store->Add(Pod("key5")).ok());  // no resourceVersion
+  ASSERT_OK(store->Add(Pod("key5")));  // no resourceVersion
   EXPECT_EQ(store->LastSyncResourceVersion(), "30");
-  ASSERT_TRUE(store->Add(Pod("key6", "", "40")).ok());
-  ASSERT_TRUE(store->DeleteKey("key6").ok());
+  ASSERT_OK(store->Add(Pod("key6", "", "40")));
+  ASSERT_OK(store->DeleteKey("key6"));
   EXPECT_EQ(store->LastSyncResourceVersion(), "40");
 
   Transaction txn;
   txn.Update(Pod("key1", "", "40"));
   txn.Update(Pod("key3", "", "30"));
   txn.Update(Pod("key5", "", "50"));
-  ASSERT_TRUE(store->Commit(txn, nullptr).ok());
+  ASSERT_OK(store->Commit(txn, nullptr));
   EXPECT_EQ(store->LastSyncResourceVersion(), "50");
 
   Transaction later;
   later.Update(Pod("key1", "", "70"));
   later.Update(Pod("key3", "", "60"));
-  ASSERT_TRUE(store->Commit(later, nullptr).ok());
+  ASSERT_OK(store->Commit(later, nullptr));
   EXPECT_EQ(store->LastSyncResourceVersion(), "60");  // last, not greatest
 
-  ASSERT_TRUE(store->Replace({Pod("key3", "", "40"), Pod("key2", "", "30")}, "50").ok());
+  ASSERT_OK(store->Replace({Pod("key3", "", "40"), Pod("key2", "", "30")}, "50"));
   EXPECT_EQ(store->LastSyncResourceVersion(), "50");
-  ASSERT_TRUE(store->Add(Pod("x", "", "10")).ok());
-  ASSERT_TRUE(store->Delete(Pod("x", "", "20")).ok());
+  ASSERT_OK(store->Add(Pod("x", "", "10")));
+  ASSERT_OK(store->Delete(Pod("x", "", "20")));
   EXPECT_EQ(store->LastSyncResourceVersion(), "20");
 }
 
@@ -127,7 +128,7 @@ TEST_P(IndexerConformanceTest, CommitWithExplicitResumePoint) {
   txn.Add(Pod("b", "ns", "6"));
   txn.resource_version = "bookmark-9";
   TransactionResult result;
-  ASSERT_TRUE(store->Commit(txn, &result).ok());
+  ASSERT_OK(store->Commit(txn, &result));
   EXPECT_THAT(result.successful_indices, ElementsAre(0, 1));
   EXPECT_EQ(store->LastSyncResourceVersion(), "bookmark-9");
   EXPECT_EQ(*store->Size(), 2u);
@@ -136,7 +137,7 @@ TEST_P(IndexerConformanceTest, CommitWithExplicitResumePoint) {
   del.DeleteKey("ns/a");
   del.Delete(Pod("b", "ns"));
   del.resource_version = "10";
-  ASSERT_TRUE(store->Commit(del, nullptr).ok());
+  ASSERT_OK(store->Commit(del, nullptr));
   EXPECT_EQ(*store->Size(), 0u);
   EXPECT_THAT(*store->ListIndexFuncValues(kNamespaceIndex), IsEmpty());
   EXPECT_EQ(store->LastSyncResourceVersion(), "10");
@@ -154,7 +155,7 @@ TEST_P(IndexerConformanceTest, TransactionPartialFailure) {
     return store->Commit(txn, result);
   };
   TransactionResult r1;
-  EXPECT_TRUE(run({"1", "2"}, &r1).ok());
+  EXPECT_OK(run({"1", "2"}, &r1));
   EXPECT_THAT(r1.successful_indices, ElementsAre(0, 1));
   TransactionResult r2;
   Status s2 = run({"3", "4"}, &r2);
@@ -171,7 +172,7 @@ TEST_P(IndexerConformanceTest, TransactionPartialFailure) {
 TEST_P(IndexerConformanceTest, IndexByObject) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"by_val", ByVal}}});
   for (auto [id, val] : {std::pair{"a", "b"}, {"c", "b"}, {"e", "f"}, {"g", "h"}}) {
-    ASSERT_TRUE(store->Add(TO(id, val)).ok());
+    ASSERT_OK(store->Add(TO(id, val)));
   }
   EXPECT_THAT(Names(*store->Index("by_val", *TO("", "b"))), UnorderedElementsAre("a", "c"));
   EXPECT_THAT(Names(*store->Index("by_val", *TO("", "f"))), ElementsAre("e"));
@@ -200,18 +201,18 @@ StatusOr<std::vector<std::string>> ByUser(const Object& o) {
 // IX-02
 TEST_P(IndexerConformanceTest, ListIndexFuncValues) {
   auto store = Make({.indexers = {{"testmodes", LabelFoo}}});
-  ASSERT_TRUE(store->Add(Pod("one", "", "", {{"foo", "bar"}})).ok());
-  ASSERT_TRUE(store->Add(Pod("two", "", "", {{"foo", "bar"}})).ok());
-  ASSERT_TRUE(store->Add(Pod("tre", "", "", {{"foo", "biz"}})).ok());
+  ASSERT_OK(store->Add(Pod("one", "", "", {{"foo", "bar"}})));
+  ASSERT_OK(store->Add(Pod("two", "", "", {{"foo", "bar"}})));
+  ASSERT_OK(store->Add(Pod("tre", "", "", {{"foo", "biz"}})));
   EXPECT_THAT(*store->ListIndexFuncValues("testmodes"), UnorderedElementsAre("bar", "biz"));
 }
 
 // IX-03
 TEST_P(IndexerConformanceTest, MultiValuedIndex) {
   auto store = Make({.indexers = {{"byUser", ByUser}}});
-  ASSERT_TRUE(store->Add(Pod("one", "", "", {}, {{"users", "ernie,bert"}})).ok());
-  ASSERT_TRUE(store->Add(Pod("two", "", "", {}, {{"users", "bert,oscar"}})).ok());
-  ASSERT_TRUE(store->Add(Pod("tre", "", "", {}, {{"users", "ernie,elmo"}})).ok());
+  ASSERT_OK(store->Add(Pod("one", "", "", {}, {{"users", "ernie,bert"}})));
+  ASSERT_OK(store->Add(Pod("two", "", "", {}, {{"users", "bert,oscar"}})));
+  ASSERT_OK(store->Add(Pod("tre", "", "", {}, {{"users", "ernie,elmo"}})));
   auto by = [&](const char* v) { return Names(*store->ByIndex("byUser", v)); };
   EXPECT_THAT(by("ernie"), UnorderedElementsAre("one", "tre"));
   EXPECT_THAT(by("bert"), UnorderedElementsAre("one", "two"));
@@ -219,11 +220,11 @@ TEST_P(IndexerConformanceTest, MultiValuedIndex) {
   EXPECT_THAT(by("oscar"), ElementsAre("two"));
   EXPECT_THAT(by("elmo1"), IsEmpty());
 
-  ASSERT_TRUE(store->Delete(Pod("tre")).ok());
+  ASSERT_OK(store->Delete(Pod("tre")));
   EXPECT_THAT(by("ernie"), ElementsAre("one"));
   EXPECT_THAT(by("elmo"), IsEmpty());
 
-  ASSERT_TRUE(store->Update(Pod("two", "", "", {}, {{"users", "oscar"}})).ok());
+  ASSERT_OK(store->Update(Pod("two", "", "", {}, {{"users", "oscar"}})));
   EXPECT_THAT(by("bert"), ElementsAre("one"));
 }
 
@@ -234,9 +235,9 @@ StatusOr<std::vector<std::string>> WholeVal(const Object& o) {
 // IX-04
 TEST_P(IndexerConformanceTest, EmptyBucketsAreRemoved) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"testIndexer", WholeVal}}});
-  ASSERT_TRUE(store->Add(Str("testKey", "testKey")).ok());
+  ASSERT_OK(store->Add(Str("testKey", "testKey")));
   EXPECT_EQ(store->IndexKeys("testIndexer", "testKey")->size(), 1u);
-  ASSERT_TRUE(store->Delete(Str("testKey", "testKey")).ok());
+  ASSERT_OK(store->Delete(Str("testKey", "testKey")));
   EXPECT_THAT(*store->IndexKeys("testIndexer", "testKey"), IsEmpty());
   EXPECT_THAT(*store->ListIndexFuncValues("testIndexer"), IsEmpty());
 }
@@ -247,10 +248,10 @@ TEST_P(IndexerConformanceTest, NonEmptyBucketSurvivesPartialDelete) {
     return std::vector<std::string>{"testIndex"};
   };
   auto store = Make({.key_func = KeyTO, .indexers = {{"testIndexer", constant}}});
-  ASSERT_TRUE(store->Add(Str("retain", "x")).ok());
-  ASSERT_TRUE(store->Add(Str("delete", "x")).ok());
+  ASSERT_OK(store->Add(Str("retain", "x")));
+  ASSERT_OK(store->Add(Str("delete", "x")));
   EXPECT_EQ(store->IndexKeys("testIndexer", "testIndex")->size(), 2u);
-  ASSERT_TRUE(store->Delete(Str("delete", "x")).ok());
+  ASSERT_OK(store->Delete(Str("delete", "x")));
   EXPECT_THAT(*store->IndexKeys("testIndexer", "testIndex"), ElementsAre("retain"));
 }
 
@@ -264,23 +265,23 @@ TEST_P(IndexerConformanceTest, IndexMaintenanceWithMultipleValues) {
     EXPECT_EQ(keys("bar"), bar) << step;
     EXPECT_EQ(keys("baz"), baz) << step;
   };
-  ASSERT_TRUE(store->Add(Str("key1", "foo")).ok());
-  ASSERT_TRUE(store->Add(Str("key2", "bar")).ok());
+  ASSERT_OK(store->Add(Str("key1", "foo")));
+  ASSERT_OK(store->Add(Str("key2", "bar")));
   expect({"key1"}, {"key2"}, {}, "add");
-  ASSERT_TRUE(store->Update(Str("key2", "foo,bar")).ok());
+  ASSERT_OK(store->Update(Str("key2", "foo,bar")));
   expect({"key1", "key2"}, {"key2"}, {}, "update key2");
-  ASSERT_TRUE(store->Update(Str("key1", "foo,bar")).ok());
+  ASSERT_OK(store->Update(Str("key1", "foo,bar")));
   expect({"key1", "key2"}, {"key1", "key2"}, {}, "update key1");
-  ASSERT_TRUE(store->Add(Str("key3", "foo,bar,baz")).ok());
+  ASSERT_OK(store->Add(Str("key3", "foo,bar,baz")));
   expect({"key1", "key2", "key3"}, {"key1", "key2", "key3"}, {"key3"}, "add key3");
   EXPECT_EQ(keys("foo"), (V{"key1", "key2", "key3"}));  // IX-08: sorted
-  ASSERT_TRUE(store->Update(Str("key1", "foo")).ok());
+  ASSERT_OK(store->Update(Str("key1", "foo")));
   expect({"key1", "key2", "key3"}, {"key2", "key3"}, {"key3"}, "update key1 again");
-  ASSERT_TRUE(store->Update(Str("key2", "bar")).ok());
+  ASSERT_OK(store->Update(Str("key2", "bar")));
   expect({"key1", "key3"}, {"key2", "key3"}, {"key3"}, "update key2 again");
-  ASSERT_TRUE(store->Delete(Str("key1", "foo")).ok());
+  ASSERT_OK(store->Delete(Str("key1", "foo")));
   expect({"key3"}, {"key2", "key3"}, {"key3"}, "delete key1");
-  ASSERT_TRUE(store->Delete(Str("key3", "foo,bar,baz")).ok());
+  ASSERT_OK(store->Delete(Str("key3", "foo,bar,baz")));
   expect({}, {"key2"}, {}, "delete key3");
 }
 
@@ -293,7 +294,7 @@ TEST_P(IndexerConformanceTest, UnknownIndex) {
   EXPECT_EQ(store->IndexKeys("nope", "v").status().message(), want);
   EXPECT_TRUE(store->ByIndex("nope", "v").status().IsNotFound());
   auto values = store->ListIndexFuncValues("nope");
-  ASSERT_TRUE(values.ok());
+  ASSERT_OK(values);
   EXPECT_THAT(*values, IsEmpty());
   auto it = store->NewIndexIterator("nope", "v");
   EXPECT_FALSE(it->Valid());
@@ -309,13 +310,13 @@ StatusOr<std::vector<std::string>> LabelKeys(const Object& o) {
 // IX-09 (store part): AddIndexers on a store with data builds the index now.
 TEST_P(IndexerConformanceTest, AddIndexersAfterData) {
   auto store = Make();
-  ASSERT_TRUE(store->Add(Pod("pod1", "", "", {{"a", "a-val"}, {"b", "b-val1"}})).ok());
-  ASSERT_TRUE(store->Add(Pod("pod2", "", "", {{"b", "b-val2"}})).ok());
-  ASSERT_TRUE(store->AddIndexers({{"labels", LabelKeys}}).ok());
+  ASSERT_OK(store->Add(Pod("pod1", "", "", {{"a", "a-val"}, {"b", "b-val1"}})));
+  ASSERT_OK(store->Add(Pod("pod2", "", "", {{"b", "b-val2"}})));
+  ASSERT_OK(store->AddIndexers({{"labels", LabelKeys}}));
   EXPECT_THAT(Names(*store->ByIndex("labels", "a")), ElementsAre("pod1"));
-  ASSERT_TRUE(store->Add(Pod("pod3", "", "", {{"a", "a-val2"}})).ok());
+  ASSERT_OK(store->Add(Pod("pod3", "", "", {{"a", "a-val2"}})));
   EXPECT_THAT(Names(*store->ByIndex("labels", "a")), ElementsAre("pod1", "pod3"));
-  ASSERT_TRUE(store->AddIndexers({{"labels-again", LabelKeys}}).ok());
+  ASSERT_OK(store->AddIndexers({{"labels-again", LabelKeys}}));
   EXPECT_THAT(Names(*store->ByIndex("labels-again", "a")), ElementsAre("pod1", "pod3"));
   EXPECT_THAT(*store->ListIndexFuncValues("labels"), ElementsAre("a", "b"));
   EXPECT_THAT(*store->ListIndexFuncValues("labels-again"), ElementsAre("a", "b"));
@@ -325,7 +326,7 @@ TEST_P(IndexerConformanceTest, AddIndexersAfterData) {
 // IX-10
 TEST_P(IndexerConformanceTest, AddIndexersConflict) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"by_val", ByVal}}});
-  ASSERT_TRUE(store->Add(TO("a", "x")).ok());
+  ASSERT_OK(store->Add(TO("a", "x")));
   Status st = store->AddIndexers({{"by_val", WholeVal}, {"other", WholeVal}});
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message().substr(0, 17), "indexer conflict:");
@@ -337,8 +338,8 @@ TEST_P(IndexerConformanceTest, AddIndexersConflict) {
 // IX-11
 TEST_P(IndexerConformanceTest, ReplaceRebuildsIndices) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"by_val", ByVal}}});
-  ASSERT_TRUE(store->Add(TO("a", "x")).ok());
-  ASSERT_TRUE(store->Replace({TO("b", "y")}, "").ok());
+  ASSERT_OK(store->Add(TO("a", "x")));
+  ASSERT_OK(store->Replace({TO("b", "y")}, ""));
   EXPECT_THAT(*store->ByIndex("by_val", "x"), IsEmpty());
   EXPECT_THAT(Names(*store->ByIndex("by_val", "y")), ElementsAre("b"));
   EXPECT_THAT(*store->ListIndexFuncValues("by_val"), ElementsAre("y"));
@@ -347,9 +348,9 @@ TEST_P(IndexerConformanceTest, ReplaceRebuildsIndices) {
 // IX-12 (store part): the built-in namespace index.
 TEST_P(IndexerConformanceTest, NamespaceIndex) {
   auto store = Make();
-  ASSERT_TRUE(store->Add(Pod("a", "ns1")).ok());
-  ASSERT_TRUE(store->Add(Pod("b", "ns1")).ok());
-  ASSERT_TRUE(store->Add(Pod("c", "ns2")).ok());
+  ASSERT_OK(store->Add(Pod("a", "ns1")));
+  ASSERT_OK(store->Add(Pod("b", "ns1")));
+  ASSERT_OK(store->Add(Pod("c", "ns2")));
   EXPECT_THAT(*store->IndexKeys(kNamespaceIndex, "ns1"), ElementsAre("ns1/a", "ns1/b"));
   EXPECT_THAT(*store->ListIndexFuncValues(kNamespaceIndex), ElementsAre("ns1", "ns2"));
   auto without = Make({.namespace_index = false});
@@ -361,11 +362,11 @@ TEST_P(IndexerConformanceTest, NamespaceIndex) {
 TEST_P(IndexerConformanceTest, ReplaceReportsChanges) {
   auto store = Make();
   ObjectPtr a1 = Pod("a", "ns", "1"), b1 = Pod("b", "ns", "2"), c1 = Pod("c", "ns", "3");
-  ASSERT_TRUE(store->Replace({a1, b1, c1}, "3").ok());
+  ASSERT_OK(store->Replace({a1, b1, c1}, "3"));
   ObjectPtr a_same = Pod("a", "ns", "1", {{"ignored", "because-rv-equal"}});
   ObjectPtr b2 = Pod("b", "ns", "7"), d1 = Pod("d", "ns", "8");
   auto result = store->Replace({a_same, b2, d1}, "9");
-  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_OK(result) << result.status();
   EXPECT_EQ(result->unchanged, 1u);
   std::map<std::string, StoreChange> by_key;
   for (const auto& c : result->changes) by_key.emplace(c.key, c);
@@ -389,7 +390,7 @@ TEST_P(IndexerConformanceTest, IndexFunctionErrorChangesNothing) {
     return std::vector<std::string>{"v"};
   };
   auto store = Make({.indexers = {{"picky", picky}}});
-  ASSERT_TRUE(store->Add(Pod("a", "ns", "1")).ok());
+  ASSERT_OK(store->Add(Pod("a", "ns", "1")));
   Status st = store->Update(Pod("a", "ns", "2", {{"bad", "x"}}));
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("unable to calculate an index entry for key \"ns/a\" on index \"picky\""),
@@ -408,7 +409,7 @@ TEST_P(IndexerConformanceTest, CommitOfManyKeysInAnyOrder) {
   auto store = Make({.indexers = {{"testmodes", LabelFoo}}});
   Transaction first;
   for (int i = 0; i < 50; ++i) first.Add(Pod("p" + std::to_string(i), "ns", "1", {{"foo", "old"}}));
-  ASSERT_TRUE(store->Commit(first, nullptr).ok());
+  ASSERT_OK(store->Commit(first, nullptr));
   Transaction second;
   for (int i = 49; i >= 0; i -= 3) {
     second.Update(Pod("p" + std::to_string((i * 7) % 50), "ns", "2", {{"foo", "new"}}));
@@ -416,7 +417,7 @@ TEST_P(IndexerConformanceTest, CommitOfManyKeysInAnyOrder) {
   second.DeleteKey("ns/p1");
   second.Add(Pod("p1", "ns", "3", {{"foo", "again"}}));
   second.Add(Pod("q", "ns", "3", {{"foo", "new"}}));
-  ASSERT_TRUE(store->Commit(second, nullptr).ok());
+  ASSERT_OK(store->Commit(second, nullptr));
   size_t fresh = store->IndexKeys("testmodes", "new")->size();
   size_t stale = store->IndexKeys("testmodes", "old")->size();
   // 17 updated (p1 among them, then deleted and added again), plus q.
@@ -431,12 +432,12 @@ TEST_P(IndexerConformanceTest, CommitOfManyKeysInAnyOrder) {
 
 TEST_P(IndexerConformanceTest, IteratorsWalkInKeyOrder) {
   auto store = Make();
-  for (const char* n : {"c", "a", "b"}) ASSERT_TRUE(store->Add(Pod(n, "ns1")).ok());
-  ASSERT_TRUE(store->Add(Pod("z", "ns2")).ok());
+  for (const char* n : {"c", "a", "b"}) ASSERT_OK(store->Add(Pod(n, "ns1")));
+  ASSERT_OK(store->Add(Pod("z", "ns2")));
   std::vector<std::string> keys;
   auto it = store->NewIterator();
   for (; it->Valid(); it->Next()) keys.push_back(it->key());
-  EXPECT_TRUE(it->status().ok());
+  EXPECT_OK(it->status());
   EXPECT_THAT(keys, ElementsAre("ns1/a", "ns1/b", "ns1/c", "ns2/z"));
 
   auto ns = store->NewIndexIterator(kNamespaceIndex, "ns1");

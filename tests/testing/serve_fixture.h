@@ -13,6 +13,7 @@
 
 #include "kcache/rest_client.h"
 #include "testserver/server.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::testing {
 
@@ -30,12 +31,12 @@ inline serve::ServeOptions QuietCluster(int pods = 200) {
 struct ServeFixture {
   explicit ServeFixture(serve::ServeOptions o = QuietCluster()) {
     auto s = serve::Server::Start(o);
-    EXPECT_TRUE(s.ok()) << s.status();
+    EXPECT_OK(s) << s.status();
     server = std::move(s).value();
     RestConfig config;
     config.server = server->url();
     auto c = RestClient::Create(config);
-    EXPECT_TRUE(c.ok()) << c.status();
+    EXPECT_OK(c) << c.status();
     client = std::move(c).value();
   }
 
@@ -49,15 +50,15 @@ struct ServeFixture {
   }
   void Create(const std::string& name, const std::string& value = "v", const std::string& ns = "default") {
     auto r = client->Do("POST", "/api/v1/namespaces/" + ns + "/configmaps", ConfigMapJson(name, value));
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
   }
   void Update(const std::string& name, const std::string& value, const std::string& ns = "default") {
     auto r = client->Do("PUT", "/api/v1/namespaces/" + ns + "/configmaps/" + name, ConfigMapJson(name, value));
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
   }
   void Delete(const std::string& name, const std::string& ns = "default") {
     auto r = client->Do("DELETE", "/api/v1/namespaces/" + ns + "/configmaps/" + name);
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
   }
 
   // The value of the metric line starting with `prefix` (e.g.

@@ -14,6 +14,7 @@
 #include "kcache/rest_client.h"
 #include "testing/serve_fixture.h"
 #include "testserver/server.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::serve {
 namespace {
@@ -30,12 +31,12 @@ ServeOptions Quiet(int pods = 200) { return testing::QuietCluster(pods); }
 struct Fixture {
   explicit Fixture(ServeOptions o, RestClientOptions client_options = {}) {
     auto s = Server::Start(o);
-    EXPECT_TRUE(s.ok()) << s.status();
+    EXPECT_OK(s) << s.status();
     server = std::move(s).value();
     RestConfig config;
     config.server = server->url();
     auto c = RestClient::Create(config, client_options);
-    EXPECT_TRUE(c.ok()) << c.status();
+    EXPECT_OK(c) << c.status();
     client = std::move(c).value();
   }
   void CreateConfigMap(const std::string& ns, const std::string& name, const std::string& labels = R"({"app":"a"})",
@@ -43,7 +44,7 @@ struct Fixture {
     auto r = client->Do("POST", "/api/v1/namespaces/" + ns + "/configmaps",
                         R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
                             R"(","labels":)" + labels + R"(},"data":{"k":")" + value + R"("}})");
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
   }
   std::unique_ptr<Server> server;
   std::shared_ptr<RestClient> client;
@@ -71,30 +72,30 @@ std::string Types(const std::vector<WatchEvent>& events) {
 TEST(ServeApiTest, ServesTheSyntheticClusterWithConsistentPages) {
   Fixture f(Quiet(1000));
   auto all = f.client->List(Pods(), {});
-  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_OK(all) << all.status();
   EXPECT_EQ(all->items.size(), 1000u);
   auto nodes = f.client->List(Nodes(), {});
-  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  ASSERT_OK(nodes) << nodes.status();
   EXPECT_EQ(nodes->items.size(), 10u);
   auto widgets = f.client->List(Widgets("ns-1"), {});
-  ASSERT_TRUE(widgets.ok()) << widgets.status();
+  ASSERT_OK(widgets) << widgets.status();
   // One Widget per Deployment of 20 pods; Deployment i lives in ns-<i % 4>.
   EXPECT_EQ(widgets->items.size(), 13u);
   EXPECT_EQ(widgets->items[0]->kind(), "Widget");
 
   // Pages of 300 at the first page's resourceVersion, while pods change.
   auto first = f.client->List(Pods(), {.limit = 300});
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first) << first.status();
   EXPECT_EQ(first->remaining_item_count, 700);
-  ASSERT_TRUE(f.client->Do("DELETE", "/api/v1/namespaces/" + all->items[999]->namespace_() + "/pods/" +
+  ASSERT_OK(f.client->Do("DELETE", "/api/v1/namespaces/" + all->items[999]->namespace_() + "/pods/" +
                                          all->items[999]->name())
-                  .ok());
+                  );
   std::vector<std::string> names;
   for (const auto& o : first->items) names.push_back(o->name());
   std::string token = first->continue_token;
   while (!token.empty()) {
     auto page = f.client->List(Pods(), {.limit = 300, .continue_token = token});
-    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_OK(page) << page.status();
     EXPECT_EQ(page->resource_version, first->resource_version);
     for (const auto& o : page->items) names.push_back(o->name());
     token = page->continue_token;
@@ -104,7 +105,7 @@ TEST(ServeApiTest, ServesTheSyntheticClusterWithConsistentPages) {
 
   // resourceVersion=0 is served whole, as from the watch cache.
   auto any = f.client->List(Pods(), {.resource_version = "0", .limit = 10});
-  ASSERT_TRUE(any.ok()) << any.status();
+  ASSERT_OK(any) << any.status();
   EXPECT_EQ(any->items.size(), 999u);
   EXPECT_TRUE(any->continue_token.empty());
 }
@@ -112,14 +113,14 @@ TEST(ServeApiTest, ServesTheSyntheticClusterWithConsistentPages) {
 TEST(ServeApiTest, SelectorsFilterListsAndWatchesTurnTransitionsIntoAddsAndDeletes) {
   Fixture f(Quiet());
   auto canary = f.client->List(Pods(), {.label_selector = "track=canary"});
-  ASSERT_TRUE(canary.ok()) << canary.status();
+  ASSERT_OK(canary) << canary.status();
   auto all = f.client->List(Pods(), {});
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   size_t expect = 0;
   for (const auto& o : all->items) expect += o->labels().at("track") == "canary";
   EXPECT_EQ(canary->items.size(), expect);
   auto on_node = f.client->List(Pods(), {.field_selector = "spec.nodeName=node-3,metadata.namespace=ns-1"});
-  ASSERT_TRUE(on_node.ok()) << on_node.status();
+  ASSERT_OK(on_node) << on_node.status();
   size_t on_node_expect = 0;
   for (const auto& o : all->items) {
     on_node_expect += o->namespace_() == "ns-1" && *o->FieldValue("spec.nodeName") == "node-3";
@@ -128,20 +129,20 @@ TEST(ServeApiTest, SelectorsFilterListsAndWatchesTurnTransitionsIntoAddsAndDelet
   EXPECT_EQ(on_node->items.size(), on_node_expect);
   for (const auto& o : on_node->items) EXPECT_EQ(o->namespace_(), "ns-1");
   auto by_name = f.client->List(Pods(), {.field_selector = "metadata.name=" + all->items[7]->name()});
-  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  ASSERT_OK(by_name) << by_name.status();
   ASSERT_EQ(by_name->items.size(), 1u);
   EXPECT_EQ(by_name->items[0]->name(), all->items[7]->name());
 
   f.CreateConfigMap("ns-0", "x", R"({"app":"a"})");
   auto w = f.client->Watch(ConfigMaps("ns-0"), {.label_selector = "app=b", .resource_version = all->resource_version});
-  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_OK(w) << w.status();
   auto put = [&](const std::string& app, const std::string& value) {
     auto cur = f.client->Get("/api/v1/namespaces/ns-0/configmaps/x");
-    ASSERT_TRUE(cur.ok());
+    ASSERT_OK(cur);
     auto j = nlohmann::json::parse(*cur);
     j["metadata"]["labels"]["app"] = app;
     j["data"]["k"] = value;
-    ASSERT_TRUE(f.client->Do("PUT", "/api/v1/namespaces/ns-0/configmaps/x", j.dump()).ok());
+    ASSERT_OK(f.client->Do("PUT", "/api/v1/namespaces/ns-0/configmaps/x", j.dump()));
   };
   put("b", "1");  // starts matching: ADDED
   put("b", "2");  // MODIFIED
@@ -150,7 +151,7 @@ TEST(ServeApiTest, SelectorsFilterListsAndWatchesTurnTransitionsIntoAddsAndDelet
   EXPECT_EQ(Types(events), "ADDED:x MODIFIED:x DELETED:x");
   ASSERT_EQ(events.size(), 3u);
   auto now = f.client->Get("/api/v1/namespaces/ns-0/configmaps/x");
-  ASSERT_TRUE(now.ok());
+  ASSERT_OK(now);
   EXPECT_EQ(events[2].object->resource_version(), nlohmann::json::parse(*now)["metadata"]["resourceVersion"]);
   EXPECT_EQ(events[2].object->labels().at("app"), "b") << "the last state that matched";
 }
@@ -169,7 +170,7 @@ TEST(ServeApiTest, WritesFollowTheApiserversRules) {
   EXPECT_TRUE(missing_ns.status().IsNotFound()) << missing_ns.status();
 
   auto got = f.client->Get("/api/v1/namespaces/default/configmaps/a");
-  ASSERT_TRUE(got.ok());
+  ASSERT_OK(got);
   auto obj = nlohmann::json::parse(*got);
   EXPECT_FALSE(obj["metadata"]["uid"].get<std::string>().empty());
   EXPECT_FALSE(obj["metadata"]["creationTimestamp"].get<std::string>().empty());
@@ -177,11 +178,11 @@ TEST(ServeApiTest, WritesFollowTheApiserversRules) {
 
   // An update that changes nothing keeps the resourceVersion.
   auto same = f.client->Do("PUT", "/api/v1/namespaces/default/configmaps/a", *got);
-  ASSERT_TRUE(same.ok()) << same.status();
+  ASSERT_OK(same) << same.status();
   EXPECT_EQ(nlohmann::json::parse(*same)["metadata"]["resourceVersion"], rv);
   obj["data"]["k"] = "changed";
   auto changed = f.client->Do("PUT", "/api/v1/namespaces/default/configmaps/a", obj.dump());
-  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_OK(changed) << changed.status();
   EXPECT_NE(nlohmann::json::parse(*changed)["metadata"]["resourceVersion"], rv);
   // The old resourceVersion now conflicts.
   auto stale = f.client->Do("PUT", "/api/v1/namespaces/default/configmaps/a", obj.dump());
@@ -199,7 +200,7 @@ TEST(ServeApiTest, WritesFollowTheApiserversRules) {
   ASSERT_NE(no_name.status().http_error(), nullptr);
   EXPECT_EQ(no_name.status().http_error()->http_code, 422);
 
-  ASSERT_TRUE(f.client->Do("DELETE", "/api/v1/namespaces/default/configmaps/a").ok());
+  ASSERT_OK(f.client->Do("DELETE", "/api/v1/namespaces/default/configmaps/a"));
   auto gone = f.client->Get("/api/v1/namespaces/default/configmaps/a");
   EXPECT_TRUE(gone.status().IsNotFound());
   EXPECT_NE(gone.status().message().find("configmaps \"a\" not found"), std::string::npos) << gone.status();
@@ -245,10 +246,10 @@ TEST(ServeApiTest, WatchesResumeExpireAndSendBookmarks) {
   o.api.bookmark_interval = 100ms;
   Fixture f(o);
   auto list = f.client->List(ConfigMaps("default"), {});
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   auto w = f.client->Watch(ConfigMaps("default"), {.resource_version = list->resource_version,
                                                    .allow_watch_bookmarks = true});
-  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_OK(w) << w.status();
   f.CreateConfigMap("default", "a");
   std::vector<WatchEvent> events;
   while (events.size() < 2) {
@@ -263,14 +264,14 @@ TEST(ServeApiTest, WatchesResumeExpireAndSendBookmarks) {
   // Beyond the history: 410 inside the stream.
   for (int i = 0; i < 4; ++i) f.CreateConfigMap("default", "b" + std::to_string(i));
   auto old = f.client->Watch(ConfigMaps("default"), {.resource_version = list->resource_version});
-  ASSERT_TRUE(old.ok()) << old.status();
+  ASSERT_OK(old) << old.status();
   auto e = (*old)->Next();
   EXPECT_TRUE(e.status().IsExpired()) << e.status();
   EXPECT_NE(std::string(e.status().message()).find("too old resource version"), std::string::npos);
 
   // A continue token from before a compaction is expired, with a token to go on.
   auto page = f.client->List(ConfigMaps("default"), {.limit = 2});
-  ASSERT_TRUE(page.ok());
+  ASSERT_OK(page);
   f.CreateConfigMap("default", "later");
   f.server->state().Compact();
   auto next = f.client->List(ConfigMaps("default"), {.limit = 2, .continue_token = page->continue_token});
@@ -283,7 +284,7 @@ TEST(ServeApiTest, StreamingListEndsItsInitialEventsWithAnAnnotatedBookmark) {
   Fixture f(Quiet(100));
   auto w = f.client->Watch(Pods("ns-2"), {.resource_version_match = "NotOlderThan", .allow_watch_bookmarks = true,
                                           .send_initial_events = true});
-  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_OK(w) << w.status();
   size_t added = 0;
   for (;;) {
     auto e = (*w)->Next();
@@ -293,7 +294,7 @@ TEST(ServeApiTest, StreamingListEndsItsInitialEventsWithAnAnnotatedBookmark) {
     ++added;
   }
   auto list = f.client->List(Pods("ns-2"), {});
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   EXPECT_EQ(added, list->items.size());
 }
 
@@ -312,7 +313,7 @@ TEST(ServeApiTest, FaultFlagsDoWhatTheySay) {
   co.request_timeout = 2s;
   Fixture f(o, co);
   auto throttled = f.client->List(Pods("ns-0"), {});
-  EXPECT_TRUE(throttled.ok()) << "a 429 with Retry-After is retried: " << throttled.status();
+  EXPECT_OK(throttled) << "a 429 with Retry-After is retried: " << throttled.status();
   auto expired = f.client->List(Pods("ns-0"), {});
   EXPECT_TRUE(expired.status().IsExpired()) << expired.status();
   auto internal = f.client->List(Pods("ns-0"), {});
@@ -327,7 +328,7 @@ TEST(ServeApiTest, FaultFlagsDoWhatTheySay) {
   auto rv = f.server->state().current_rv();
   for (int i = 0; i < 2; ++i) {
     auto w = f.client->Watch(ConfigMaps("default"), {.resource_version = std::to_string(rv)});
-    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_OK(w) << w.status();
     f.CreateConfigMap("default", "c" + std::to_string(i));
     auto e = (*w)->Next();
     EXPECT_FALSE(e.ok()) << "watch " << i;
@@ -362,7 +363,7 @@ TEST(ServeApiTest, StalledAndSlowResponses) {
   Fixture g(slow);
   t0 = std::chrono::steady_clock::now();
   auto list = g.client->List(Pods(), {});
-  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_OK(list) << list.status();
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 1s);
 }
 
@@ -374,7 +375,7 @@ TEST(ServeApiTest, ManyWatchesAndACleanStop) {
   std::vector<std::unique_ptr<WatchStream>> streams;
   for (int i = 0; i < kWatches; ++i) {
     auto w = f.client->Watch(Pods(), {.resource_version = "0", .allow_watch_bookmarks = true});
-    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_OK(w) << w.status();
     streams.push_back(std::move(w).value());
   }
   std::atomic<int> ended{0}, saw_changes{0};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "testserver/resource_types.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::serve {
 namespace {
@@ -26,19 +27,19 @@ class ClusterStateTest : public ::testing::Test {
     auto r = state_.Apply(cm_, "ns/" + name, [&](const StoredPtr&, uint64_t rv) -> StatusOr<Change> {
       return Change{Change::kWrite, ConfigMap(name, value, rv, app)};
     });
-    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_OK(r) << r.status();
     return r.ok() ? (*r)->rv : 0;
   }
   uint64_t Remove(const std::string& name) {
     auto r = state_.Apply(cm_, "ns/" + name, [&](const StoredPtr& cur, uint64_t rv) -> StatusOr<Change> {
       return Change{Change::kDelete, ConfigMap(name, "gone", rv)};
     });
-    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_OK(r) << r.status();
     return r.ok() ? (*r)->rv : 0;
   }
   std::string Values(uint64_t at) {
     auto list = state_.List(cm_, {.at_rv = at});
-    EXPECT_TRUE(list.ok()) << list.status();
+    EXPECT_OK(list) << list.status();
     std::string out;
     if (!list.ok()) return out;
     for (const StoredPtr& o : list->items) out += o->object->name() + "=" + std::to_string(o->rv) + " ";
@@ -120,13 +121,13 @@ TEST_F(ClusterStateTest, CompactExpiresEverythingBeforeNow) {
 TEST_F(ClusterStateTest, PaginationSeesOneResourceVersionWhileWritesGoOn) {
   for (const char* n : {"a", "b", "c", "d"}) Put(n, "1");
   auto page = state_.List(cm_, {.limit = 2, .count_remaining = true});
-  ASSERT_TRUE(page.ok());
+  ASSERT_OK(page);
   EXPECT_EQ(page->next_key, "ns/c");
   EXPECT_EQ(page->remaining, 2);
   Remove("c");
   Put("e", "1");
   auto next = state_.List(cm_, {.at_rv = page->rv, .start_key = page->next_key});
-  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_OK(next) << next.status();
   std::string names;
   for (const auto& o : next->items) names += o->object->name();
   EXPECT_EQ(names, "cd") << "the list at the first page's resourceVersion";

@@ -10,6 +10,7 @@
 #include "testserver/server.h"
 #include "testing/command.h"
 #include "testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::serve {
 namespace {
@@ -28,7 +29,7 @@ class KubectlTest : public ::testing::Test {
     o.cluster.nodes = 7;
     o.churn = {0, 0, 0, 0};
     auto s = Server::Start(o);
-    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_OK(s) << s.status();
     server_ = std::move(s).value();
   }
 
@@ -85,7 +86,7 @@ TEST_F(KubectlTest, GetWatchSeesACreatedPod) {
     auto c = RestClient::Create(config).value();
     auto r = c->Do("POST", "/api/v1/namespaces/ns-2/pods",
                    R"({"metadata":{"name":"watched-pod"},"spec":{"containers":[{"name":"c","image":"x"}]}})");
-    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_OK(r) << r.status();
   });
   std::string out = Kubectl("get pods -n ns-2 -w -o name --request-timeout=5s");
   writer.join();

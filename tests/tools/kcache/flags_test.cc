@@ -1,4 +1,5 @@
 #include "tools/kcache/flags.h"
+#include "testing/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -27,11 +28,11 @@ TEST(FlagsTest, KubectlSpellings) {
   for (auto args : std::vector<std::vector<std::string>>{
            {"-n", "x"}, {"-nx"}, {"-n=x"}, {"--namespace", "x"}, {"--namespace=x"}}) {
     Parsed p = ParseArgs(args);
-    ASSERT_TRUE(p.status.ok()) << p.status;
+    ASSERT_OK(p.status) << p.status;
     EXPECT_EQ(p.ns, "x");
   }
   Parsed p = ParseArgs({"get", "pods", "-A", "--limit=7", "name", "--", "-n"});
-  ASSERT_TRUE(p.status.ok());
+  ASSERT_OK(p.status);
   EXPECT_TRUE(p.all);
   EXPECT_EQ(p.limit, 7);
   EXPECT_EQ(p.ns, "default");

@@ -286,6 +286,7 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
 
 #include "kcache/cache.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 
 namespace {
 
@@ -370,13 +371,13 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   EXPECT_NE(same.output.find("pods: no differences (300 objects)"), std::string::npos) << same.output;
   {
     auto c = kcache::Cache::Open(restored);
-    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_OK(c) << c.status();
     auto pods = (*c)->OpenKeyspace("pods");
-    ASSERT_TRUE(pods.ok());
+    ASSERT_OK(pods);
     auto victim = (*pods)->GetByKey("ns-0/" + nlohmann::json::parse(Kcache("get pods -n ns-0 -o json --cache " + cache).output)["items"][0]["metadata"]["name"].get<std::string>());
     ASSERT_TRUE(victim.ok() && *victim);
-    ASSERT_TRUE((*pods)->Delete(*victim).ok());
-    ASSERT_TRUE((*pods)->Add(kcache::testing::Pod("extra", "ns-0", "99999", {{"app", "x"}})).ok());
+    ASSERT_OK((*pods)->Delete(*victim));
+    ASSERT_OK((*pods)->Add(kcache::testing::Pod("extra", "ns-0", "99999", {{"app", "x"}})));
   }
   Result differ = Kcache("diff " + file + " " + restored);
   EXPECT_EQ(differ.exit_code, 1) << differ.output;
@@ -436,18 +437,18 @@ TEST(KcacheToolTest, TreeShowsOwnersAndDependents) {
   };
   {
     auto c = kcache::Cache::Open(cache);
-    ASSERT_TRUE(c.ok());
+    ASSERT_OK(c);
     auto deploys = (*c)->OpenKeyspace("deployments.apps");
     auto sets = (*c)->OpenKeyspace("replicasets.apps");
     auto pods = (*c)->OpenKeyspace("pods");
     ASSERT_TRUE(deploys.ok() && sets.ok() && pods.ok());
-    ASSERT_TRUE((*deploys)->Add(obj("apps/v1", "Deployment", "web", "d1")).ok());
-    ASSERT_TRUE((*sets)->Add(obj("apps/v1", "ReplicaSet", "web-1", "r1", "Deployment", "web", "d1")).ok());
-    ASSERT_TRUE((*sets)->Add(obj("apps/v1", "ReplicaSet", "web-0", "r0", "Deployment", "web", "d1")).ok());
-    ASSERT_TRUE((*pods)->Add(obj("v1", "Pod", "web-1-a", "p1", "ReplicaSet", "web-1", "r1")).ok());
-    ASSERT_TRUE((*pods)->Add(obj("v1", "Pod", "web-1-b", "p2", "ReplicaSet", "web-1", "r1")).ok());
-    ASSERT_TRUE((*pods)->Add(obj("v1", "Pod", "orphan", "p3", "ReplicaSet", "gone", "r9")).ok());
-    ASSERT_TRUE((*c)->SetResourceInfo("replicasets.apps", {"apps", "v1", "replicasets", "ReplicaSet", true}).ok());
+    ASSERT_OK((*deploys)->Add(obj("apps/v1", "Deployment", "web", "d1")));
+    ASSERT_OK((*sets)->Add(obj("apps/v1", "ReplicaSet", "web-1", "r1", "Deployment", "web", "d1")));
+    ASSERT_OK((*sets)->Add(obj("apps/v1", "ReplicaSet", "web-0", "r0", "Deployment", "web", "d1")));
+    ASSERT_OK((*pods)->Add(obj("v1", "Pod", "web-1-a", "p1", "ReplicaSet", "web-1", "r1")));
+    ASSERT_OK((*pods)->Add(obj("v1", "Pod", "web-1-b", "p2", "ReplicaSet", "web-1", "r1")));
+    ASSERT_OK((*pods)->Add(obj("v1", "Pod", "orphan", "p3", "ReplicaSet", "gone", "r9")));
+    ASSERT_OK((*c)->SetResourceInfo("replicasets.apps", {"apps", "v1", "replicasets", "ReplicaSet", true}));
   }
   Result from_pod = Kcache("tree pod web-1-a --cache " + cache);
   ASSERT_EQ(from_pod.exit_code, 0) << from_pod.output;

@@ -1,4 +1,5 @@
 #include "tools/kcache/printers.h"
+#include "testing/status_matchers.h"
 
 #include <gtest/gtest.h>
 
@@ -67,11 +68,11 @@ TEST(ParseFieldPathTest, AcceptsKubectlJsonPaths) {
                         {"spec", {{"containers", {{{"image", "nginx"}}}}}}};
   for (const char* p : {"{.metadata.name}", ".metadata.name", "metadata.name"}) {
     auto ptr = ParseFieldPath(p);
-    ASSERT_TRUE(ptr.ok()) << p;
+    ASSERT_OK(ptr) << p;
     EXPECT_EQ(doc[*ptr], "x") << p;
   }
   auto image = ParseFieldPath("{.spec.containers[0].image}");
-  ASSERT_TRUE(image.ok());
+  ASSERT_OK(image);
   EXPECT_EQ(doc[*image], "nginx");
   EXPECT_FALSE(ParseFieldPath("{.spec.containers[*].image}").ok());
   EXPECT_FALSE(ParseFieldPath("{..x}").ok());

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "util/coding.h"
+#include "testing/status_matchers.h"
 
 namespace kcache::util {
 namespace {
@@ -17,7 +18,7 @@ TEST(ScratchDirTest, ANewDirectoryIsRemovedWithItsContents) {
   std::string path;
   {
     auto dir = ScratchDir::Create("kcache-scratch-test");
-    ASSERT_TRUE(dir.ok()) << dir.status();
+    ASSERT_OK(dir) << dir.status();
     path = (*dir)->path();
     EXPECT_TRUE(fs::is_directory(path));
     EXPECT_NE(path.find("kcache-scratch-test-"), std::string::npos);
@@ -29,11 +30,11 @@ TEST(ScratchDirTest, ANewDirectoryIsRemovedWithItsContents) {
 
 TEST(ScratchDirTest, ANamedDirectoryIsCreatedAndKept) {
   auto base = ScratchDir::Create("kcache-scratch-test");
-  ASSERT_TRUE(base.ok());
+  ASSERT_OK(base);
   const std::string named = (*base)->path() + "/kept/here";
   {
     auto dir = ScratchDir::Create("unused", named);
-    ASSERT_TRUE(dir.ok()) << dir.status();
+    ASSERT_OK(dir) << dir.status();
     EXPECT_EQ((*dir)->path(), named);
   }
   EXPECT_TRUE(fs::is_directory(named));
