@@ -67,9 +67,12 @@ kcache::Status Run(const std::string& server, const std::string& dir, const std:
 int main(int argc, char** argv) {
   std::string server, dir, resource = "pods";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--server")) server = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--cache")) dir = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--resource")) resource = argv[i + 1];
+    if (!std::strcmp(argv[i], "--server"))
+      server = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--cache"))
+      dir = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--resource"))
+      resource = argv[i + 1];
   }
   if (server.empty() || dir.empty()) {
     std::cerr << "usage: informer --server URL --cache DIR [--resource NAME]\n";

@@ -49,10 +49,11 @@ kcache::Status Run(const std::string& dir) {
     KCACHE_RETURN_IF_ERROR(keyspace->Commit(txn, nullptr));
   }
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::Cache> reopened, kcache::Cache::Open(dir));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::Indexer> keyspace, reopened->OpenKeyspace("pods"));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::Indexer> keyspace,
+                          reopened->OpenKeyspace("pods"));
   KCACHE_ASSIGN_OR_RETURN(auto keys, keyspace->ListKeys());
-  std::cout << "disk: resume point " << keyspace->LastSyncResourceVersion() << ", "
-            << keys.size() << " object\n";
+  std::cout << "disk: resume point " << keyspace->LastSyncResourceVersion() << ", " << keys.size()
+            << " object\n";
   return kcache::Status::OK();
 }
 

@@ -25,8 +25,8 @@
 #include <memory>
 #include <string>
 
-#include "kcache/export.h"
 #include "kcache/clock.h"
+#include "kcache/export.h"
 #include "kcache/indexer.h"
 #include "kcache/key.h"
 #include "kcache/reflector.h"

@@ -12,9 +12,9 @@
 #include <mutex>
 #include <string>
 
-#include "kcache/export.h"
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
+#include "kcache/export.h"
 #include "kcache/informer.h"
 #include "kcache/rest_client.h"
 #include "kcache/rest_config.h"
@@ -65,7 +65,7 @@ class KCACHE_EXPORT InformerFactory {
   const InformerFactoryOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<SharedIndexInformer>> informers_;  // guarded by mu_
-  bool started_ = false;                                                  // guarded by mu_
+  bool started_ = false;                                                   // guarded by mu_
 };
 
 }  // namespace kcache

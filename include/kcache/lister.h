@@ -26,11 +26,12 @@ namespace kcache {
 using ObjectVisitor = std::function<bool(const ObjectPtr&)>;
 
 // Streams every object of `store` matching `selector` to `visit`.
-KCACHE_EXPORT Status ListAll(const Store& store, const LabelSelector& selector, const ObjectVisitor& visit);
+KCACHE_EXPORT Status ListAll(const Store& store, const LabelSelector& selector,
+                             const ObjectVisitor& visit);
 
 // Streams the objects of `ns` ("" = all namespaces) matching `selector`.
 KCACHE_EXPORT Status ListAllByNamespace(const Indexer& indexer, std::string_view ns,
-                          const LabelSelector& selector, const ObjectVisitor& visit);
+                                        const LabelSelector& selector, const ObjectVisitor& visit);
 
 class NamespaceLister;
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "kcache/export.h"
 #include "kcache/clock.h"
+#include "kcache/export.h"
 #include "kcache/list.h"
 #include "kcache/resource.h"
 #include "kcache/rest_client.h"
@@ -53,8 +53,9 @@ class KCACHE_EXPORT ListerWatcher {
 // Lists and watches `resource` through `client`, adding the selectors
 // (either may be empty) to every request.
 KCACHE_EXPORT std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client,
-                                            ResourceRef resource, std::string label_selector = "",
-                                            std::string field_selector = "");
+                                                          ResourceRef resource,
+                                                          std::string label_selector = "",
+                                                          std::string field_selector = "");
 
 // Where a reflector writes. Calls come from the reflector's thread, one at
 // a time.
@@ -128,13 +129,13 @@ struct KCACHE_EXPORT ReflectorOptions {
 
 // Counters since the reflector was created.
 struct KCACHE_EXPORT ReflectorStats {
-  uint64_t lists = 0;          // full lists (LIST or streaming), each counted once
-  uint64_t list_requests = 0;  // LIST requests of full lists (pages)
-  uint64_t probes = 0;         // limit=1 LIST probes
-  uint64_t watches = 0;        // watch requests opened
-  uint64_t events = 0;         // ADDED/MODIFIED/DELETED events applied
-  uint64_t listed_objects = 0; // objects received by full lists
-  uint64_t bytes = 0;          // JSON bytes of listed objects and events
+  uint64_t lists = 0;           // full lists (LIST or streaming), each counted once
+  uint64_t list_requests = 0;   // LIST requests of full lists (pages)
+  uint64_t probes = 0;          // limit=1 LIST probes
+  uint64_t watches = 0;         // watch requests opened
+  uint64_t events = 0;          // ADDED/MODIFIED/DELETED events applied
+  uint64_t listed_objects = 0;  // objects received by full lists
+  uint64_t bytes = 0;           // JSON bytes of listed objects and events
 };
 
 class KCACHE_EXPORT Reflector {

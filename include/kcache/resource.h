@@ -38,7 +38,8 @@ struct KCACHE_EXPORT ResourceRef {
 
   // "/api/v1/pods", "/api/v1/namespaces/ns/pods", "/apis/apps/v1/deployments".
   std::string CollectionPath() const {
-    std::string p = gvr.group.empty() ? "/api/" + gvr.version : "/apis/" + gvr.group + "/" + gvr.version;
+    std::string p =
+        gvr.group.empty() ? "/api/" + gvr.version : "/apis/" + gvr.group + "/" + gvr.version;
     if (namespaced && !namespace_.empty()) p += "/namespaces/" + namespace_;
     return p + "/" + gvr.resource;
   }

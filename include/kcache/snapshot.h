@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "kcache/export.h"
 #include "kcache/cache.h"
+#include "kcache/export.h"
 #include "kcache/status_or.h"
 
 namespace kcache {
@@ -67,13 +67,14 @@ struct KCACHE_EXPORT ImportOptions {
 // the cache's size. The file is written beside `path` and renamed over it
 // once complete and synced.
 KCACHE_EXPORT StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
-                                          const ExportOptions& options = {});
+                                                        const ExportOptions& options = {});
 
 // Builds a new cache in `cache_dir` (which must not exist, or be empty) from
 // the snapshot at `path`, checking everything VerifySnapshot checks as it
 // goes. On any error nothing is left at `cache_dir`.
-KCACHE_EXPORT StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path, const std::string& cache_dir,
-                                          const ImportOptions& options = {});
+KCACHE_EXPORT StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path,
+                                                        const std::string& cache_dir,
+                                                        const ImportOptions& options = {});
 
 // Reads the whole file and checks it: the block checksums, the manifest
 // against the rows (keyspaces, counts, resume points), the order of the
@@ -81,7 +82,7 @@ KCACHE_EXPORT StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path,
 // agree. Errors: Corruption naming the block and byte offset, or the
 // keyspace; Unimplemented for a newer format; NotFound; IOError.
 KCACHE_EXPORT StatusOr<SnapshotManifest> VerifySnapshot(const std::string& path,
-                                          SnapshotProgressFn progress = {});
+                                                        SnapshotProgressFn progress = {});
 
 // Reads only the header and manifest.
 KCACHE_EXPORT StatusOr<SnapshotManifest> ReadSnapshotManifest(const std::string& path);

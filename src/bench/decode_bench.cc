@@ -35,7 +35,8 @@ size_t NlohmannMeta(const nlohmann::json& j) {
   size_t n = m.at("name").get_ref<const std::string&>().size() +
              m.at("namespace").get_ref<const std::string&>().size() +
              m.at("resourceVersion").get_ref<const std::string&>().size();
-  for (const auto& [k, v] : m.at("labels").items()) n += k.size() + v.get_ref<const std::string&>().size();
+  for (const auto& [k, v] : m.at("labels").items())
+    n += k.size() + v.get_ref<const std::string&>().size();
   return n;
 }
 
@@ -61,12 +62,15 @@ Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
   std::vector<Method> methods = {
       {"nlohmann_json full parse",
        [](const std::string& s) { return NlohmannMeta(nlohmann::json::parse(s)); },
-       [](const std::string& s) { return std::make_shared<nlohmann::json>(nlohmann::json::parse(s)); }},
-      {"kcache Object::Parse",
-       [](const std::string& s) { return KcacheMeta(**Object::Parse(s)); },
+       [](const std::string& s) {
+         return std::make_shared<nlohmann::json>(nlohmann::json::parse(s));
+       }},
+      {"kcache Object::Parse", [](const std::string& s) { return KcacheMeta(**Object::Parse(s)); },
        [](const std::string& s) { return std::const_pointer_cast<Object>(*Object::Parse(s)); }},
       {"kcache Object::Parse, drop managedFields",
-       [](const std::string& s) { return KcacheMeta(**Object::Parse(s, {.drop_managed_fields = true})); },
+       [](const std::string& s) {
+         return KcacheMeta(**Object::Parse(s, {.drop_managed_fields = true}));
+       },
        [](const std::string& s) {
          return std::const_pointer_cast<Object>(*Object::Parse(s, {.drop_managed_fields = true}));
        }},
@@ -110,8 +114,8 @@ Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
     kept.clear();
 
     std::snprintf(line, sizeof line, "%-42s %10.1f %12.0f %9.2f %11.1f KB%s\n", m.name,
-                  bytes / median / 1e6, docs.size() / median, baseline / median,
-                  per_object / 1024, sink == 0 ? " (no work?)" : "");
+                  bytes / median / 1e6, docs.size() / median, baseline / median, per_object / 1024,
+                  sink == 0 ? " (no work?)" : "");
     out << line;
   }
   return Status::OK();

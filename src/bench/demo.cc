@@ -19,7 +19,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 StatusOr<std::vector<std::string>> ByApp(const Object& o) {
   auto it = o.labels().find("app");
@@ -40,7 +42,8 @@ StatusOr<std::vector<ObjectPtr>> Cluster(const DemoOptions& o, int generation, s
     if (generation > 0 && i % 31 == 0) rv += 1000000;  // changed since
     std::string json = synth::PodJson(po, static_cast<uint64_t>(i), rv);
     if (json_bytes) *json_bytes += json.size();
-    KCACHE_ASSIGN_OR_RETURN(ObjectPtr pod, Object::Parse(std::move(json), {.drop_managed_fields = true}));
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr pod,
+                            Object::Parse(std::move(json), {.drop_managed_fields = true}));
     if (stored_bytes) *stored_bytes += pod->byte_size();
     pods.push_back(std::move(pod));
   }
@@ -75,17 +78,19 @@ Status RunDemo(const DemoOptions& o, std::ostream& out) {
   std::shared_ptr<Indexer> store = NewMemoryIndexer({.indexers = {{"app", ByApp}}});
   KCACHE_ASSIGN_OR_RETURN(ReplaceResult first, store->Replace(std::move(pods), "1000"));
   double secs = Since(start);
-  std::snprintf(line, sizeof line,
-                "initial list: %zu pods generated, decoded and indexed in %.2f s (%.0f pods/s); %.1f MB of "
-                "JSON, %.1f MB kept after dropping managedFields\n",
-                first.changes.size(), secs, first.changes.size() / secs, json_bytes / 1e6,
-                stored_bytes / 1e6);
+  std::snprintf(
+      line, sizeof line,
+      "initial list: %zu pods generated, decoded and indexed in %.2f s (%.0f pods/s); %.1f MB of "
+      "JSON, %.1f MB kept after dropping managedFields\n",
+      first.changes.size(), secs, first.changes.size() / secs, json_bytes / 1e6,
+      stored_bytes / 1e6);
   out << line;
 
   auto namespaces = store->ListIndexFuncValues(kNamespaceIndex);
   KCACHE_RETURN_IF_ERROR(namespaces.status());
   out << "namespaces:";
-  for (const std::string& ns : *namespaces) out << " " << ns << "=" << store->IndexKeys(kNamespaceIndex, ns)->size();
+  for (const std::string& ns : *namespaces)
+    out << " " << ns << "=" << store->IndexKeys(kNamespaceIndex, ns)->size();
   out << "\n\n";
 
   Lister lister(store, {"", "pods"});
@@ -108,7 +113,8 @@ Status RunDemo(const DemoOptions& o, std::ostream& out) {
   }));
   PrintPods(on, 3, out);
 
-  out << "\nrelist after churn (1% added, ~3% changed, ~1% deleted): Replace diffs by resourceVersion\n";
+  out << "\nrelist after churn (1% added, ~3% changed, ~1% deleted): Replace diffs by "
+         "resourceVersion\n";
   start = Clock::now();
   KCACHE_ASSIGN_OR_RETURN(pods, Cluster(o, 1, nullptr, nullptr));
   KCACHE_ASSIGN_OR_RETURN(ReplaceResult relist, store->Replace(std::move(pods), "2000000"));

@@ -112,21 +112,27 @@ Status RunServeBench(const ServeBenchOptions& o, std::ostream& out) {
   const uint64_t before = state.current_rv();
   for (int i = 0; i < o.events; ++i) {
     const serve::StoredPtr& target = all.items[static_cast<size_t>(i) % all.items.size()];
-    auto applied = state.Apply(pods, target->key, [&](const serve::StoredPtr& cur, uint64_t rv) -> StatusOr<serve::Change> {
-      return serve::Change{serve::Change::kWrite, serve::StampResourceVersion(std::string(cur->object->json()), rv)};
-    });
+    auto applied = state.Apply(
+        pods, target->key,
+        [&](const serve::StoredPtr& cur, uint64_t rv) -> StatusOr<serve::Change> {
+          return serve::Change{serve::Change::kWrite,
+                               serve::StampResourceVersion(std::string(cur->object->json()), rv)};
+        });
     if (!applied.ok()) return applied.status();
   }
-  const std::string list_request = "GET /api/v1/pods?resourceVersion=0 HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
-  const std::string watch_request = "GET /api/v1/pods?watch=true&resourceVersion=" + std::to_string(before) +
-                                    " HTTP/1.1\r\nHost: bench\r\n\r\n";
+  const std::string list_request =
+      "GET /api/v1/pods?resourceVersion=0 HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+  const std::string watch_request =
+      "GET /api/v1/pods?watch=true&resourceVersion=" + std::to_string(before) +
+      " HTTP/1.1\r\nHost: bench\r\n\r\n";
   std::vector<double> loop_rate, list_rate, watch_rate;
   size_t list_bytes = 0, watch_bytes = 0;
   for (int run = 0; run < o.runs; ++run) {
     Read list = ReadAll(Connect(port), list_request);
     Read watch = ReadAll(Connect(port), watch_request, static_cast<size_t>(o.events));
     Read loop = Loopback(list.bytes);
-    if (list.bytes == 0 || watch.bytes == 0 || loop.bytes == 0) return Status::Internal("a benchmark read got nothing");
+    if (list.bytes == 0 || watch.bytes == 0 || loop.bytes == 0)
+      return Status::Internal("a benchmark read got nothing");
     list_bytes = list.bytes;
     watch_bytes = watch.bytes;
     list_rate.push_back(list.bytes / list.seconds / 1e6);
@@ -135,15 +141,19 @@ Status RunServeBench(const ServeBenchOptions& o, std::ostream& out) {
   }
   const double loop = Median(loop_rate), list = Median(list_rate), watch = Median(watch_rate);
   char line[256];
-  std::snprintf(line, sizeof line, "serve: %d pods (LIST of %.0f MB), a burst of %d watch events (%.0f MB), %d runs, medians\n",
-                o.pods, list_bytes / 1e6, o.events, watch_bytes / 1e6, o.runs);
+  std::snprintf(
+      line, sizeof line,
+      "serve: %d pods (LIST of %.0f MB), a burst of %d watch events (%.0f MB), %d runs, medians\n",
+      o.pods, list_bytes / 1e6, o.events, watch_bytes / 1e6, o.runs);
   out << line;
-  std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s\n", "loopback limit (memory to socket)", loop);
+  std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s\n", "loopback limit (memory to socket)",
+                loop);
   out << line;
-  std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s  %.2fx the limit\n", "LIST resourceVersion=0", list, list / loop);
+  std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s  %.2fx the limit\n",
+                "LIST resourceVersion=0", list, list / loop);
   out << line;
-  std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s  %.2fx the limit\n", "WATCH burst from a resourceVersion", watch,
-                watch / loop);
+  std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s  %.2fx the limit\n",
+                "WATCH burst from a resourceVersion", watch, watch / loop);
   out << line;
   server->Stop();
   return Status::OK();

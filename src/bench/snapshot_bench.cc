@@ -15,8 +15,8 @@
 #include "kcache/lister.h"
 #include "kcache/snapshot.h"
 #include "testserver/pods.h"
-#include "tools/kcache/source.h"
 #include "tools/kcache/scratch_dir.h"
+#include "tools/kcache/source.h"
 
 namespace kcache::bench {
 namespace {

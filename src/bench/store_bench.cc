@@ -101,7 +101,8 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   ro.create_if_missing = true;
   {
     rocksdb::DB* raw = nullptr;
-    KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::DB::Open(ro, root + "/raw", &raw), "open raw"));
+    KCACHE_RETURN_IF_ERROR(
+        storage::FromRocks(rocksdb::DB::Open(ro, root + "/raw", &raw), "open raw"));
     std::unique_ptr<rocksdb::DB> db(raw);
     for (int first = 0; first < o.objects; first += o.batch) {
       std::vector<std::string> docs = Batch(first, std::min(o.batch, o.objects - first));
@@ -120,7 +121,8 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   double cache_seconds = 0;
   const std::string cache_dir = root + "/cache";
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::Open(cache_dir, copts));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, cache->OpenKeyspace("pods", {.label_index = o.label_index}));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods,
+                          cache->OpenKeyspace("pods", {.label_index = o.label_index}));
   for (int first = 0; first < o.objects; first += o.batch) {
     std::vector<std::string> docs = Batch(first, std::min(o.batch, o.objects - first));
     auto start = Clock::now();
@@ -141,56 +143,66 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   const double compact_seconds = Seconds(Clock::now() - compact_start);
   const size_t rss_compacted = Rss();
 
-  std::snprintf(line, sizeof line, "store: %d realistic pods, %.0f bytes each, batches of %d, %d query runs (medians)\n",
-                o.objects, double(bytes) / o.objects, o.batch, o.runs);
+  std::snprintf(
+      line, sizeof line,
+      "store: %d realistic pods, %.0f bytes each, batches of %d, %d query runs (medians)\n",
+      o.objects, double(bytes) / o.objects, o.batch, o.runs);
   out << line;
-  std::snprintf(line, sizeof line, "  ingest, raw RocksDB batched puts:       %9.0f pods/s %7.1f MB/s\n",
+  std::snprintf(line, sizeof line,
+                "  ingest, raw RocksDB batched puts:       %9.0f pods/s %7.1f MB/s\n",
                 o.objects / raw_seconds, bytes / raw_seconds / 1e6);
   out << line;
   std::snprintf(line, sizeof line,
                 "  ingest, kcache parse+index+commit:      %9.0f pods/s %7.1f MB/s  ratio %.2f\n",
-                o.objects / cache_seconds, bytes / cache_seconds / 1e6, raw_seconds / cache_seconds);
+                o.objects / cache_seconds, bytes / cache_seconds / 1e6,
+                raw_seconds / cache_seconds);
   out << line;
 
   // 3. Queries.
   {
-  size_t n_ns = 0, n_label = 0, n_scan = 0;
-  // Streamed, as a caller walking a large namespace would.
-  double by_ns = Median(o.runs, [&] {
-    n_ns = 0;
-    for (auto it = pods->NewIndexIterator(kNamespaceIndex, "ns-3"); it->Valid(); it->Next()) ++n_ns;
-  });
-  Lister lister(pods, {"", "pods"});
-  LabelSelector one_app = *LabelSelector::Parse("app=checkout-1");
-  LabelSelector canary = *LabelSelector::Parse("tier=web,track=canary");
-  double by_label = Median(o.runs, [&] { n_label = lister.List(one_app)->size(); });
-  double by_label_ns = Median(o.runs, [&] { n_scan = lister.Namespace("ns-3").List(canary)->size(); });
-  LabelSelector no_index = *LabelSelector::Parse("track!=stable,tier notin (api,worker)");
-  size_t n_noindex = 0;
-  double scan = Median(std::max(1, o.runs / 2), [&] {
-    n_noindex = 0;
-    (void)ListAll(*pods, no_index, [&](const ObjectPtr&) { return ++n_noindex, true; });
-  });
-  std::snprintf(line, sizeof line, "  namespace ns-3, streamed:              %9.1f ms for %zu pods (%.1f us/pod)\n",
-                by_ns * 1e3, n_ns, by_ns * 1e6 / std::max<size_t>(n_ns, 1));
-  out << line;
-  std::snprintf(line, sizeof line, "  list -l app=checkout-1 (label index):   %9.3f ms for %zu pods\n",
-                by_label * 1e3, n_label);
-  out << line;
-  std::snprintf(line, sizeof line, "  list -n ns-3 -l tier=web,track=canary:  %9.1f ms for %zu pods\n",
-                by_label_ns * 1e3, n_scan);
-  out << line;
-  std::snprintf(line, sizeof line, "  list -l 'track!=stable,...' (a scan):   %9.1f ms for %zu pods\n",
-                scan * 1e3, n_noindex);
-  out << line;
-
+    size_t n_ns = 0, n_label = 0, n_scan = 0;
+    // Streamed, as a caller walking a large namespace would.
+    double by_ns = Median(o.runs, [&] {
+      n_ns = 0;
+      for (auto it = pods->NewIndexIterator(kNamespaceIndex, "ns-3"); it->Valid(); it->Next())
+        ++n_ns;
+    });
+    Lister lister(pods, {"", "pods"});
+    LabelSelector one_app = *LabelSelector::Parse("app=checkout-1");
+    LabelSelector canary = *LabelSelector::Parse("tier=web,track=canary");
+    double by_label = Median(o.runs, [&] { n_label = lister.List(one_app)->size(); });
+    double by_label_ns =
+        Median(o.runs, [&] { n_scan = lister.Namespace("ns-3").List(canary)->size(); });
+    LabelSelector no_index = *LabelSelector::Parse("track!=stable,tier notin (api,worker)");
+    size_t n_noindex = 0;
+    double scan = Median(std::max(1, o.runs / 2), [&] {
+      n_noindex = 0;
+      (void)ListAll(*pods, no_index, [&](const ObjectPtr&) { return ++n_noindex, true; });
+    });
+    std::snprintf(line, sizeof line,
+                  "  namespace ns-3, streamed:              %9.1f ms for %zu pods (%.1f us/pod)\n",
+                  by_ns * 1e3, n_ns, by_ns * 1e6 / std::max<size_t>(n_ns, 1));
+    out << line;
+    std::snprintf(line, sizeof line,
+                  "  list -l app=checkout-1 (label index):   %9.3f ms for %zu pods\n",
+                  by_label * 1e3, n_label);
+    out << line;
+    std::snprintf(line, sizeof line,
+                  "  list -n ns-3 -l tier=web,track=canary:  %9.1f ms for %zu pods\n",
+                  by_label_ns * 1e3, n_scan);
+    out << line;
+    std::snprintf(line, sizeof line,
+                  "  list -l 'track!=stable,...' (a scan):   %9.1f ms for %zu pods\n", scan * 1e3,
+                  n_noindex);
+    out << line;
   }
   // 4. Memory and disk.
-  std::snprintf(line, sizeof line,
-                "  RSS: %.0f MB at start, %.0f MB after loading, %.0f MB after compacting (%.1f s), %.0f MB "
-                "after the queries; configured: %zu MB block cache + %zu MB memtables\n",
-                rss_start / 1e6, rss_loaded / 1e6, rss_compacted / 1e6, compact_seconds, Rss() / 1e6,
-                copts.block_cache_bytes >> 20, copts.memtable_bytes >> 20);
+  std::snprintf(
+      line, sizeof line,
+      "  RSS: %.0f MB at start, %.0f MB after loading, %.0f MB after compacting (%.1f s), %.0f MB "
+      "after the queries; configured: %zu MB block cache + %zu MB memtables\n",
+      rss_start / 1e6, rss_loaded / 1e6, rss_compacted / 1e6, compact_seconds, Rss() / 1e6,
+      copts.block_cache_bytes >> 20, copts.memtable_bytes >> 20);
   out << line;
   pods.reset();
   cache.reset();
@@ -205,9 +217,11 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   // Reopening turns the cache's log into tables, as the raw reopen did.
   KCACHE_ASSIGN_OR_RETURN(cache, Cache::Open(cache_dir, copts));
   cache.reset();
-  std::snprintf(line, sizeof line, "  disk: JSON %.0f MB; raw RocksDB %.0f MB; kcache %.0f MB (zstd dictionary %d bytes)\n",
-                bytes / 1e6, DiskBytes(root + "/raw") / 1e6, DiskBytes(cache_dir) / 1e6,
-                o.zstd_dictionary_bytes);
+  std::snprintf(
+      line, sizeof line,
+      "  disk: JSON %.0f MB; raw RocksDB %.0f MB; kcache %.0f MB (zstd dictionary %d bytes)\n",
+      bytes / 1e6, DiskBytes(root + "/raw") / 1e6, DiskBytes(cache_dir) / 1e6,
+      o.zstd_dictionary_bytes);
   out << line;
   return Status::OK();
 }

@@ -5,7 +5,9 @@
 namespace kcache {
 namespace {
 
-bool IsTombstone(const DeletedObject& o) { return std::holds_alternative<DeletedFinalStateUnknown>(o); }
+bool IsTombstone(const DeletedObject& o) {
+  return std::holds_alternative<DeletedFinalStateUnknown>(o);
+}
 
 // Two deletions in a row are one; keep the one that knows more (not the
 // tombstone).
@@ -37,11 +39,16 @@ class GatheringSession final : public ReplaceSession {
 
 std::string_view DeltaTypeName(DeltaType type) {
   switch (type) {
-    case DeltaType::kAdded: return "Added";
-    case DeltaType::kUpdated: return "Updated";
-    case DeltaType::kDeleted: return "Deleted";
-    case DeltaType::kReplaced: return "Replaced";
-    case DeltaType::kSync: return "Sync";
+    case DeltaType::kAdded:
+      return "Added";
+    case DeltaType::kUpdated:
+      return "Updated";
+    case DeltaType::kDeleted:
+      return "Deleted";
+    case DeltaType::kReplaced:
+      return "Replaced";
+    case DeltaType::kSync:
+      return "Sync";
   }
   return "Unknown";
 }
@@ -62,7 +69,8 @@ StatusOr<std::string> DeltaFIFO::KeyOf(const Deltas& deltas) const {
 
 Status DeltaFIFO::QueueLocked(DeltaType type, DeletedObject object) {
   if (options_.transform && type != DeltaType::kSync && !IsTombstone(object)) {
-    KCACHE_ASSIGN_OR_RETURN(std::get<ObjectPtr>(object), options_.transform(std::get<ObjectPtr>(object)));
+    KCACHE_ASSIGN_OR_RETURN(std::get<ObjectPtr>(object),
+                            options_.transform(std::get<ObjectPtr>(object)));
   }
   KCACHE_ASSIGN_OR_RETURN(std::string key, KeyOf(object));
   auto [it, fresh] = items_.try_emplace(key);
@@ -101,7 +109,8 @@ Status DeltaFIFO::Delete(DeletedObject object) {
 Status DeltaFIFO::Replace(std::vector<ObjectPtr> objects, std::string resource_version) {
   std::lock_guard l(mu_);
   std::set<std::string, std::less<>> keys;
-  const DeltaType type = options_.emit_delta_type_replaced ? DeltaType::kReplaced : DeltaType::kSync;
+  const DeltaType type =
+      options_.emit_delta_type_replaced ? DeltaType::kReplaced : DeltaType::kSync;
   for (ObjectPtr& o : objects) {
     if (!o) return Status::InvalidArgument("Replace with a null object");
     KCACHE_ASSIGN_OR_RETURN(std::string key, options_.key_func(*o));
@@ -127,7 +136,8 @@ Status DeltaFIFO::Replace(std::vector<ObjectPtr> objects, std::string resource_v
     }
     for (auto& [key, last] : gone) {
       ++deletions;
-      KCACHE_RETURN_IF_ERROR(QueueLocked(DeltaType::kDeleted, DeletedFinalStateUnknown{key, std::move(last)}));
+      KCACHE_RETURN_IF_ERROR(
+          QueueLocked(DeltaType::kDeleted, DeletedFinalStateUnknown{key, std::move(last)}));
     }
   } else {
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> known, options_.known_objects->ListKeys());
@@ -135,8 +145,8 @@ Status DeltaFIFO::Replace(std::vector<ObjectPtr> objects, std::string resource_v
       if (keys.count(key)) continue;
       StatusOr<ObjectPtr> last = options_.known_objects->GetByKey(key);
       ++deletions;
-      KCACHE_RETURN_IF_ERROR(QueueLocked(DeltaType::kDeleted,
-                                         DeletedFinalStateUnknown{key, last.ok() ? *last : nullptr}));
+      KCACHE_RETURN_IF_ERROR(QueueLocked(
+          DeltaType::kDeleted, DeletedFinalStateUnknown{key, last.ok() ? *last : nullptr}));
     }
   }
   if (!populated_) {
@@ -203,10 +213,17 @@ size_t DeltaFIFO::Len() const {
 Status DeltaFIFO::Apply(std::vector<WatchEvent> events, std::string resource_version) {
   for (WatchEvent& e : events) {
     switch (e.type) {
-      case WatchEventType::kAdded: KCACHE_RETURN_IF_ERROR(Add(std::move(e.object))); break;
-      case WatchEventType::kModified: KCACHE_RETURN_IF_ERROR(Update(std::move(e.object))); break;
-      case WatchEventType::kDeleted: KCACHE_RETURN_IF_ERROR(Delete(std::move(e.object))); break;
-      case WatchEventType::kBookmark: break;
+      case WatchEventType::kAdded:
+        KCACHE_RETURN_IF_ERROR(Add(std::move(e.object)));
+        break;
+      case WatchEventType::kModified:
+        KCACHE_RETURN_IF_ERROR(Update(std::move(e.object)));
+        break;
+      case WatchEventType::kDeleted:
+        KCACHE_RETURN_IF_ERROR(Delete(std::move(e.object)));
+        break;
+      case WatchEventType::kBookmark:
+        break;
     }
   }
   std::lock_guard l(mu_);

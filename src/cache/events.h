@@ -12,10 +12,17 @@ namespace kcache::informer {
 // object; a bookmark changes no object.
 inline void AppendToTransaction(WatchEvent event, Transaction* txn) {
   switch (event.type) {
-    case WatchEventType::kAdded: txn->Add(std::move(event.object)); break;
-    case WatchEventType::kModified: txn->Update(std::move(event.object)); break;
-    case WatchEventType::kDeleted: txn->Delete(std::move(event.object)); break;
-    case WatchEventType::kBookmark: break;
+    case WatchEventType::kAdded:
+      txn->Add(std::move(event.object));
+      break;
+    case WatchEventType::kModified:
+      txn->Update(std::move(event.object));
+      break;
+    case WatchEventType::kDeleted:
+      txn->Delete(std::move(event.object));
+      break;
+    case WatchEventType::kBookmark:
+      break;
   }
 }
 

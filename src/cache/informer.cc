@@ -17,10 +17,10 @@ namespace {
 struct Notification {
   enum class Type { kAdd, kUpdate, kDelete };
   Type type;
-  ObjectPtr object;      // kAdd, kUpdate (new)
-  ObjectPtr old_object;  // kUpdate
-  DeletedObject deleted; // kDelete
-  bool initial = false;  // kAdd
+  ObjectPtr object;       // kAdd, kUpdate (new)
+  ObjectPtr old_object;   // kUpdate
+  DeletedObject deleted;  // kDelete
+  bool initial = false;   // kAdd
 };
 using NotificationPtr = std::shared_ptr<const Notification>;
 
@@ -121,9 +121,15 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
       }
       const Notification& n = *e.notification;
       switch (n.type) {
-        case Notification::Type::kAdd: handler_->OnAdd(n.object, n.initial); break;
-        case Notification::Type::kUpdate: handler_->OnUpdate(n.old_object, n.object); break;
-        case Notification::Type::kDelete: handler_->OnDelete(n.deleted); break;
+        case Notification::Type::kAdd:
+          handler_->OnAdd(n.object, n.initial);
+          break;
+        case Notification::Type::kUpdate:
+          handler_->OnUpdate(n.old_object, n.object);
+          break;
+        case Notification::Type::kDelete:
+          handler_->OnDelete(n.deleted);
+          break;
       }
       ++delivered_;
       std::lock_guard l(mu_);
@@ -138,11 +144,11 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
 
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
-  std::deque<Entry> queue_;           // guarded by mu_
-  uint64_t pushed_ = 0;               // guarded by mu_
-  uint64_t done_ = 0;                 // guarded by mu_
-  std::optional<uint64_t> sync_mark_; // guarded by mu_
-  bool resync_pending_ = false;       // guarded by mu_
+  std::deque<Entry> queue_;            // guarded by mu_
+  uint64_t pushed_ = 0;                // guarded by mu_
+  uint64_t done_ = 0;                  // guarded by mu_
+  std::optional<uint64_t> sync_mark_;  // guarded by mu_
+  bool resync_pending_ = false;        // guarded by mu_
 
   std::jthread worker_;
 
@@ -174,8 +180,8 @@ class Informer final : public SharedIndexInformer {
   }
   ~Informer() override { Stop(); }
 
-  StatusOr<std::shared_ptr<HandlerRegistration>> AddEventHandler(std::shared_ptr<ResourceEventHandler> handler,
-                                                                 HandlerOptions options) override {
+  StatusOr<std::shared_ptr<HandlerRegistration>> AddEventHandler(
+      std::shared_ptr<ResourceEventHandler> handler, HandlerOptions options) override {
     if (!handler) return Status::InvalidArgument("AddEventHandler with a null handler");
     auto listener = std::make_shared<Listener>(std::move(handler), options);
     {
@@ -269,7 +275,8 @@ class Informer final : public SharedIndexInformer {
 
   std::shared_ptr<Indexer> GetIndexer() const override { return indexer_; }
   Status AddIndexers(const Indexers& indexers) override {
-    if (IsStopped()) return Status::FailedPrecondition("indexer was not added because it has stopped already");
+    if (IsStopped())
+      return Status::FailedPrecondition("indexer was not added because it has stopped already");
     return indexer_->AddIndexers(indexers);
   }
   std::string LastSyncResourceVersion() const override {
@@ -452,8 +459,8 @@ class InformerReplaceSession final : public ReplaceSession {
     if (first_) informer_->set_first_list(true);
     // The store's writer lock is taken inside, after ours: the same order
     // as Apply's commits.
-    KCACHE_ASSIGN_OR_RETURN(inner_, informer_->GetIndexer()->BeginReplace(
-        [this](std::vector<StoreChange> changes) {
+    KCACHE_ASSIGN_OR_RETURN(
+        inner_, informer_->GetIndexer()->BeginReplace([this](std::vector<StoreChange> changes) {
           if (!first_) informer_->Publish(std::move(changes));
         }));
     return Status::OK();
@@ -494,8 +501,12 @@ StatusOr<std::unique_ptr<ReplaceSession>> Informer::BeginReplace() {
 Status InformerSink::Apply(std::vector<WatchEvent> events, std::string rv) {
   return informer_->Apply(std::move(events), std::move(rv));
 }
-StatusOr<std::unique_ptr<ReplaceSession>> InformerSink::BeginReplace() { return informer_->BeginReplace(); }
-std::string InformerSink::ResumeResourceVersion() const { return informer_->ResumeResourceVersion(); }
+StatusOr<std::unique_ptr<ReplaceSession>> InformerSink::BeginReplace() {
+  return informer_->BeginReplace();
+}
+std::string InformerSink::ResumeResourceVersion() const {
+  return informer_->ResumeResourceVersion();
+}
 void InformerSink::Synced() { informer_->Synced(); }
 
 }  // namespace

@@ -2,17 +2,21 @@
 
 namespace kcache {
 
-InformerFactory::InformerFactory(RestConfig config, std::shared_ptr<Cache> cache, InformerFactoryOptions options)
+InformerFactory::InformerFactory(RestConfig config, std::shared_ptr<Cache> cache,
+                                 InformerFactoryOptions options)
     : config_(std::move(config)), cache_(std::move(cache)), options_(std::move(options)) {}
 
 InformerFactory::~InformerFactory() { Shutdown(); }
 
-std::unique_ptr<InformerFactory> InformerFactory::Create(RestConfig config, std::shared_ptr<Cache> cache,
+std::unique_ptr<InformerFactory> InformerFactory::Create(RestConfig config,
+                                                         std::shared_ptr<Cache> cache,
                                                          InformerFactoryOptions options) {
-  return std::unique_ptr<InformerFactory>(new InformerFactory(std::move(config), std::move(cache), std::move(options)));
+  return std::unique_ptr<InformerFactory>(
+      new InformerFactory(std::move(config), std::move(cache), std::move(options)));
 }
 
-StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(const ApiResource& resource) {
+StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
+    const ApiResource& resource) {
   const std::string name = resource.gvr.group_resource().String();
   std::lock_guard l(mu_);
   if (auto it = informers_.find(name); it != informers_.end()) return it->second;
@@ -21,16 +25,18 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(cons
   }
   RestClientOptions co = options_.client;
   co.parse.default_kind = resource.kind;
-  co.parse.default_api_version =
-      resource.gvr.group.empty() ? resource.gvr.version : resource.gvr.group + "/" + resource.gvr.version;
+  co.parse.default_api_version = resource.gvr.group.empty()
+                                     ? resource.gvr.version
+                                     : resource.gvr.group + "/" + resource.gvr.version;
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client, RestClient::Create(config_, co));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, cache_->OpenKeyspace(name, options_.keyspace));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer,
+                          cache_->OpenKeyspace(name, options_.keyspace));
   // Offline readers (kcache get, tree, snapshots) learn kinds and scopes here.
   KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(
-      name, ResourceInfo{resource.gvr.group, resource.gvr.version, resource.gvr.resource, resource.kind,
-                         resource.namespaced}));
-  auto lw = NewListWatch(std::move(client), resource.Ref(options_.namespace_), options_.label_selector,
-                         options_.field_selector);
+      name, ResourceInfo{resource.gvr.group, resource.gvr.version, resource.gvr.resource,
+                         resource.kind, resource.namespaced}));
+  auto lw = NewListWatch(std::move(client), resource.Ref(options_.namespace_),
+                         options_.label_selector, options_.field_selector);
   auto informer = SharedIndexInformer::Create(std::move(lw), std::move(indexer), options_.informer);
   if (started_) KCACHE_RETURN_IF_ERROR(informer->Start());
   informers_[name] = informer;
@@ -49,7 +55,8 @@ Status InformerFactory::Start() {
 bool InformerFactory::WaitForCacheSync(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (auto& [name, informer] : informers()) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (!informer->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) return false;
   }
   return true;

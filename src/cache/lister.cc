@@ -32,7 +32,8 @@ StatusOr<bool> LabelIndexCandidates(const Indexer& indexer, const LabelSelector&
     }
     std::vector<std::string> these;
     for (const std::string& v : r.values()) {
-      KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> k, indexer.IndexKeys(kLabelIndex, r.key() + "=" + v));
+      KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> k,
+                              indexer.IndexKeys(kLabelIndex, r.key() + "=" + v));
       these.insert(these.end(), k.begin(), k.end());
     }
     std::sort(these.begin(), these.end());
@@ -103,7 +104,8 @@ Status ListAllByNamespace(const Indexer& indexer, std::string_view ns,
     // Listers key namespaced objects "namespace/name" (as Get does), so the
     // namespace narrows the candidates by key alone.
     std::string prefix = std::string(ns) + "/";
-    std::erase_if(keys, [&](const std::string& k) { return k.compare(0, prefix.size(), prefix) != 0; });
+    std::erase_if(keys,
+                  [&](const std::string& k) { return k.compare(0, prefix.size(), prefix) != 0; });
     return VisitCandidates(indexer, keys, selector, ns, visit);
   }
   if (indexer.GetIndexers().count(kNamespaceIndex)) {

@@ -11,8 +11,8 @@
 
 #include "util/rw_mutex.h"
 
-#include "kcache/indexer.h"
 #include "cache/store_errors.h"
+#include "kcache/indexer.h"
 
 namespace kcache {
 
@@ -115,7 +115,8 @@ class MemoryIndexer final : public Indexer {
       }
     }
     for (const auto& [key, obj] : items_) {
-      if (!next.count(key)) result.changes.push_back({StoreChange::Type::kDeleted, key, obj, nullptr});
+      if (!next.count(key))
+        result.changes.push_back({StoreChange::Type::kDeleted, key, obj, nullptr});
     }
     // Rebuild every index over the new contents before touching state, so
     // an index function error leaves the store as it was.
@@ -432,7 +433,8 @@ class MemoryReplaceSession final : public ReplaceSession {
     return Status::OK();
   }
   StatusOr<size_t> Finish(std::string resource_version) override {
-    KCACHE_ASSIGN_OR_RETURN(ReplaceResult r, store_->Replace(std::move(objects_), std::move(resource_version)));
+    KCACHE_ASSIGN_OR_RETURN(ReplaceResult r,
+                            store_->Replace(std::move(objects_), std::move(resource_version)));
     if (sink_ && !r.changes.empty()) sink_(std::move(r.changes));
     return r.unchanged;
   }
@@ -444,7 +446,8 @@ class MemoryReplaceSession final : public ReplaceSession {
 };
 
 StatusOr<std::unique_ptr<ReplaceSession>> MemoryIndexer::BeginReplace(ChangeSink sink) {
-  return std::unique_ptr<ReplaceSession>(std::make_unique<MemoryReplaceSession>(this, std::move(sink)));
+  return std::unique_ptr<ReplaceSession>(
+      std::make_unique<MemoryReplaceSession>(this, std::move(sink)));
 }
 
 }  // namespace

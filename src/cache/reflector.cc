@@ -30,7 +30,8 @@ class RestListWatch final : public ListerWatcher {
   }
   std::string Describe() const override {
     std::string d = resource_.gvr.group_resource().String();
-    if (resource_.namespaced && !resource_.namespace_.empty()) d += " in namespace " + resource_.namespace_;
+    if (resource_.namespaced && !resource_.namespace_.empty())
+      d += " in namespace " + resource_.namespace_;
     if (!labels_.empty()) d += " (-l " + labels_ + ")";
     return d;
   }
@@ -56,7 +57,9 @@ class StoreSink final : public ReflectorSink {
     txn.resource_version = std::move(rv);
     return store_->Commit(txn, nullptr);
   }
-  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() override { return store_->BeginReplace(nullptr); }
+  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() override {
+    return store_->BeginReplace(nullptr);
+  }
   std::string ResumeResourceVersion() const override { return store_->LastSyncResourceVersion(); }
 
  private:
@@ -79,7 +82,8 @@ bool IsRetriableWatchError(const Status& st) {
 // is off): 400 BadRequest or 422 Invalid.
 bool IsStreamingListRefused(const Status& st) {
   const HttpError* h = st.http_error();
-  return h && (h->http_code == 400 || h->http_code == 422 || h->reason == "Invalid" || h->reason == "BadRequest");
+  return h && (h->http_code == 400 || h->http_code == 422 || h->reason == "Invalid" ||
+               h->reason == "BadRequest");
 }
 
 class ReflectorImpl final : public Reflector {
@@ -92,7 +96,8 @@ class ReflectorImpl final : public Reflector {
         clock_(o_.clock ? o_.clock : Clock::Real()),
         rng_(o_.seed ? o_.seed : std::random_device{}()),
         backoff_(clock_,
-                 informer::BackoffOptions{o_.backoff_initial, o_.backoff_max, o_.backoff_reset, 2.0, 1.0},
+                 informer::BackoffOptions{o_.backoff_initial, o_.backoff_max, o_.backoff_reset, 2.0,
+                                          1.0},
                  rng_()),
         streaming_(o_.streaming_list) {}
 
@@ -205,7 +210,8 @@ class ReflectorImpl final : public Reflector {
         }
       } else {
         Status st = PagedList(rv);
-        result = st.ok() ? StatusOr<std::unique_ptr<WatchStream>>(nullptr) : StatusOr<std::unique_ptr<WatchStream>>(st);
+        result = st.ok() ? StatusOr<std::unique_ptr<WatchStream>>(nullptr)
+                         : StatusOr<std::unique_ptr<WatchStream>>(st);
       }
       if (!result.ok() && !rv.empty() &&
           (result.status().IsExpired() || IsTooLargeResourceVersion(result.status()))) {
@@ -222,24 +228,29 @@ class ReflectorImpl final : public Reflector {
   }
 
   Status PagedList(const std::string& rv) {
-    ListPager pager([this](const ListOptions& o) -> StatusOr<ObjectList> {
-      {
-        std::lock_guard l(mu_);
-        ++stats_.list_requests;
-      }
-      return lw_->List(o);
-    }, ListPagerOptions{o_.page_size, false});
+    ListPager pager(
+        [this](const ListOptions& o) -> StatusOr<ObjectList> {
+          {
+            std::lock_guard l(mu_);
+            ++stats_.list_requests;
+          }
+          return lw_->List(o);
+        },
+        ListPagerOptions{o_.page_size, false});
     KCACHE_ASSIGN_OR_RETURN(auto session, sink_->BeginReplace());
     ListOptions o;
     o.resource_version = rv;
     o.limit = o_.page_size;
     std::string list_rv;
     uint64_t n = 0, bytes = 0;
-    KCACHE_RETURN_IF_ERROR(pager.EachListItem(o, [&](const ObjectPtr& obj) {
-      ++n;
-      bytes += obj->byte_size();
-      return session->Put(obj);
-    }, &list_rv));
+    KCACHE_RETURN_IF_ERROR(pager.EachListItem(
+        o,
+        [&](const ObjectPtr& obj) {
+          ++n;
+          bytes += obj->byte_size();
+          return session->Put(obj);
+        },
+        &list_rv));
     KCACHE_ASSIGN_OR_RETURN(size_t unchanged, session->Finish(list_rv));
     Listed("LIST", n, bytes, unchanged, list_rv);
     return Status::OK();
@@ -252,8 +263,8 @@ class ReflectorImpl final : public Reflector {
     return result;
   }
 
-  StatusOr<std::unique_ptr<WatchStream>> StreamingListActive(const std::string& rv, std::stop_token stop,
-                                                             bool* refused) {
+  StatusOr<std::unique_ptr<WatchStream>> StreamingListActive(const std::string& rv,
+                                                             std::stop_token stop, bool* refused) {
     ListOptions o;
     o.resource_version = rv;
     o.resource_version_match = "NotOlderThan";
@@ -277,7 +288,8 @@ class ReflectorImpl final : public Reflector {
       auto ev = stream->Next();
       if (!ev.ok()) return ev.status();
       if (!*ev) {
-        return Status::Unavailable(lw_->Describe() + ": the streaming list ended before its initial-events-end bookmark");
+        return Status::Unavailable(
+            lw_->Describe() + ": the streaming list ended before its initial-events-end bookmark");
       }
       WatchEvent& e = **ev;
       if (e.IsInitialEventsEnd()) {
@@ -298,7 +310,8 @@ class ReflectorImpl final : public Reflector {
     }
   }
 
-  void Listed(const char* how, uint64_t n, uint64_t bytes, size_t unchanged, const std::string& rv) {
+  void Listed(const char* how, uint64_t n, uint64_t bytes, size_t unchanged,
+              const std::string& rv) {
     {
       std::lock_guard l(mu_);
       ++stats_.lists;
@@ -306,10 +319,11 @@ class ReflectorImpl final : public Reflector {
       stats_.bytes += bytes;
       last_rv_ = rv;
     }
-    Emit(ReflectorEvent::Type::kListed,
-         lw_->Describe() + ": " + how + " of " + std::to_string(n) + " objects at resourceVersion " + rv +
-             " applied (" + std::to_string(n - std::min<uint64_t>(n, unchanged)) + " written, " +
-             std::to_string(unchanged) + " unchanged)");
+    Emit(ReflectorEvent::Type::kListed, lw_->Describe() + ": " + how + " of " + std::to_string(n) +
+                                            " objects at resourceVersion " + rv + " applied (" +
+                                            std::to_string(n - std::min<uint64_t>(n, unchanged)) +
+                                            " written, " + std::to_string(unchanged) +
+                                            " unchanged)");
   }
 
   Status WatchLoop(std::unique_ptr<WatchStream> stream, std::stop_token stop) {
@@ -354,9 +368,9 @@ class ReflectorImpl final : public Reflector {
       }
       if (st.IsExpired()) {
         need_list_ = true;
-        Emit(ReflectorEvent::Type::kRelist,
-             lw_->Describe() + ": the watch from resourceVersion " + LastSyncResourceVersion() +
-                 " expired (" + std::string(st.message()) + "): relisting");
+        Emit(ReflectorEvent::Type::kRelist, lw_->Describe() + ": the watch from resourceVersion " +
+                                                LastSyncResourceVersion() + " expired (" +
+                                                std::string(st.message()) + "): relisting");
         return Status::OK();
       }
       if (st.code() == StatusCode::kResourceExhausted) {
@@ -458,7 +472,8 @@ class ReflectorImpl final : public Reflector {
   void MarkSynced() {
     if (synced_.exchange(true)) return;
     sink_->Synced();
-    Emit(ReflectorEvent::Type::kSynced, lw_->Describe() + ": synced at resourceVersion " + LastSyncResourceVersion());
+    Emit(ReflectorEvent::Type::kSynced,
+         lw_->Describe() + ": synced at resourceVersion " + LastSyncResourceVersion());
   }
 
   void Emit(ReflectorEvent::Type type, std::string message) {
@@ -483,10 +498,10 @@ class ReflectorImpl final : public Reflector {
   std::atomic<bool> synced_{false};
 
   mutable std::mutex mu_;
-  std::string last_rv_;              // guarded by mu_
-  ReflectorStats stats_;             // guarded by mu_
-  bool watching_ = false;            // guarded by mu_
-  Clock::TimePoint last_activity_;   // guarded by mu_
+  std::string last_rv_;             // guarded by mu_
+  ReflectorStats stats_;            // guarded by mu_
+  bool watching_ = false;           // guarded by mu_
+  Clock::TimePoint last_activity_;  // guarded by mu_
 
   std::mutex active_mu_;
   WatchStream* active_ = nullptr;  // guarded by active_mu_
@@ -494,10 +509,11 @@ class ReflectorImpl final : public Reflector {
 
 }  // namespace
 
-std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client, ResourceRef resource,
-                                            std::string label_selector, std::string field_selector) {
-  return std::make_shared<RestListWatch>(std::move(client), std::move(resource), std::move(label_selector),
-                                         std::move(field_selector));
+std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client,
+                                            ResourceRef resource, std::string label_selector,
+                                            std::string field_selector) {
+  return std::make_shared<RestListWatch>(std::move(client), std::move(resource),
+                                         std::move(label_selector), std::move(field_selector));
 }
 
 std::shared_ptr<ReflectorSink> NewStoreSink(std::shared_ptr<Store> store) {
@@ -505,7 +521,8 @@ std::shared_ptr<ReflectorSink> NewStoreSink(std::shared_ptr<Store> store) {
 }
 
 std::unique_ptr<Reflector> Reflector::Create(std::shared_ptr<ListerWatcher> lw,
-                                             std::shared_ptr<ReflectorSink> sink, ReflectorOptions options) {
+                                             std::shared_ptr<ReflectorSink> sink,
+                                             ReflectorOptions options) {
   return std::make_unique<ReflectorImpl>(std::move(lw), std::move(sink), std::move(options));
 }
 

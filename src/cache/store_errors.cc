@@ -14,8 +14,8 @@ Status KeyError(const Object& object, const Status& cause) {
     what = std::string(object.json().substr(0, kMaxBytes));
     if (object.json().size() > kMaxBytes) what += "...";
   }
-  return Status(cause.code(), "couldn't create key for object " + what + ": " +
-                                  std::string(cause.message()));
+  return Status(cause.code(),
+                "couldn't create key for object " + what + ": " + std::string(cause.message()));
 }
 
 }  // namespace kcache

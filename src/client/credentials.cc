@@ -39,7 +39,8 @@ bool ParseTimestamp(const std::string& text, std::chrono::system_clock::time_poi
   time_t t = timegm(&tm);
   // system_clock counts nanoseconds and ends in 2262: later is "never".
   auto max = std::chrono::system_clock::time_point::max();
-  *out = t >= std::chrono::system_clock::to_time_t(max) ? max : std::chrono::system_clock::from_time_t(t);
+  *out = t >= std::chrono::system_clock::to_time_t(max) ? max
+                                                        : std::chrono::system_clock::from_time_t(t);
   return true;
 }
 
@@ -48,7 +49,8 @@ bool ParseTimestamp(const std::string& text, std::chrono::system_clock::time_poi
 StatusOr<std::string> RunCapture(const std::vector<std::string>& argv,
                                  const std::vector<std::string>& env, std::string_view what) {
   int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) return Status::IOError(std::string(what) + ": pipe: " + std::strerror(errno));
+  if (pipe2(pipefd, O_CLOEXEC) != 0)
+    return Status::IOError(std::string(what) + ": pipe: " + std::strerror(errno));
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -80,20 +82,23 @@ StatusOr<std::string> RunCapture(const std::vector<std::string>& argv,
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(wstatus)) {
-    return Status::Unavailable(std::string(what) + ": killed by signal " + std::to_string(WTERMSIG(wstatus)));
+    return Status::Unavailable(std::string(what) + ": killed by signal " +
+                               std::to_string(WTERMSIG(wstatus)));
   }
   if (WEXITSTATUS(wstatus) != 0) {
-    return Status::Unavailable(std::string(what) + ": exit status " + std::to_string(WEXITSTATUS(wstatus)));
+    return Status::Unavailable(std::string(what) + ": exit status " +
+                               std::to_string(WEXITSTATUS(wstatus)));
   }
-  if (out.size() >= kMaxOutput) return Status::InvalidArgument(std::string(what) + ": output exceeds 1 MiB");
+  if (out.size() >= kMaxOutput)
+    return Status::InvalidArgument(std::string(what) + ": output exceeds 1 MiB");
   return out;
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Credentials>> Credentials::Create(const RestConfig& config,
-                                                           std::chrono::milliseconds token_file_refresh,
-                                                           std::string connect_to) {
+StatusOr<std::unique_ptr<Credentials>> Credentials::Create(
+    const RestConfig& config, std::chrono::milliseconds token_file_refresh,
+    std::string connect_to) {
   std::unique_ptr<Credentials> c(new Credentials());
   c->config_ = config;
   c->token_file_refresh_ = token_file_refresh;
@@ -105,14 +110,16 @@ StatusOr<std::unique_ptr<Credentials>> Credentials::Create(const RestConfig& con
   }
   tls->client_cert_pem = config.client_cert_data;
   if (tls->client_cert_pem.empty() && !config.client_cert_file.empty()) {
-    KCACHE_ASSIGN_OR_RETURN(tls->client_cert_pem, ReadFile(config.client_cert_file, "client-certificate"));
+    KCACHE_ASSIGN_OR_RETURN(tls->client_cert_pem,
+                            ReadFile(config.client_cert_file, "client-certificate"));
   }
   tls->client_key_pem = config.client_key_data;
   if (tls->client_key_pem.empty() && !config.client_key_file.empty()) {
     KCACHE_ASSIGN_OR_RETURN(tls->client_key_pem, ReadFile(config.client_key_file, "client-key"));
   }
   if (tls->client_cert_pem.empty() != tls->client_key_pem.empty()) {
-    return Status::InvalidArgument(config.source + ": a client certificate needs both a certificate and a key");
+    return Status::InvalidArgument(config.source +
+                                   ": a client certificate needs both a certificate and a key");
   }
   tls->connect_to = std::move(connect_to);
   c->base_tls_ = std::move(tls);
@@ -141,7 +148,8 @@ Status Credentials::RunExec() {
     nlohmann::json cluster = {{"server", config_.server}};
     if (!config_.tls_server_name.empty()) cluster["tls-server-name"] = config_.tls_server_name;
     if (config_.insecure_skip_tls_verify) cluster["insecure-skip-tls-verify"] = true;
-    if (!base_tls_->ca_pem.empty()) cluster["certificate-authority-data"] = Base64Encode(base_tls_->ca_pem);
+    if (!base_tls_->ca_pem.empty())
+      cluster["certificate-authority-data"] = Base64Encode(base_tls_->ca_pem);
     info["spec"]["cluster"] = cluster;
   }
   env.push_back("KUBERNETES_EXEC_INFO=" + info.dump());
@@ -157,8 +165,9 @@ Status Credentials::RunExec() {
     return Status::InvalidArgument(what + ": output is not an ExecCredential in JSON");
   }
   if (cred.value("apiVersion", "") != x.api_version) {
-    return Status::InvalidArgument(what + ": output has apiVersion \"" + cred.value("apiVersion", "") +
-                                   "\", want \"" + x.api_version + "\"");
+    return Status::InvalidArgument(what + ": output has apiVersion \"" +
+                                   cred.value("apiVersion", "") + "\", want \"" + x.api_version +
+                                   "\"");
   }
   auto status = cred.find("status");
   if (status == cred.end() || !status->is_object()) {
@@ -168,7 +177,8 @@ Status Credentials::RunExec() {
   std::string cert = status->value("clientCertificateData", "");
   std::string key = status->value("clientKeyData", "");
   if (token.empty() && (cert.empty() || key.empty())) {
-    return Status::InvalidArgument(what + ": ExecCredential status has neither a token nor a client certificate and key");
+    return Status::InvalidArgument(
+        what + ": ExecCredential status has neither a token nor a client certificate and key");
   }
   exec_expiry_ = std::chrono::system_clock::time_point::max();
   if (std::string exp = status->value("expirationTimestamp", ""); !exp.empty()) {
@@ -188,7 +198,8 @@ Status Credentials::RunExec() {
   return Status::OK();
 }
 
-Status Credentials::Apply(std::vector<std::string>* headers, std::shared_ptr<const TlsSettings>* tls) {
+Status Credentials::Apply(std::vector<std::string>* headers,
+                          std::shared_ptr<const TlsSettings>* tls) {
   std::lock_guard<std::mutex> lock(mu_);
   *tls = base_tls_;
   std::string token = config_.bearer_token;
@@ -218,7 +229,8 @@ Status Credentials::Apply(std::vector<std::string>* headers, std::shared_ptr<con
   if (!token.empty()) {
     headers->push_back("Authorization: Bearer " + token);
   } else if (!config_.username.empty() || !config_.password.empty()) {
-    headers->push_back("Authorization: Basic " + Base64Encode(config_.username + ":" + config_.password));
+    headers->push_back("Authorization: Basic " +
+                       Base64Encode(config_.username + ":" + config_.password));
   }
   return Status::OK();
 }

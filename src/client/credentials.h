@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "client/transport.h"
 #include "kcache/rest_config.h"
 #include "kcache/status_or.h"
-#include "client/transport.h"
 
 namespace kcache::rest {
 

@@ -2,8 +2,8 @@
 
 #include <simdjson.h>
 
-#include "core/json_error.h"
 #include "client/http_error.h"
+#include "core/json_error.h"
 
 namespace kcache::rest {
 namespace {
@@ -28,8 +28,8 @@ bool IterateTopObject(std::string* json, ondemand::document* doc, ondemand::obje
 Status Malformed(std::string_view what, const std::string& doc, uint64_t base_offset) {
   Status st = json::DescribeJsonError(doc, base_offset);
   if (st.ok()) {
-    st = Status::InvalidArgument("unexpected JSON structure at byte " +
-                                 std::to_string(base_offset));
+    st =
+        Status::InvalidArgument("unexpected JSON structure at byte " + std::to_string(base_offset));
   }
   return st.WithContext(what);
 }
@@ -122,7 +122,8 @@ StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
       if (field.value().get_object().get(obj) || obj.raw_json().get(raw)) return fail();
     }
   }
-  std::string at = std::string(what) + ": watch event at stream byte " + std::to_string(stream_offset);
+  std::string at =
+      std::string(what) + ": watch event at stream byte " + std::to_string(stream_offset);
   if (type.empty()) return Status::InvalidArgument(at + " has no type");
   if (type == "ERROR") return StatusFromErrorEvent(raw, what);
   WatchEvent event;
@@ -137,7 +138,8 @@ StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
   } else {
     return Status::InvalidArgument(at + ": got invalid watch event type: " + std::string(type));
   }
-  if (raw.empty()) return Status::InvalidArgument(at + " (" + std::string(type) + ") has no object");
+  if (raw.empty())
+    return Status::InvalidArgument(at + " (" + std::string(type) + ") has no object");
   auto obj = Object::Parse(std::string(raw), options);
   if (!obj.ok()) {
     // Say where in the stream, not where in the object, the error is.

@@ -28,17 +28,28 @@ std::string Trimmed(std::string_view text) {
 // What client-go says for a bare code with no usable body.
 std::string_view DefaultMessage(int http_code) {
   switch (http_code) {
-    case 400: return "the server rejected our request for an unknown reason";
-    case 401: return "the server has asked for the client to provide credentials";
-    case 403: return "the server does not allow access to the requested resource";
-    case 404: return "the server could not find the requested resource";
-    case 409: return "the server reported a conflict";
-    case 410: return "the server has asked for the client to start over";
-    case 422: return "the server rejected our request due to an error in our request";
-    case 429: return "the server has received too many requests and has asked us to try again later";
-    case 500: return "an error on the server has prevented the request from succeeding";
-    case 503: return "the server is currently unable to handle the request";
-    case 504: return "the server was unable to return a response in the time allotted";
+    case 400:
+      return "the server rejected our request for an unknown reason";
+    case 401:
+      return "the server has asked for the client to provide credentials";
+    case 403:
+      return "the server does not allow access to the requested resource";
+    case 404:
+      return "the server could not find the requested resource";
+    case 409:
+      return "the server reported a conflict";
+    case 410:
+      return "the server has asked for the client to start over";
+    case 422:
+      return "the server rejected our request due to an error in our request";
+    case 429:
+      return "the server has received too many requests and has asked us to try again later";
+    case 500:
+      return "an error on the server has prevented the request from succeeding";
+    case 503:
+      return "the server is currently unable to handle the request";
+    case 504:
+      return "the server was unable to return a response in the time allotted";
   }
   return "unexpected response from the server";
 }
@@ -81,20 +92,34 @@ ParsedStatus ParseStatus(std::string_view json) {
 
 std::string_view ReasonFor(int http_code) {
   switch (http_code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 406: return "NotAcceptable";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 415: return "UnsupportedMediaType";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 406:
+      return "NotAcceptable";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 415:
+      return "UnsupportedMediaType";
+    case 422:
+      return "Invalid";
+    case 429:
+      return "TooManyRequests";
+    case 500:
+      return "InternalError";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
   }
   return "";
 }
@@ -133,24 +158,37 @@ StatusCode CodeFor(int http_code, std::string_view reason) {
   if (reason == "NotFound") return StatusCode::kNotFound;
   if (reason == "Timeout") return StatusCode::kDeadlineExceeded;
   switch (http_code) {
-    case 400: case 422: return StatusCode::kInvalidArgument;
-    case 401: return StatusCode::kUnauthenticated;
-    case 403: return StatusCode::kPermissionDenied;
-    case 404: return StatusCode::kNotFound;
-    case 405: case 406: case 415: return StatusCode::kUnimplemented;
-    case 409: return StatusCode::kAborted;
-    case 410: return StatusCode::kExpired;
-    case 429: return StatusCode::kResourceExhausted;
-    case 500: return StatusCode::kInternal;
-    case 504: return StatusCode::kDeadlineExceeded;
+    case 400:
+    case 422:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
+    case 405:
+    case 406:
+    case 415:
+      return StatusCode::kUnimplemented;
+    case 409:
+      return StatusCode::kAborted;
+    case 410:
+      return StatusCode::kExpired;
+    case 429:
+      return StatusCode::kResourceExhausted;
+    case 500:
+      return StatusCode::kInternal;
+    case 504:
+      return StatusCode::kDeadlineExceeded;
   }
   if (http_code >= 500) return StatusCode::kUnavailable;
   if (http_code >= 400) return StatusCode::kInvalidArgument;
   return StatusCode::kInternal;
 }
 
-Status StatusFromResponse(int http_code, std::string_view body,
-                          std::optional<int64_t> retry_after, std::string_view what) {
+Status StatusFromResponse(int http_code, std::string_view body, std::optional<int64_t> retry_after,
+                          std::string_view what) {
   ParsedStatus parsed = ParseStatus(body);
   if (!parsed.is_status) return Build(http_code, {}, retry_after, body, what);
   // The HTTP code is the one the client saw; a Status claiming another is
@@ -162,9 +200,9 @@ Status StatusFromResponse(int http_code, std::string_view body,
 Status StatusFromErrorEvent(std::string_view status_json, std::string_view what) {
   ParsedStatus parsed = ParseStatus(status_json);
   if (!parsed.is_status) {
-    return Status::Internal(std::string(what) +
-                            ": watch ERROR event does not carry a Status object: " +
-                            Trimmed(status_json));
+    return Status::Internal(
+        std::string(what) +
+        ": watch ERROR event does not carry a Status object: " + Trimmed(status_json));
   }
   return Build(0, std::move(parsed), std::nullopt, "", what);
 }

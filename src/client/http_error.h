@@ -21,8 +21,8 @@ StatusCode CodeFor(int http_code, std::string_view reason);
 // metav1.Status in JSON or any text; `retry_after` is the Retry-After header
 // when it held whole seconds. `what` names the request, e.g.
 // "GET /api/v1/pods". The message never includes request headers.
-Status StatusFromResponse(int http_code, std::string_view body,
-                          std::optional<int64_t> retry_after, std::string_view what);
+Status StatusFromResponse(int http_code, std::string_view body, std::optional<int64_t> retry_after,
+                          std::string_view what);
 
 // The Status for a watch ERROR event whose object is `status_json`. An
 // object that is not a metav1.Status still gives an error (Internal).

@@ -34,9 +34,9 @@ StatusOr<std::optional<std::string>> JsonFramer::Next() {
       return std::optional<std::string>();
     }
     if (buf_[start_] != '{') {
-      return Status::InvalidArgument("malformed watch stream at byte " +
-                                     std::to_string(offset()) + ": expected '{', found '" +
-                                     std::string(1, buf_[start_]) + "'");
+      return Status::InvalidArgument("malformed watch stream at byte " + std::to_string(offset()) +
+                                     ": expected '{', found '" + std::string(1, buf_[start_]) +
+                                     "'");
     }
   }
   const char* p = buf_.data();
@@ -70,8 +70,8 @@ StatusOr<std::optional<std::string>> JsonFramer::Next() {
   }
   scan_ = i;
   if (scan_ - start_ > max_frame_bytes_) {
-    return Status::InvalidArgument("watch event at byte " + std::to_string(offset()) +
-                                   " exceeds " + std::to_string(max_frame_bytes_) + " bytes");
+    return Status::InvalidArgument("watch event at byte " + std::to_string(offset()) + " exceeds " +
+                                   std::to_string(max_frame_bytes_) + " bytes");
   }
   Compact();
   return std::optional<std::string>();

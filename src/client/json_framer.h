@@ -43,8 +43,8 @@ class JsonFramer {
 
   const size_t max_frame_bytes_;
   std::string buf_;
-  size_t start_ = 0;    // first byte of the current frame (or of whitespace)
-  size_t scan_ = 0;     // next byte to scan, >= start_
+  size_t start_ = 0;       // first byte of the current frame (or of whitespace)
+  size_t scan_ = 0;        // next byte to scan, >= start_
   uint64_t consumed_ = 0;  // stream bytes dropped from the front of buf_
   uint64_t frame_offset_ = 0;
   int depth_ = 0;

@@ -40,7 +40,8 @@ std::string Where(const std::string& file, const YAML::Mark& mark) {
 Status Scalar(const YAML::Node& map, const char* key, const std::string& file, std::string* out) {
   YAML::Node v = map[key];
   if (!v || v.IsNull()) return Status::OK();
-  if (!v.IsScalar()) return Status::InvalidArgument(Where(file, v.Mark()) + ": " + key + " must be a string");
+  if (!v.IsScalar())
+    return Status::InvalidArgument(Where(file, v.Mark()) + ": " + key + " must be a string");
   *out = v.Scalar();
   return Status::OK();
 }
@@ -61,7 +62,8 @@ Status Base64(const YAML::Node& map, const char* key, const std::string& file, s
   if (text.empty()) return Status::OK();
   auto decoded = Base64Decode(text);
   if (!decoded) {
-    return Status::InvalidArgument(Where(file, map[key].Mark()) + ": " + key + " is not valid base64");
+    return Status::InvalidArgument(Where(file, map[key].Mark()) + ": " + key +
+                                   " is not valid base64");
   }
   *out = std::move(*decoded);
   return Status::OK();
@@ -77,12 +79,17 @@ Status AddNamed(const YAML::Node& doc, const char* list, const char* inner, cons
                 std::map<std::string, Entry>* out) {
   YAML::Node seq = doc[list];
   if (!seq || seq.IsNull()) return Status::OK();
-  if (!seq.IsSequence()) return Status::InvalidArgument(Where(file, seq.Mark()) + ": " + list + " must be a list");
+  if (!seq.IsSequence())
+    return Status::InvalidArgument(Where(file, seq.Mark()) + ": " + list + " must be a list");
   for (const YAML::Node& item : seq) {
-    if (!item.IsMap()) return Status::InvalidArgument(Where(file, item.Mark()) + ": " + list + " entries must be maps");
+    if (!item.IsMap())
+      return Status::InvalidArgument(Where(file, item.Mark()) + ": " + list +
+                                     " entries must be maps");
     std::string name;
     KCACHE_RETURN_IF_ERROR(Scalar(item, "name", file, &name));
-    if (name.empty()) return Status::InvalidArgument(Where(file, item.Mark()) + ": " + list + " entry without a name");
+    if (name.empty())
+      return Status::InvalidArgument(Where(file, item.Mark()) + ": " + list +
+                                     " entry without a name");
     YAML::Node body = item[inner];
     if (body && !body.IsNull() && !body.IsMap()) {
       return Status::InvalidArgument(Where(file, body.Mark()) + ": " + inner + " must be a map");
@@ -105,7 +112,8 @@ Status LoadFile(const std::string& file, Merged* m) {
   }
   m->files.push_back(file);
   if (!doc || doc.IsNull()) return Status::OK();  // an empty file adds nothing
-  if (!doc.IsMap()) return Status::InvalidArgument(Where(file, doc.Mark()) + ": not a kubeconfig map");
+  if (!doc.IsMap())
+    return Status::InvalidArgument(Where(file, doc.Mark()) + ": not a kubeconfig map");
   try {
     KCACHE_RETURN_IF_ERROR(AddNamed(doc, "clusters", "cluster", file, &m->clusters));
     KCACHE_RETURN_IF_ERROR(AddNamed(doc, "users", "user", file, &m->users));
@@ -139,14 +147,17 @@ Status ReadExec(const YAML::Node& n, const std::string& f, ExecConfig* x) {
   KCACHE_RETURN_IF_ERROR(Scalar(n, "installHint", f, &x->install_hint));
   KCACHE_RETURN_IF_ERROR(Bool(n, "provideClusterInfo", f, &x->provide_cluster_info));
   if (YAML::Node args = n["args"]; args && !args.IsNull()) {
-    if (!args.IsSequence()) return Status::InvalidArgument(Where(f, args.Mark()) + ": exec args must be a list");
+    if (!args.IsSequence())
+      return Status::InvalidArgument(Where(f, args.Mark()) + ": exec args must be a list");
     for (const auto& a : args) {
-      if (!a.IsScalar()) return Status::InvalidArgument(Where(f, a.Mark()) + ": exec args must be strings");
+      if (!a.IsScalar())
+        return Status::InvalidArgument(Where(f, a.Mark()) + ": exec args must be strings");
       x->args.push_back(a.Scalar());
     }
   }
   if (YAML::Node env = n["env"]; env && !env.IsNull()) {
-    if (!env.IsSequence()) return Status::InvalidArgument(Where(f, env.Mark()) + ": exec env must be a list");
+    if (!env.IsSequence())
+      return Status::InvalidArgument(Where(f, env.Mark()) + ": exec env must be a list");
     for (const auto& v : env) {
       std::string name, value;
       KCACHE_RETURN_IF_ERROR(Scalar(v, "name", f, &name));
@@ -154,8 +165,10 @@ Status ReadExec(const YAML::Node& n, const std::string& f, ExecConfig* x) {
       x->env.emplace_back(name, value);
     }
   }
-  if (x->command.empty()) return Status::InvalidArgument(Where(f, n.Mark()) + ": exec needs a command");
-  if (x->api_version.empty()) return Status::InvalidArgument(Where(f, n.Mark()) + ": exec needs an apiVersion");
+  if (x->command.empty())
+    return Status::InvalidArgument(Where(f, n.Mark()) + ": exec needs a command");
+  if (x->api_version.empty())
+    return Status::InvalidArgument(Where(f, n.Mark()) + ": exec needs an apiVersion");
   return Status::OK();
 }
 
@@ -173,7 +186,8 @@ Status ReadUser(const Entry& e, RestConfig* c) {
   KCACHE_RETURN_IF_ERROR(Scalar(e.node, "username", f, &c->username));
   KCACHE_RETURN_IF_ERROR(Scalar(e.node, "password", f, &c->password));
   if (YAML::Node exec = e.node["exec"]; exec && !exec.IsNull()) {
-    if (!exec.IsMap()) return Status::InvalidArgument(Where(f, exec.Mark()) + ": exec must be a map");
+    if (!exec.IsMap())
+      return Status::InvalidArgument(Where(f, exec.Mark()) + ": exec must be a map");
     ExecConfig x;
     KCACHE_RETURN_IF_ERROR(ReadExec(exec, f, &x));
     c->exec = std::move(x);
@@ -289,7 +303,8 @@ StatusOr<RestConfig> InClusterConfig(const InClusterOptions& options) {
   std::string port = Env(options, "KUBERNETES_SERVICE_PORT");
   if (host.empty() || port.empty()) {
     return Status::NotFound(
-        "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+        "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be "
+        "set");
   }
   RestConfig c;
   bool ipv6 = host.find(':') != std::string::npos;

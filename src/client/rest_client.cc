@@ -101,7 +101,8 @@ class HttpWatchStream final : public WatchStream {
       pending_.reset();
       if (!frame.ok()) return Fail(frame.status().WithContext(what_));
       if (*frame) {
-        auto event = rest::DecodeWatchEvent(std::move(**frame), framer_.frame_offset(), parse_, what_);
+        auto event =
+            rest::DecodeWatchEvent(std::move(**frame), framer_.frame_offset(), parse_, what_);
         if (!event.ok()) return Fail(event.status());
         return std::optional<WatchEvent>(*std::move(event));
       }
@@ -146,7 +147,8 @@ class HttpWatchStream final : public WatchStream {
     return st;
   }
 
-  std::shared_ptr<rest::Transport> transport_;  // outlives the transfer: the stream may outlive the client
+  std::shared_ptr<rest::Transport>
+      transport_;  // outlives the transfer: the stream may outlive the client
   std::shared_ptr<Transfer> transfer_;
   std::string what_;
   rest::JsonFramer framer_;
@@ -161,14 +163,16 @@ class HttpWatchStream final : public WatchStream {
 class CurlRestClient final : public RestClient {
  public:
   CurlRestClient(RestConfig config, RestClientOptions options, ServerUrl url,
-                 std::unique_ptr<rest::Credentials> credentials, std::shared_ptr<rest::Transport> transport)
+                 std::unique_ptr<rest::Credentials> credentials,
+                 std::shared_ptr<rest::Transport> transport)
       : config_(std::move(config)),
         options_(std::move(options)),
         url_(std::move(url)),
         credentials_(std::move(credentials)),
         transport_(std::move(transport)) {}
 
-  StatusOr<std::string> Do(std::string_view method, std::string_view path, std::string_view body) override {
+  StatusOr<std::string> Do(std::string_view method, std::string_view path,
+                           std::string_view body) override {
     return Send(method, path, body, "");
   }
 
@@ -182,7 +186,8 @@ class CurlRestClient final : public RestClient {
     return list;
   }
 
-  StatusOr<std::unique_ptr<WatchStream>> Watch(const ResourceRef& resource, const ListOptions& options) override {
+  StatusOr<std::unique_ptr<WatchStream>> Watch(const ResourceRef& resource,
+                                               const ListOptions& options) override {
     std::string path = resource.CollectionPath() + "?" + EncodeListOptions(options, /*watch=*/true);
     std::string what = "WATCH " + path;
     for (int attempt = 0;; ++attempt) {
@@ -194,7 +199,8 @@ class CurlRestClient final : public RestClient {
       auto code = transfer->WaitHeaders();
       if (!code.ok()) return code.status().WithContext(what);
       if (*code == 200) {
-        return std::unique_ptr<WatchStream>(new HttpWatchStream(transport_, std::move(transfer), what, options_));
+        return std::unique_ptr<WatchStream>(
+            new HttpWatchStream(transport_, std::move(transfer), what, options_));
       }
       Status st = ErrorOf(*transfer, *code, what);
       if (*code == 401 && attempt == 0 && credentials_->Invalidate()) continue;
@@ -205,7 +211,8 @@ class CurlRestClient final : public RestClient {
   const RestConfig& config() const override { return config_; }
 
  private:
-  Status Prepare(rest::Request* req, std::string_view method, std::string_view path, std::string_view body) {
+  Status Prepare(rest::Request* req, std::string_view method, std::string_view path,
+                 std::string_view body) {
     req->method = std::string(method);
     req->url = url_.base + std::string(path);
     req->headers.push_back("Accept: application/json");
@@ -255,8 +262,8 @@ class CurlRestClient final : public RestClient {
       const HttpError* http = st.http_error();
       bool retriable = (*code == 429 || *code >= 500) && http && http->retry_after_seconds;
       if (!retriable || attempt >= options_.max_retries) return st;
-      auto wait = std::min<std::chrono::milliseconds>(std::chrono::seconds(*http->retry_after_seconds),
-                                                      options_.max_retry_wait);
+      auto wait = std::min<std::chrono::milliseconds>(
+          std::chrono::seconds(*http->retry_after_seconds), options_.max_retry_wait);
       std::this_thread::sleep_for(wait);
     }
   }
@@ -293,13 +300,14 @@ StatusOr<std::shared_ptr<RestClient>> RestClient::Create(const RestConfig& confi
                                                          const RestClientOptions& options) {
   if (config.server.empty()) return Status::InvalidArgument("no server in the configuration");
   KCACHE_ASSIGN_OR_RETURN(ServerUrl url, ParseServer(config));
-  KCACHE_ASSIGN_OR_RETURN(auto credentials,
-                          rest::Credentials::Create(config, options.token_file_refresh, url.connect_to));
+  KCACHE_ASSIGN_OR_RETURN(
+      auto credentials,
+      rest::Credentials::Create(config, options.token_file_refresh, url.connect_to));
   KCACHE_ASSIGN_OR_RETURN(auto transport, rest::Transport::Create(config.proxy_url));
   RestClientOptions o = options;
   if (o.user_agent.empty()) o.user_agent = "kcache/0.1.0";
-  return std::shared_ptr<RestClient>(
-      new CurlRestClient(config, std::move(o), std::move(url), std::move(credentials), std::move(transport)));
+  return std::shared_ptr<RestClient>(new CurlRestClient(
+      config, std::move(o), std::move(url), std::move(credentials), std::move(transport)));
 }
 
 ListPager RestClient::Pager(const ResourceRef& resource, ListPagerOptions options) {

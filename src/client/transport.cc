@@ -21,17 +21,22 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 Status FromCurl(CURLcode code, const char* detail, const std::string& what) {
   std::string msg = what + ": " + (detail && *detail ? detail : curl_easy_strerror(code));
   switch (code) {
-    case CURLE_OK: return Status::OK();
-    case CURLE_OPERATION_TIMEDOUT: return Status(StatusCode::kDeadlineExceeded, msg);
+    case CURLE_OK:
+      return Status::OK();
+    case CURLE_OPERATION_TIMEDOUT:
+      return Status(StatusCode::kDeadlineExceeded, msg);
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL: return Status::InvalidArgument(msg);
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return Status::InvalidArgument(msg);
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
     case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_CRL_BADFILE: return Status::FailedPrecondition(msg);
-    default: return Status::Unavailable(msg);
+    case CURLE_SSL_CRL_BADFILE:
+      return Status::FailedPrecondition(msg);
+    default:
+      return Status::Unavailable(msg);
   }
 }
 
@@ -234,8 +239,10 @@ void Transport::Configure(Transfer* t) {
     curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
   }
   if (!tls.client_cert_pem.empty()) {
-    curl_blob cert{const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(), CURL_BLOB_NOCOPY};
-    curl_blob key{const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(), CURL_BLOB_NOCOPY};
+    curl_blob cert{const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(),
+                   CURL_BLOB_NOCOPY};
+    curl_blob key{const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(),
+                  CURL_BLOB_NOCOPY};
     curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
     curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
     curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
@@ -279,8 +286,8 @@ std::shared_ptr<Transfer> Transport::Start(Request request) {
 }
 
 void Transport::Finish(Transfer* done, Status result) {
-  auto it = std::find_if(active_.begin(), active_.end(),
-                         [&](const auto& t) { return t.get() == done; });
+  auto it =
+      std::find_if(active_.begin(), active_.end(), [&](const auto& t) { return t.get() == done; });
   if (it == active_.end()) return;  // already finished
   std::shared_ptr<Transfer> t = std::move(*it);
   active_.erase(it);

@@ -61,7 +61,8 @@ StatusOr<std::string> UnescapeFieldValue(std::string_view value) {
   for (char c : value) {
     if (in_slash) {
       if (c != '\\' && c != ',' && c != '=') {
-        return Status::InvalidArgument(std::string("invalid field selector: invalid escape sequence: \\") + c);
+        return Status::InvalidArgument(
+            std::string("invalid field selector: invalid escape sequence: \\") + c);
       }
       out += c;
       in_slash = false;
@@ -70,12 +71,14 @@ StatusOr<std::string> UnescapeFieldValue(std::string_view value) {
     if (c == '\\') {
       in_slash = true;
     } else if (c == ',' || c == '=') {
-      return Status::InvalidArgument(std::string("invalid field selector: unescaped character in value: ") + c);
+      return Status::InvalidArgument(
+          std::string("invalid field selector: unescaped character in value: ") + c);
     } else {
       out += c;
     }
   }
-  if (in_slash) return Status::InvalidArgument("invalid field selector: invalid escape sequence: \\");
+  if (in_slash)
+    return Status::InvalidArgument("invalid field selector: invalid escape sequence: \\");
   return out;
 }
 

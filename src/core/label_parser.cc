@@ -18,10 +18,10 @@ bool StringToToken(std::string_view s, Token* out) {
     std::string_view text;
     Token token;
   } kTable[] = {
-      {")", Token::kClosedPar}, {",", Token::kComma},     {"!", Token::kDoesNotExist},
-      {"==", Token::kDoubleEquals}, {"=", Token::kEquals}, {">", Token::kGreaterThan},
-      {"in", Token::kIn},       {"<", Token::kLessThan},  {"!=", Token::kNotEquals},
-      {"notin", Token::kNotIn}, {"(", Token::kOpenPar},
+      {")", Token::kClosedPar},     {",", Token::kComma},    {"!", Token::kDoesNotExist},
+      {"==", Token::kDoubleEquals}, {"=", Token::kEquals},   {">", Token::kGreaterThan},
+      {"in", Token::kIn},           {"<", Token::kLessThan}, {"!=", Token::kNotEquals},
+      {"notin", Token::kNotIn},     {"(", Token::kOpenPar},
   };
   for (const auto& e : kTable) {
     if (e.text == s) {
@@ -196,13 +196,20 @@ Status Parser::ParseKeyAndInferOperator(std::string* key, SelectionOperator* op)
 StatusOr<SelectionOperator> Parser::ParseOperator() {
   std::string lit;
   switch (Consume(Context::kKeyAndOperator, &lit)) {
-    case Token::kIn: return SelectionOperator::kIn;
-    case Token::kEquals: return SelectionOperator::kEquals;
-    case Token::kDoubleEquals: return SelectionOperator::kDoubleEquals;
-    case Token::kGreaterThan: return SelectionOperator::kGreaterThan;
-    case Token::kLessThan: return SelectionOperator::kLessThan;
-    case Token::kNotIn: return SelectionOperator::kNotIn;
-    case Token::kNotEquals: return SelectionOperator::kNotEquals;
+    case Token::kIn:
+      return SelectionOperator::kIn;
+    case Token::kEquals:
+      return SelectionOperator::kEquals;
+    case Token::kDoubleEquals:
+      return SelectionOperator::kDoubleEquals;
+    case Token::kGreaterThan:
+      return SelectionOperator::kGreaterThan;
+    case Token::kLessThan:
+      return SelectionOperator::kLessThan;
+    case Token::kNotIn:
+      return SelectionOperator::kNotIn;
+    case Token::kNotEquals:
+      return SelectionOperator::kNotEquals;
     default:
       return Error("found '" + lit + "', expected: in, notin, =, ==, !=, gt, lt");
   }

@@ -2,9 +2,9 @@
 #include <charconv>
 #include <set>
 
-#include "kcache/label_selector.h"
 #include "core/label_parser.h"
 #include "core/label_validation.h"
+#include "kcache/label_selector.h"
 
 namespace kcache {
 namespace {
@@ -38,37 +38,40 @@ StatusOr<Requirement> Requirement::Create(std::string key, SelectionOperator op,
     case SelectionOperator::kIn:
     case SelectionOperator::kNotIn:
       if (values.empty()) {
-        errs.push_back(labels::InvalidField("values", QuoteList(values),
-                                            {"for 'in', 'notin' operators, values set can't be empty"}));
+        errs.push_back(
+            labels::InvalidField("values", QuoteList(values),
+                                 {"for 'in', 'notin' operators, values set can't be empty"}));
       }
       break;
     case SelectionOperator::kEquals:
     case SelectionOperator::kDoubleEquals:
     case SelectionOperator::kNotEquals:
       if (values.size() != 1) {
-        errs.push_back(labels::InvalidField("values", QuoteList(values),
-                                            {"exact-match compatibility requires one single value"}));
+        errs.push_back(labels::InvalidField(
+            "values", QuoteList(values), {"exact-match compatibility requires one single value"}));
       }
       break;
     case SelectionOperator::kExists:
     case SelectionOperator::kDoesNotExist:
       if (!values.empty()) {
-        errs.push_back(labels::InvalidField(
-            "values", QuoteList(values), {"values set must be empty for exists and does not exist"}));
+        errs.push_back(
+            labels::InvalidField("values", QuoteList(values),
+                                 {"values set must be empty for exists and does not exist"}));
       }
       break;
     case SelectionOperator::kGreaterThan:
     case SelectionOperator::kLessThan:
       if (values.size() != 1) {
-        errs.push_back(labels::InvalidField(
-            "values", QuoteList(values), {"for 'Gt', 'Lt' operators, exactly one value is required"}));
+        errs.push_back(
+            labels::InvalidField("values", QuoteList(values),
+                                 {"for 'Gt', 'Lt' operators, exactly one value is required"}));
       }
       for (size_t i = 0; i < values.size(); ++i) {
         int64_t ignored;
         if (!ParseInt64(values[i], &ignored)) {
-          errs.push_back(labels::InvalidField("values[" + std::to_string(i) + "]",
-                                              labels::Quote(values[i]),
-                                              {"for 'Gt', 'Lt' operators, the value must be an integer"}));
+          errs.push_back(
+              labels::InvalidField("values[" + std::to_string(i) + "]", labels::Quote(values[i]),
+                                   {"for 'Gt', 'Lt' operators, the value must be an integer"}));
         }
       }
       break;
@@ -96,7 +99,9 @@ StatusOr<Requirement> Requirement::Create(std::string key, SelectionOperator op,
 bool Requirement::Matches(const Labels& labels) const {
   auto it = labels.find(key_);
   bool has = it != labels.end();
-  auto has_value = [&] { return has && std::binary_search(values_.begin(), values_.end(), it->second); };
+  auto has_value = [&] {
+    return has && std::binary_search(values_.begin(), values_.end(), it->second);
+  };
   switch (op_) {
     case SelectionOperator::kIn:
     case SelectionOperator::kEquals:
@@ -129,17 +134,32 @@ std::string Requirement::String() const {
   if (op_ == SelectionOperator::kDoesNotExist) out += "!";
   out += key_;
   switch (op_) {
-    case SelectionOperator::kEquals: out += "="; break;
-    case SelectionOperator::kDoubleEquals: out += "=="; break;
-    case SelectionOperator::kNotEquals: out += "!="; break;
-    case SelectionOperator::kIn: out += " in "; break;
-    case SelectionOperator::kNotIn: out += " notin "; break;
-    case SelectionOperator::kGreaterThan: out += ">"; break;
-    case SelectionOperator::kLessThan: out += "<"; break;
+    case SelectionOperator::kEquals:
+      out += "=";
+      break;
+    case SelectionOperator::kDoubleEquals:
+      out += "==";
+      break;
+    case SelectionOperator::kNotEquals:
+      out += "!=";
+      break;
+    case SelectionOperator::kIn:
+      out += " in ";
+      break;
+    case SelectionOperator::kNotIn:
+      out += " notin ";
+      break;
+    case SelectionOperator::kGreaterThan:
+      out += ">";
+      break;
+    case SelectionOperator::kLessThan:
+      out += "<";
+      break;
     case SelectionOperator::kExists:
     case SelectionOperator::kDoesNotExist:
       return out;
-    case SelectionOperator::kUnset: break;
+    case SelectionOperator::kUnset:
+      break;
   }
   bool set = op_ == SelectionOperator::kIn || op_ == SelectionOperator::kNotIn;
   if (set) out += "(";
@@ -262,7 +282,8 @@ StatusOr<Labels> ConvertSelectorToLabelsMap(std::string_view selector) {
   size_t start = 0;
   while (true) {
     size_t comma = selector.find(',', start);
-    std::string_view term = selector.substr(start, comma == selector.npos ? selector.npos : comma - start);
+    std::string_view term =
+        selector.substr(start, comma == selector.npos ? selector.npos : comma - start);
     size_t eq = term.find('=');
     if (eq == term.npos || term.find('=', eq + 1) != term.npos) {
       return Status::InvalidArgument("invalid selector: \"" + std::string(term) +
@@ -274,7 +295,8 @@ StatusOr<Labels> ConvertSelectorToLabelsMap(std::string_view selector) {
       return Status::InvalidArgument(labels::InvalidField("key", labels::Quote(key), e));
     }
     if (auto e = labels::IsValidLabelValue(value); !e.empty()) {
-      return Status::InvalidArgument(labels::InvalidField("values[0][" + key + "]", labels::Quote(value), e));
+      return Status::InvalidArgument(
+          labels::InvalidField("values[0][" + key + "]", labels::Quote(value), e));
     }
     out[key] = value;
     if (comma == selector.npos) break;

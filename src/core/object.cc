@@ -36,7 +36,8 @@ void EnsurePadding(std::string* s) {
 // byte where it went wrong.
 Status ParseDom(const std::string& json, dom::element* root) {
   bool padded = json.capacity() >= json.size() + simdjson::SIMDJSON_PADDING;
-  auto err = ThreadDomParser().parse(json.data(), json.size(), /*realloc_if_needed=*/!padded).get(*root);
+  auto err =
+      ThreadDomParser().parse(json.data(), json.size(), /*realloc_if_needed=*/!padded).get(*root);
   if (!err) return Status::OK();
   Status located = json::DescribeJsonError(json);
   if (!located.ok()) return located;
@@ -240,7 +241,8 @@ StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options)
     }
     KCACHE_RETURN_IF_ERROR(st);
   }
-  if (obj->kind_.empty() && !options.default_kind.empty() && NeedsNoEscaping(options.default_kind)) {
+  if (obj->kind_.empty() && !options.default_kind.empty() &&
+      NeedsNoEscaping(options.default_kind)) {
     InsertTopLevelString(&json, "kind", options.default_kind);
     obj->kind_ = options.default_kind;
   }

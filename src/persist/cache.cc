@@ -29,8 +29,9 @@ class CacheImpl final : public Cache {
     if (it != open_.end() && !it->second.expired()) {
       return Status::FailedPrecondition("keyspace " + std::string(name) + " is already open");
     }
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<storage::RocksIndexer> store,
-                            storage::RocksIndexer::Open(db_, std::string(name), std::move(options)));
+    KCACHE_ASSIGN_OR_RETURN(
+        std::shared_ptr<storage::RocksIndexer> store,
+        storage::RocksIndexer::Open(db_, std::string(name), std::move(options)));
     open_[std::string(name)] = store;
     return std::shared_ptr<Indexer>(std::move(store));
   }
@@ -50,8 +51,8 @@ class CacheImpl final : public Cache {
     opts.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
     for (rocksdb::ColumnFamilyHandle* cf : db_->handles) {
       KCACHE_RETURN_IF_ERROR(storage::FromRocks(db_->db->Flush({}, cf), "flush " + db_->dir));
-      KCACHE_RETURN_IF_ERROR(
-          storage::FromRocks(db_->db->CompactRange(opts, cf, nullptr, nullptr), "compact " + db_->dir));
+      KCACHE_RETURN_IF_ERROR(storage::FromRocks(db_->db->CompactRange(opts, cf, nullptr, nullptr),
+                                                "compact " + db_->dir));
     }
     return Status::OK();
   }
@@ -59,19 +60,22 @@ class CacheImpl final : public Cache {
   Status SetResourceInfo(std::string_view keyspace, const ResourceInfo& info) override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
     KCACHE_RETURN_IF_ERROR(storage::CheckNoZero("keyspace name", keyspace));
-    nlohmann::json j = {{"group", info.group},       {"version", info.version},
-                        {"resource", info.resource}, {"kind", info.kind},
+    nlohmann::json j = {{"group", info.group},
+                        {"version", info.version},
+                        {"resource", info.resource},
+                        {"kind", info.kind},
                         {"namespaced", info.namespaced}};
-    return storage::FromRocks(
-        db_->db->Put(db_->write_options, db_->meta, storage::MetaKey("resource", keyspace), j.dump()),
-        "record resource of " + std::string(keyspace));
+    return storage::FromRocks(db_->db->Put(db_->write_options, db_->meta,
+                                           storage::MetaKey("resource", keyspace), j.dump()),
+                              "record resource of " + std::string(keyspace));
   }
 
   Status SetClusterInfo(const ClusterInfo& info) override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
     nlohmann::json j = {{"server", info.server}, {"version", info.version}};
-    return storage::FromRocks(db_->db->Put(db_->write_options, db_->meta, storage::kClusterKey, j.dump()),
-                              "record the cluster of " + db_->dir);
+    return storage::FromRocks(
+        db_->db->Put(db_->write_options, db_->meta, storage::kClusterKey, j.dump()),
+        "record the cluster of " + db_->dir);
   }
 
   StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const override {
@@ -89,7 +93,8 @@ class CacheImpl final : public Cache {
       return Status::NotFound("the cache has no keyspace " + std::string(keyspace));
     }
     KCACHE_ASSIGN_OR_RETURN(KeyspaceStats out, storage::ReadKeyspaceMeta(*db_, nullptr, keyspace));
-    const std::string begin = storage::KeyspacePrefix(keyspace), end = storage::KeyspaceEnd(keyspace);
+    const std::string begin = storage::KeyspacePrefix(keyspace),
+                      end = storage::KeyspaceEnd(keyspace);
     rocksdb::Range range(begin, end);
     rocksdb::SizeApproximationOptions so;
     so.include_memtables = true;
@@ -117,8 +122,8 @@ class CacheImpl final : public Cache {
       std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator({}, families[f]));
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
         if (f == 0 && it->key() == storage::kFormatKey) continue;
-        KCACHE_RETURN_IF_ERROR(loader->Add(static_cast<storage::Family>(f), storage::View(it->key()),
-                                           storage::View(it->value())));
+        KCACHE_RETURN_IF_ERROR(loader->Add(static_cast<storage::Family>(f),
+                                           storage::View(it->key()), storage::View(it->value())));
       }
       KCACHE_RETURN_IF_ERROR(storage::FromRocks(it->status(), ctx));
     }
@@ -144,7 +149,9 @@ class CacheImpl final : public Cache {
 }  // namespace
 
 namespace storage {
-const std::shared_ptr<Db>& DbOf(const Cache& cache) { return static_cast<const CacheImpl&>(cache).db(); }
+const std::shared_ptr<Db>& DbOf(const Cache& cache) {
+  return static_cast<const CacheImpl&>(cache).db();
+}
 }  // namespace storage
 
 StatusOr<std::unique_ptr<Cache>> Cache::Open(const std::string& dir, const CacheOptions& options) {

@@ -48,7 +48,8 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const CacheO
     cf.bottommost_compression = rocksdb::kZSTD;
     if (o.zstd_dictionary_bytes > 0) {
       cf.compression_opts.max_dict_bytes = static_cast<uint32_t>(o.zstd_dictionary_bytes);
-      cf.compression_opts.zstd_max_train_bytes = static_cast<uint32_t>(o.zstd_dictionary_bytes * 100);
+      cf.compression_opts.zstd_max_train_bytes =
+          static_cast<uint32_t>(o.zstd_dictionary_bytes * 100);
       // RocksDB buffers a table's blocks to sample them for the dictionary;
       // unbounded, that is whole tables per compaction.
       cf.compression_opts.max_dict_buffer_bytes = o.zstd_dictionary_bytes * 256;
@@ -74,7 +75,8 @@ rocksdb::DBOptions MakeDbOptions(const CacheOptions& o) {
 std::shared_ptr<rocksdb::Cache> MakeBlockCache(const CacheOptions& o) {
   // Shards of at least 4 MiB, so that no block is larger than its shard.
   int shard_bits = 0;
-  while (shard_bits < 6 && (o.block_cache_bytes >> (shard_bits + 1)) >= (size_t{4} << 20)) ++shard_bits;
+  while (shard_bits < 6 && (o.block_cache_bytes >> (shard_bits + 1)) >= (size_t{4} << 20))
+    ++shard_bits;
   return rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
 }
 
@@ -104,7 +106,8 @@ Db::~Db() {
 
 std::string Db::NowMillis() const {
   auto now = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
-  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+  return std::to_string(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
 }
 
 rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& o) {
@@ -270,7 +273,8 @@ Status VerifyKeyspace(const Db& db, std::string_view ks) {
   for (r->Seek(prefix); r->Valid(); r->Next()) {
     std::string key = r->key().ToString().substr(prefix.size());
     auto entries = DecodeEntries(std::string_view(r->value().data(), r->value().size()));
-    if (!entries.ok()) return fail("reverse record of " + key + ": " + std::string(entries.status().message()));
+    if (!entries.ok())
+      return fail("reverse record of " + key + ": " + std::string(entries.status().message()));
     reverse.emplace(std::move(key), std::move(entries).value());
   }
   if (!r->status().ok()) return FromRocks(r->status(), "verify");
@@ -280,7 +284,9 @@ Status VerifyKeyspace(const Db& db, std::string_view ks) {
   for (o->Seek(prefix); o->Valid(); o->Next()) {
     std::string key = o->key().ToString().substr(prefix.size());
     std::string_view rv, json;
-    if (Status st = DecodeObject(std::string_view(o->value().data(), o->value().size()), &rv, &json); !st.ok()) {
+    if (Status st =
+            DecodeObject(std::string_view(o->value().data(), o->value().size()), &rv, &json);
+        !st.ok()) {
       return fail("object " + key + ": " + std::string(st.message()));
     }
     if (!reverse.count(key)) return fail("object " + key + " has no reverse index record");
@@ -300,9 +306,11 @@ Status VerifyKeyspace(const Db& db, std::string_view ks) {
     if (b == std::string_view::npos) return fail("malformed index key");
     std::string index(k.substr(0, a)), value(k.substr(a + 1, b - a - 1)), key(k.substr(b + 1));
     auto it = reverse.find(key);
-    if (it == reverse.end()) return fail("index entry " + index + "=" + value + " for missing object " + key);
+    if (it == reverse.end())
+      return fail("index entry " + index + "=" + value + " for missing object " + key);
     if (!std::binary_search(it->second.begin(), it->second.end(), IndexEntry{index, value})) {
-      return fail("index entry " + index + "=" + value + " of " + key + " is not in its reverse record");
+      return fail("index entry " + index + "=" + value + " of " + key +
+                  " is not in its reverse record");
     }
     ++forward;
   }
@@ -314,7 +322,8 @@ Status VerifyKeyspace(const Db& db, std::string_view ks) {
   size_t recorded = s.ok() ? std::strtoull(count.c_str(), nullptr, 10) : 0;
   if (!s.ok() && !s.IsNotFound()) return FromRocks(s, "verify");
   if (recorded != objects) {
-    return fail("count says " + std::to_string(recorded) + " objects, found " + std::to_string(objects));
+    return fail("count says " + std::to_string(recorded) + " objects, found " +
+                std::to_string(objects));
   }
   return Status::OK();
 }

@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "persist/rocks_status.h"
 #include "cache/store_errors.h"
+#include "persist/rocks_status.h"
 
 namespace kcache::storage {
 namespace {
@@ -18,7 +18,6 @@ constexpr char kNamespaceFromKeysVersion[] = "kcache.io/namespace@keys";
 constexpr char kLabelVersion[] = "kcache.io/labels@1";
 // Objects per batch when a write is split (Replace, rebuilds).
 constexpr size_t kChunk = 1000;
-
 
 Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
 
@@ -74,7 +73,8 @@ class RocksIterator final : public ObjectIterator {
  private:
   void Load() {
     valid_ = false;
-    while (cluster_only_ && it_->Valid() && View(it_->key()).substr(strip_).find('/') != std::string_view::npos) {
+    while (cluster_only_ && it_->Valid() &&
+           View(it_->key()).substr(strip_).find('/') != std::string_view::npos) {
       it_->Next();
     }
     if (!it_->Valid()) return;
@@ -84,7 +84,8 @@ class RocksIterator final : public ObjectIterator {
       rocksdb::PinnableSlice record;
       rocksdb::Status s = db_->db->Get(ro_, db_->objects, ObjectKey(ks_, key_), &record);
       if (s.IsNotFound()) {
-        status_ = Status::Corruption("keyspace " + ks_ + ": index entry for missing object " + key_);
+        status_ =
+            Status::Corruption("keyspace " + ks_ + ": index entry for missing object " + key_);
         return;
       }
       if (!s.ok()) {
@@ -127,7 +128,8 @@ class ChunkWriter {
   using WriteFn = std::function<Status(rocksdb::WriteBatch*)>;
   using SealFn = std::function<void(rocksdb::WriteBatch*)>;
 
-  ChunkWriter(WriteFn write, SealFn seal = nullptr) : write_(std::move(write)), seal_(std::move(seal)) {}
+  ChunkWriter(WriteFn write, SealFn seal = nullptr)
+      : write_(std::move(write)), seal_(std::move(seal)) {}
 
   rocksdb::WriteBatch* batch() { return &batch_; }
   // One object's writes are in batch().
@@ -168,7 +170,10 @@ class ErrorIterator final : public ObjectIterator {
 }  // namespace
 
 RocksIndexer::RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_func, Defs defs)
-    : db_(std::move(db)), ks_(std::move(ks)), key_func_(std::move(key_func)), defs_(std::move(defs)) {}
+    : db_(std::move(db)),
+      ks_(std::move(ks)),
+      key_func_(std::move(key_func)),
+      defs_(std::move(defs)) {}
 
 StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> db, std::string ks,
                                                            KeyspaceOptions options) {
@@ -260,7 +265,9 @@ Status RocksIndexer::ScanObjects(const ScanFn& fn) const {
   return Scan(db_->objects, prefix, KeyspaceEnd(ks_), prefix.size(), fn);
 }
 
-Status RocksIndexer::CheckWritable() const { return db_->read_only ? ReadOnlyError() : Status::OK(); }
+Status RocksIndexer::CheckWritable() const {
+  return db_->read_only ? ReadOnlyError() : Status::OK();
+}
 
 bool RocksIndexer::FromKeys(std::string_view name) const {
   std::shared_lock l(defs_mu_);
@@ -302,28 +309,35 @@ StatusOr<std::optional<std::vector<IndexEntry>>> RocksIndexer::CurrentEntries(
 }
 
 void RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
-                             const Object& object, const std::optional<std::vector<IndexEntry>>& old,
+                             const Object& object,
+                             const std::optional<std::vector<IndexEntry>>& old,
                              const std::vector<IndexEntry>& now) const {
   static const std::vector<IndexEntry> kNone;
   const std::vector<IndexEntry>& before = old ? *old : kNone;
   // Both lists are sorted: remove what went, add what came.
   std::vector<IndexEntry> gone, came;
-  std::set_difference(before.begin(), before.end(), now.begin(), now.end(), std::back_inserter(gone));
-  std::set_difference(now.begin(), now.end(), before.begin(), before.end(), std::back_inserter(came));
-  for (const auto& [index, value] : gone) batch->Delete(db_->index, IndexKey(ks_, index, value, key));
-  for (const auto& [index, value] : came) batch->Put(db_->index, IndexKey(ks_, index, value, key), "");
+  std::set_difference(before.begin(), before.end(), now.begin(), now.end(),
+                      std::back_inserter(gone));
+  std::set_difference(now.begin(), now.end(), before.begin(), before.end(),
+                      std::back_inserter(came));
+  for (const auto& [index, value] : gone)
+    batch->Delete(db_->index, IndexKey(ks_, index, value, key));
+  for (const auto& [index, value] : came)
+    batch->Put(db_->index, IndexKey(ks_, index, value, key), "");
   std::string okey = ObjectKey(ks_, key);
   if (!old || !gone.empty() || !came.empty()) batch->Put(db_->rindex, okey, EncodeEntries(now));
   // Header and JSON go into the batch as two parts: no intermediate copy.
   std::string header = EncodeObjectHeader(object.resource_version());
   rocksdb::Slice key_part(okey);
-  rocksdb::Slice value_parts[2] = {header, rocksdb::Slice(object.json().data(), object.json().size())};
+  rocksdb::Slice value_parts[2] = {header,
+                                   rocksdb::Slice(object.json().data(), object.json().size())};
   batch->Put(db_->objects, rocksdb::SliceParts(&key_part, 1), rocksdb::SliceParts(value_parts, 2));
 }
 
 void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
                                 const std::vector<IndexEntry>& old) const {
-  for (const auto& [index, value] : old) batch->Delete(db_->index, IndexKey(ks_, index, value, key));
+  for (const auto& [index, value] : old)
+    batch->Delete(db_->index, IndexKey(ks_, index, value, key));
   std::string okey = ObjectKey(ks_, key);
   batch->Delete(db_->rindex, okey);
   batch->Delete(db_->objects, okey);
@@ -337,7 +351,9 @@ StatusOr<ObjectPtr> RocksIndexer::Decode(std::string_view record) const {
   std::string_view rv, json;
   KCACHE_RETURN_IF_ERROR(DecodeObject(record, &rv, &json).WithContext("keyspace " + ks_));
   StatusOr<ObjectPtr> obj = Object::Parse(std::string(json));
-  if (!obj.ok()) return Status::Corruption("keyspace " + ks_ + ": stored object: " + std::string(obj.status().message()));
+  if (!obj.ok())
+    return Status::Corruption("keyspace " + ks_ +
+                              ": stored object: " + std::string(obj.status().message()));
   return obj;
 }
 
@@ -439,7 +455,8 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
     std::vector<rocksdb::Slice> slices(okeys.begin(), okeys.end());
     std::vector<rocksdb::PinnableSlice> records(okeys.size());
     std::vector<rocksdb::Status> statuses(okeys.size());
-    db_->db->MultiGet({}, db_->rindex, okeys.size(), slices.data(), records.data(), statuses.data());
+    db_->db->MultiGet({}, db_->rindex, okeys.size(), slices.data(), records.data(),
+                      statuses.data());
     size_t i = 0;
     for (auto& [key, entries] : pending) {
       const rocksdb::Status& st = statuses[i];
@@ -473,7 +490,8 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
       current = std::move(p.entries);
     }
     done.push_back(p.index);
-    if (op.object && !op.object->resource_version().empty()) last_rv = op.object->resource_version();
+    if (op.object && !op.object->resource_version().empty())
+      last_rv = op.object->resource_version();
   }
   if (txn.resource_version) {
     rv = *txn.resource_version;
@@ -489,7 +507,8 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
     rv_ = rv;
     count_ = count;
   }
-  if (result) result->successful_indices.insert(result->successful_indices.end(), done.begin(), done.end());
+  if (result)
+    result->successful_indices.insert(result->successful_indices.end(), done.begin(), done.end());
   return first_error;
 }
 
@@ -713,8 +732,8 @@ StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
   }
   ReplaceResult result;
   KCACHE_ASSIGN_OR_RETURN(auto session, BeginReplace([&](std::vector<StoreChange> changes) {
-    for (StoreChange& c : changes) result.changes.push_back(std::move(c));
-  }));
+                            for (StoreChange& c : changes) result.changes.push_back(std::move(c));
+                          }));
   for (ObjectPtr& obj : objects) KCACHE_RETURN_IF_ERROR(session->Put(std::move(obj)));
   KCACHE_ASSIGN_OR_RETURN(result.unchanged, session->Finish(std::move(resource_version)));
   return result;
@@ -790,7 +809,8 @@ Status RocksIndexer::AddIndexers(const Indexers& indexers) {
     }
     return Status::OK();
   }));
-  for (const auto& [name, def] : added) batches.back().Put(db_->meta, IndexVersionKey(ks_, name), "");
+  for (const auto& [name, def] : added)
+    batches.back().Put(db_->meta, IndexVersionKey(ks_, name), "");
   for (auto& b : batches) KCACHE_RETURN_IF_ERROR(Write(&b, "add indexes to"));
   std::unique_lock l(defs_mu_);
   for (auto& [name, def] : added) defs_.emplace(name, std::move(def));
@@ -828,12 +848,13 @@ std::unique_ptr<ObjectIterator> RocksIndexer::NewIndexIterator(std::string_view 
     // (namespace "") are the keys without '/'.
     size_t strip = KeyspacePrefix(ks_).size();
     if (value.empty()) {
-      return std::make_unique<RocksIterator>(db_, db_->objects, KeyspacePrefix(ks_), KeyspaceEnd(ks_),
-                                             strip, false, /*cluster_only=*/true, ks_, decode);
+      return std::make_unique<RocksIterator>(db_, db_->objects, KeyspacePrefix(ks_),
+                                             KeyspaceEnd(ks_), strip, false, /*cluster_only=*/true,
+                                             ks_, decode);
     }
-    return std::make_unique<RocksIterator>(db_, db_->objects, ObjectKey(ks_, std::string(value) + "/"),
-                                           ObjectKey(ks_, std::string(value) + "0"), strip, false,
-                                           false, ks_, decode);
+    return std::make_unique<RocksIterator>(
+        db_, db_->objects, ObjectKey(ks_, std::string(value) + "/"),
+        ObjectKey(ks_, std::string(value) + "0"), strip, false, false, ks_, decode);
   }
   std::string prefix = IndexValuePrefix(ks_, name, value);
   std::string end = prefix;
@@ -902,11 +923,11 @@ StatusOr<std::vector<std::string>> RocksIndexer::IndexKeys(std::string_view name
   std::string prefix = IndexValuePrefix(ks_, name, value);
   std::string end = prefix;
   end.back() = '\1';
-  KCACHE_RETURN_IF_ERROR(Scan(db_->index, prefix, end, prefix.size(),
-                              [&](std::string_view key, std::string_view) {
-                                out.emplace_back(key);
-                                return Status::OK();
-                              }));
+  KCACHE_RETURN_IF_ERROR(
+      Scan(db_->index, prefix, end, prefix.size(), [&](std::string_view key, std::string_view) {
+        out.emplace_back(key);
+        return Status::OK();
+      }));
   return out;
 }
 
@@ -929,8 +950,9 @@ StatusOr<std::vector<ObjectPtr>> RocksIndexer::Index(std::string_view name,
     fn = d->second.fn;
   }
   if (!fn) {
-    return Status::FailedPrecondition("index " + std::string(name) + " of " + ks_ +
-                                      " can be read here but not computed: its function is not configured");
+    return Status::FailedPrecondition(
+        "index " + std::string(name) + " of " + ks_ +
+        " can be read here but not computed: its function is not configured");
   }
   KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> values, fn(object));
   std::vector<std::string> keys;

@@ -47,7 +47,8 @@ class RocksIndexer final : public Indexer {
   Status Resync() override { return Status::OK(); }
   StatusOr<std::string> KeyOf(const Object& object) const override { return key_func_(object); }
 
-  StatusOr<std::vector<ObjectPtr>> Index(std::string_view name, const Object& object) const override;
+  StatusOr<std::vector<ObjectPtr>> Index(std::string_view name,
+                                         const Object& object) const override;
   StatusOr<std::vector<std::string>> IndexKeys(std::string_view name,
                                                std::string_view value) const override;
   StatusOr<std::vector<ObjectPtr>> ByIndex(std::string_view name,

@@ -9,11 +9,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "persist/snapshot_format.h"
 #include "persist/bulk_load.h"
 #include "persist/db.h"
 #include "persist/encoding.h"
 #include "persist/rocks_status.h"
+#include "persist/snapshot_format.h"
 
 namespace kcache {
 namespace {

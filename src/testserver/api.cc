@@ -50,7 +50,8 @@ std::string Details(const std::string& name, const std::string& group, const std
 }
 
 void SendReply(http::ResponseWriter& w, const Reply& r) {
-  http::Headers headers = {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}};
+  http::Headers headers = {{"Content-Type", "application/json"},
+                           {"Cache-Control", "no-cache, private"}};
   std::string details = r.details;
   if (r.retry_after > 0) {
     headers.emplace_back("Retry-After", std::to_string(r.retry_after));
@@ -62,19 +63,21 @@ void SendReply(http::ResponseWriter& w, const Reply& r) {
 }
 
 void SendNotFoundPage(http::ResponseWriter& w) {
-  w.Send(404, {{"Content-Type", "text/plain; charset=utf-8"}, {"X-Content-Type-Options", "nosniff"}},
+  w.Send(404,
+         {{"Content-Type", "text/plain; charset=utf-8"}, {"X-Content-Type-Options", "nosniff"}},
          kNotFoundPage);
 }
 
 Reply NotFound(const ResourceType& t, const std::string& name) {
-  return {404, "NotFound", t.resource + (t.group.empty() ? "" : "." + t.group) + " " + Quote(name) + " not found",
+  return {404, "NotFound",
+          t.resource + (t.group.empty() ? "" : "." + t.group) + " " + Quote(name) + " not found",
           Details(name, t.group, t.resource)};
 }
 
 Reply Invalid(std::string_view kind, std::string_view group, std::string_view field,
               std::string_view cause_reason, std::string_view detail) {
-  std::string message = std::string(kind) + "." + std::string(group) + " \"\" is invalid: " +
-                        std::string(field) + ": " + std::string(detail);
+  std::string message = std::string(kind) + "." + std::string(group) +
+                        " \"\" is invalid: " + std::string(field) + ": " + std::string(detail);
   ojson d = {{"group", group},
              {"kind", kind},
              {"causes", {{{"reason", cause_reason}, {"message", detail}, {"field", field}}}}};
@@ -82,13 +85,15 @@ Reply Invalid(std::string_view kind, std::string_view group, std::string_view fi
 }
 
 Reply ListOptionsInvalid(std::string_view field, std::string_view detail) {
-  return Invalid("ListOptions", "meta.k8s.io", field, "FieldValueForbidden", "Forbidden: " + std::string(detail));
+  return Invalid("ListOptions", "meta.k8s.io", field, "FieldValueForbidden",
+                 "Forbidden: " + std::string(detail));
 }
 
 bool ParseBool(std::string_view v) {
   if (v == "0") return false;
   std::string lower(v);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return lower != "false";
 }
 
@@ -162,10 +167,21 @@ std::string RandomSuffix(int n) {
 
 // metadata keys in the order the apiserver writes them; others follow.
 ojson CanonicalMeta(const ojson& meta) {
-  static constexpr std::string_view kOrder[] = {
-      "name",   "generateName",  "namespace",   "selfLink",  "uid",       "resourceVersion",
-      "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-      "labels", "annotations", "ownerReferences", "finalizers", "managedFields"};
+  static constexpr std::string_view kOrder[] = {"name",
+                                                "generateName",
+                                                "namespace",
+                                                "selfLink",
+                                                "uid",
+                                                "resourceVersion",
+                                                "generation",
+                                                "creationTimestamp",
+                                                "deletionTimestamp",
+                                                "deletionGracePeriodSeconds",
+                                                "labels",
+                                                "annotations",
+                                                "ownerReferences",
+                                                "finalizers",
+                                                "managedFields"};
   ojson out = ojson::object();
   for (std::string_view k : kOrder) {
     if (auto it = meta.find(std::string(k)); it != meta.end()) out[std::string(k)] = *it;
@@ -197,23 +213,26 @@ std::string Restamp(std::string_view json, uint64_t rv) {
 
 std::string Bookmark(const ResourceType& t, uint64_t rv, bool initial_events_end) {
   std::string s = R"({"type":"BOOKMARK","object":{"kind":")" + t.kind + R"(","apiVersion":")" +
-                  t.api_version() + R"(","metadata":{"resourceVersion":")" + std::to_string(rv) + "\"";
+                  t.api_version() + R"(","metadata":{"resourceVersion":")" + std::to_string(rv) +
+                  "\"";
   if (initial_events_end) s += R"(,"annotations":{"k8s.io/initial-events-end":"true"})";
   return s + "}}}\n";
 }
 
 std::string ErrorEvent(const Reply& r) {
-  return R"({"type":"ERROR","object":)" + StatusJson(r.code, r.reason, r.message, r.details) + "}\n";
+  return R"({"type":"ERROR","object":)" + StatusJson(r.code, r.reason, r.message, r.details) +
+         "}\n";
 }
 
 // Sends `pieces` as chunks of up to `per_chunk` pieces; with `stop_after`,
 // sends only that many bytes and returns (the caller cuts or stalls).
-bool WriteBody(http::ResponseWriter& w, const std::vector<std::string_view>& pieces, size_t per_chunk,
-               std::optional<size_t> stop_after = std::nullopt) {
+bool WriteBody(http::ResponseWriter& w, const std::vector<std::string_view>& pieces,
+               size_t per_chunk, std::optional<size_t> stop_after = std::nullopt) {
   size_t budget = stop_after.value_or(SIZE_MAX);
   for (size_t i = 0; i < pieces.size(); i += per_chunk) {
-    std::vector<std::string_view> chunk(pieces.begin() + static_cast<ptrdiff_t>(i),
-                                        pieces.begin() + static_cast<ptrdiff_t>(std::min(pieces.size(), i + per_chunk)));
+    std::vector<std::string_view> chunk(
+        pieces.begin() + static_cast<ptrdiff_t>(i),
+        pieces.begin() + static_cast<ptrdiff_t>(std::min(pieces.size(), i + per_chunk)));
     size_t bytes = 0;
     for (size_t j = 0; j < chunk.size(); ++j) {
       if (bytes + chunk[j].size() >= budget) {
@@ -296,22 +315,27 @@ std::string Api::Metrics() const {
       "# HELP kcache_serve_requests_total Requests to resources by verb.\n"
       "# TYPE kcache_serve_requests_total counter\n";
   for (const auto& [key, n] : counts_) {
-    out += "kcache_serve_requests_total{verb=\"" + key.first + "\",resource=\"" + key.second + "\"} " +
-           std::to_string(n) + "\n";
+    out += "kcache_serve_requests_total{verb=\"" + key.first + "\",resource=\"" + key.second +
+           "\"} " + std::to_string(n) + "\n";
   }
-  out += "# HELP kcache_serve_list_items_total Objects returned by LIST requests.\n"
-         "# TYPE kcache_serve_list_items_total counter\n";
+  out +=
+      "# HELP kcache_serve_list_items_total Objects returned by LIST requests.\n"
+      "# TYPE kcache_serve_list_items_total counter\n";
   for (const auto& [resource, n] : list_items_) {
-    out += "kcache_serve_list_items_total{resource=\"" + resource + "\"} " + std::to_string(n) + "\n";
+    out +=
+        "kcache_serve_list_items_total{resource=\"" + resource + "\"} " + std::to_string(n) + "\n";
   }
-  out += "# HELP kcache_serve_faults_total Faults injected by kind.\n# TYPE kcache_serve_faults_total counter\n";
+  out +=
+      "# HELP kcache_serve_faults_total Faults injected by kind.\n# TYPE kcache_serve_faults_total "
+      "counter\n";
   for (const auto& [kind, n] : faults_injected_) {
     out += "kcache_serve_faults_total{fault=\"" + kind + "\"} " + std::to_string(n) + "\n";
   }
   out += "# HELP kcache_serve_watches Watches being served.\n# TYPE kcache_serve_watches gauge\n";
   out += "kcache_serve_watches " + std::to_string(watches_open_.load()) + "\n";
-  out += "# HELP kcache_serve_resource_version The current resourceVersion.\n"
-         "# TYPE kcache_serve_resource_version gauge\n";
+  out +=
+      "# HELP kcache_serve_resource_version The current resourceVersion.\n"
+      "# TYPE kcache_serve_resource_version gauge\n";
   out += "kcache_serve_resource_version " + std::to_string(state_->current_rv()) + "\n";
   return out;
 }
@@ -320,11 +344,14 @@ void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
   const std::string& path = req.path;
   const http::Headers json = {{"Content-Type", "application/json"}};
   if (req.method == "GET") {
-    if (path == "/api" || path == "/api/") return (void)w.Send(200, json, ApiVersionsJson(address_));
-    if (path == "/apis" || path == "/apis/") return (void)w.Send(200, json, ApiGroupListJson(state_->types()));
+    if (path == "/api" || path == "/api/")
+      return (void)w.Send(200, json, ApiVersionsJson(address_));
+    if (path == "/apis" || path == "/apis/")
+      return (void)w.Send(200, json, ApiGroupListJson(state_->types()));
     if (path == "/version") {
-      return (void)w.Send(200, json,
-                          R"({"major":"1","minor":"20","gitVersion":"v1.20.2-kcache","platform":"linux/amd64"})");
+      return (void)w.Send(
+          200, json,
+          R"({"major":"1","minor":"20","gitVersion":"v1.20.2-kcache","platform":"linux/amd64"})");
     }
     if (path == "/healthz" || path == "/readyz" || path == "/livez") {
       return (void)w.Send(200, {{"Content-Type", "text/plain; charset=utf-8"}}, "ok");
@@ -353,9 +380,9 @@ void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
   } else {
     return SendNotFoundPage(w);
   }
-  auto known_gv = std::any_of(state_->types().begin(), state_->types().end(), [&](const ResourceType& t) {
-    return t.group == group && t.version == version;
-  });
+  auto known_gv =
+      std::any_of(state_->types().begin(), state_->types().end(),
+                  [&](const ResourceType& t) { return t.group == group && t.version == version; });
   if (!known_gv) return SendNotFoundPage(w);
   if (seg.size() == rest) {
     if (req.method != "GET") return SendNotFoundPage(w);
@@ -371,7 +398,8 @@ void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
     int i = state_->Find(group, resource);
     return i >= 0 && state_->types()[i].version == version ? i : -1;
   };
-  if (r.size() >= 3 && r[0] == "namespaces" && find(r[2]) >= 0 && state_->types()[find(r[2])].namespaced) {
+  if (r.size() >= 3 && r[0] == "namespaces" && find(r[2]) >= 0 &&
+      state_->types()[find(r[2])].namespaced) {
     if (r.size() > 4) return SendNotFoundPage(w);
     t.type = find(r[2]);
     t.namespace_ = r[1];
@@ -395,14 +423,14 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
   if (f.slow_bytes_per_second > 0) w.SetRateLimit(f.slow_bytes_per_second);
   if (f.throttle.Contains(n)) {
     NoteFault("throttle");
-    return SendReply(w, {429, "TooManyRequests", "Too many requests, please try again later.",
-                         "", f.retry_after_seconds});
+    return SendReply(w, {429, "TooManyRequests", "Too many requests, please try again later.", "",
+                         f.retry_after_seconds});
   }
   if (f.internal_error.Contains(n)) {
     NoteFault("internal-error");
-    return SendReply(w, {500, "InternalError", "Internal error occurred: injected fault on request " +
-                                                   std::to_string(n),
-                         ""});
+    return SendReply(
+        w, {500, "InternalError",
+            "Internal error occurred: injected fault on request " + std::to_string(n), ""});
   }
   const std::string& m = req.method;
   if (!t.name.empty()) {
@@ -424,7 +452,8 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
       int64_t v = 0;
       auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
       if (ec != std::errc() || end != s->data() + s->size()) {
-        return SendReply(w, {400, "BadRequest", "limit: invalid value " + Quote(*s) + ": not an integer", ""});
+        return SendReply(
+            w, {400, "BadRequest", "limit: invalid value " + Quote(*s) + ": not an integer", ""});
       }
       q.limit = v > 0 ? static_cast<size_t>(v) : 0;
     }
@@ -432,18 +461,24 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
       int64_t v = 0;
       auto [end, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
       if (ec != std::errc() || end != s->data() + s->size()) {
-        return SendReply(w, {400, "BadRequest", "timeoutSeconds: invalid value " + Quote(*s) + ": not an integer", ""});
+        return SendReply(w,
+                         {400, "BadRequest",
+                          "timeoutSeconds: invalid value " + Quote(*s) + ": not an integer", ""});
       }
       q.timeout_seconds = v;
     }
     if (auto s = req.Query("labelSelector"); s && !s->empty()) {
       StatusOr<LabelSelector> sel = LabelSelector::Parse(*s);
-      if (!sel.ok()) return SendReply(w, {400, "BadRequest", "unable to parse requirement: " + std::string(sel.status().message()), ""});
+      if (!sel.ok())
+        return SendReply(
+            w, {400, "BadRequest",
+                "unable to parse requirement: " + std::string(sel.status().message()), ""});
       q.labels = std::move(sel).value();
     }
     if (auto s = req.Query("fieldSelector"); s && !s->empty()) {
       StatusOr<FieldSelector> sel = FieldSelector::Parse(*s);
-      if (!sel.ok()) return SendReply(w, {400, "BadRequest", std::string(sel.status().message()), ""});
+      if (!sel.ok())
+        return SendReply(w, {400, "BadRequest", std::string(sel.status().message()), ""});
       std::vector<std::string> allowed = t.rt->selectable_fields();
       for (const FieldSelector::Term& term : sel->terms()) {
         if (std::find(allowed.begin(), allowed.end(), term.field) == allowed.end()) {
@@ -452,7 +487,8 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
           std::string message = "field label not supported: " + term.field;
           if (t.rt->fields.empty()) {
             message = Quote(term.field) + " is not a known field selector: only ";
-            for (size_t i = 0; i < allowed.size(); ++i) message += (i ? ", " : "") + Quote(allowed[i]);
+            for (size_t i = 0; i < allowed.size(); ++i)
+              message += (i ? ", " : "") + Quote(allowed[i]);
           }
           return SendReply(w, {400, "BadRequest", message, ""});
         }
@@ -462,32 +498,44 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
     Count(q.watch ? "watch" : "list", t.rt->resource);
     return q.watch ? Watch(t, q, n, w) : List(t, q, n, w);
   }
-  SendReply(w, {405, "MethodNotAllowed", "the server does not allow this method on the requested resource", ""});
+  SendReply(w, {405, "MethodNotAllowed",
+                "the server does not allow this method on the requested resource", ""});
 }
 
 void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
   const Faults& f = options_.faults;
-  if (q.send_initial_events) return SendReply(w, ListOptionsInvalid("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+  if (q.send_initial_events)
+    return SendReply(
+        w, ListOptionsInvalid("sendInitialEvents", "sendInitialEvents is forbidden for list"));
   if (!q.rv_match.empty()) {
     if (q.rv_match != "Exact" && q.rv_match != "NotOlderThan") {
-      return SendReply(w, Invalid("ListOptions", "meta.k8s.io", "resourceVersionMatch", "FieldValueNotSupported",
-                                  "Unsupported value: " + Quote(q.rv_match) +
-                                      ": supported values: \"Exact\", \"NotOlderThan\", \"\""));
+      return SendReply(
+          w, Invalid("ListOptions", "meta.k8s.io", "resourceVersionMatch", "FieldValueNotSupported",
+                     "Unsupported value: " + Quote(q.rv_match) +
+                         ": supported values: \"Exact\", \"NotOlderThan\", \"\""));
     }
     if (!q.rv || q.rv->empty()) {
-      return SendReply(w, ListOptionsInvalid("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"));
+      return SendReply(w,
+                       ListOptionsInvalid(
+                           "resourceVersionMatch",
+                           "resourceVersionMatch is forbidden unless resourceVersion is provided"));
     }
     if (!q.continue_token.empty()) {
-      return SendReply(w, ListOptionsInvalid("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"));
+      return SendReply(
+          w, ListOptionsInvalid("resourceVersionMatch",
+                                "resourceVersionMatch is forbidden when continue is provided"));
     }
     if (q.rv_match == "Exact" && *q.rv == "0") {
-      return SendReply(w, ListOptionsInvalid("resourceVersionMatch",
-                                             "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+      return SendReply(
+          w, ListOptionsInvalid(
+                 "resourceVersionMatch",
+                 "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
     }
   }
   if (f.expire.Contains(n)) {
     NoteFault("expire");
-    return SendReply(w, {410, "Expired", "The resourceVersion for the provided list is too old.", ""});
+    return SendReply(w,
+                     {410, "Expired", "The resourceVersion for the provided list is too old.", ""});
   }
   const uint64_t current = state_->current_rv();
   ListQuery lq;
@@ -498,16 +546,20 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
   bool continuing = false;
   if (!q.continue_token.empty()) {
     if (q.rv && !q.rv->empty() && *q.rv != "0") {
-      return SendReply(w, {400, "BadRequest", "specifying resource version is not allowed when using continue", ""});
+      return SendReply(w, {400, "BadRequest",
+                           "specifying resource version is not allowed when using continue", ""});
     }
     auto token = DecodeContinue(q.continue_token);
-    if (!token) return SendReply(w, {400, "BadRequest", "continue key is not valid: not a token this server issued", ""});
+    if (!token)
+      return SendReply(
+          w, {400, "BadRequest", "continue key is not valid: not a token this server issued", ""});
     lq.at_rv = token->first;
     lq.start_key = token->second;
     continuing = true;
   } else if (q.rv && !q.rv->empty()) {
     std::optional<uint64_t> rv = ParseRv(*q.rv);
-    if (!rv) return SendReply(w, {400, "BadRequest", "invalid resource version " + Quote(*q.rv), ""});
+    if (!rv)
+      return SendReply(w, {400, "BadRequest", "invalid resource version " + Quote(*q.rv), ""});
     if (*rv == 0) {
       lq.limit = 0;  // "Any": served whole from the watch cache, as the apiserver does
     } else if (q.rv_match == "Exact" || (q.limit > 0 && q.rv_match.empty())) {
@@ -519,7 +571,9 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
   StatusOr<ListResult> result = state_->List(t.type, lq);
   if (!result.ok()) {
     if (result.status().code() == StatusCode::kFailedPrecondition) {
-      ojson d = {{"causes", {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}}};
+      ojson d = {
+          {"causes",
+           {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}}};
       return SendReply(w, {504, "Timeout",
                            "Timeout: Too large resource version: " + std::to_string(lq.at_rv) +
                                ", current: " + std::to_string(current),
@@ -530,25 +584,31 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
       http::Headers h = {{"Content-Type", "application/json"}};
       return (void)w.Send(
           410, h,
-          StatusJson(410, "Expired",
-                     "The provided continue parameter is too old to display a consistent list result. You can "
-                     "start a new list without the continue parameter, or use the continue token in this "
-                     "response to retrieve the remainder of the results. Continuing with the provided token "
-                     "results in an inconsistent list - objects that were created, modified, or deleted "
-                     "between the time the first chunk was returned and now may show up in the list.",
-                     "", recovery));
+          StatusJson(
+              410, "Expired",
+              "The provided continue parameter is too old to display a consistent list result. You "
+              "can "
+              "start a new list without the continue parameter, or use the continue token in this "
+              "response to retrieve the remainder of the results. Continuing with the provided "
+              "token "
+              "results in an inconsistent list - objects that were created, modified, or deleted "
+              "between the time the first chunk was returned and now may show up in the list.",
+              "", recovery));
     }
-    return SendReply(w, {410, "Expired", "The resourceVersion for the provided list is too old.", ""});
+    return SendReply(w,
+                     {410, "Expired", "The resourceVersion for the provided list is too old.", ""});
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     list_items_[t.rt->resource] += result->items.size();
   }
-  std::string head = R"({"kind":")" + t.rt->list_kind() + R"(","apiVersion":")" + t.rt->api_version() +
-                     R"(","metadata":{"resourceVersion":")" + std::to_string(result->rv) + "\"";
+  std::string head = R"({"kind":")" + t.rt->list_kind() + R"(","apiVersion":")" +
+                     t.rt->api_version() + R"(","metadata":{"resourceVersion":")" +
+                     std::to_string(result->rv) + "\"";
   if (!result->next_key.empty()) {
     head += R"(,"continue":")" + EncodeContinue(result->rv, result->next_key) + "\"";
-    if (result->remaining >= 0) head += R"(,"remainingItemCount":)" + std::to_string(result->remaining);
+    if (result->remaining >= 0)
+      head += R"(,"remainingItemCount":)" + std::to_string(result->remaining);
   }
   head += R"(},"items":[)";
   std::vector<std::string_view> pieces;
@@ -562,7 +622,10 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
   if (!w.Begin(200, {{"Content-Type", "application/json"}})) return;
   size_t total = 0;
   for (std::string_view p : pieces) total += p.size();
-  const char* kind = f.cut.Contains(n) ? "cut" : f.malformed.Contains(n) ? "malformed" : f.stall.Contains(n) ? "stall" : nullptr;
+  const char* kind = f.cut.Contains(n)         ? "cut"
+                     : f.malformed.Contains(n) ? "malformed"
+                     : f.stall.Contains(n)     ? "stall"
+                                               : nullptr;
   if (!kind) {
     WriteBody(w, pieces, 2 * kListItemsPerChunk);
     return;
@@ -578,43 +641,52 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
 void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
   const Faults& f = options_.faults;
   if (!q.rv_match.empty() && !q.send_initial_events.value_or(false)) {
-    return SendReply(w, ListOptionsInvalid("resourceVersionMatch",
-                                           "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+    return SendReply(
+        w, ListOptionsInvalid(
+               "resourceVersionMatch",
+               "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
   }
   if (q.send_initial_events.value_or(false) && q.rv_match != "NotOlderThan") {
-    return SendReply(w, ListOptionsInvalid("sendInitialEvents",
-                                           "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+    return SendReply(
+        w, ListOptionsInvalid(
+               "sendInitialEvents",
+               "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
   }
   std::optional<uint64_t> from;
   if (q.rv && !q.rv->empty() && *q.rv != "0") {
     from = ParseRv(*q.rv);
-    if (!from) return SendReply(w, {400, "BadRequest", "invalid resource version " + Quote(*q.rv), ""});
+    if (!from)
+      return SendReply(w, {400, "BadRequest", "invalid resource version " + Quote(*q.rv), ""});
   }
   const bool initial = q.send_initial_events.value_or(!from.has_value());
   const auto start = Clock::now();
-  const auto deadline =
-      start + (q.timeout_seconds && *q.timeout_seconds > 0 ? std::chrono::seconds(*q.timeout_seconds)
-                                                           : options_.default_watch_timeout);
+  const auto deadline = start + (q.timeout_seconds && *q.timeout_seconds > 0
+                                     ? std::chrono::seconds(*q.timeout_seconds)
+                                     : options_.default_watch_timeout);
   ++watches_open_;
   struct Closing {
     std::atomic<int64_t>* open;
     ~Closing() { --*open; }
   } closing{&watches_open_};
-  if (!w.Begin(200, {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}})) return;
+  if (!w.Begin(200, {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}}))
+    return;
   if (f.expire.Contains(n)) {
     NoteFault("expire");
-    w.Write(ErrorEvent({410, "Expired", "too old resource version: " + std::string(q.rv.value_or("0")) + " (" +
-                                            std::to_string(state_->floor(t.type)) + ")",
+    w.Write(ErrorEvent({410, "Expired",
+                        "too old resource version: " + std::string(q.rv.value_or("0")) + " (" +
+                            std::to_string(state_->floor(t.type)) + ")",
                         ""}));
     return;
   }
   const uint64_t current = state_->current_rv();
   if (from && *from > current) {
-    ojson d = {{"causes", {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}},
-               {"retryAfterSeconds", 1}};
+    ojson d = {
+        {"causes",
+         {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}},
+        {"retryAfterSeconds", 1}};
     w.Write(ErrorEvent({504, "Timeout",
-                        "Timeout: Too large resource version: " + std::to_string(*from) + ", current: " +
-                            std::to_string(current),
+                        "Timeout: Too large resource version: " + std::to_string(*from) +
+                            ", current: " + std::to_string(current),
                         d.dump()}));
     return;
   }
@@ -639,8 +711,9 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
       if (!w.Write(Bookmark(*t.rt, pos, true))) return;
     }
   } else if (pos < state_->floor(t.type)) {
-    w.Write(ErrorEvent({410, "Expired", "too old resource version: " + std::to_string(pos) + " (" +
-                                            std::to_string(state_->floor(t.type)) + ")",
+    w.Write(ErrorEvent({410, "Expired",
+                        "too old resource version: " + std::to_string(pos) + " (" +
+                            std::to_string(state_->floor(t.type)) + ")",
                         ""}));
     return;
   }
@@ -659,7 +732,8 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
       if (q.bookmarks) w.Write(Bookmark(*t.rt, pos, false));
       return;
     }
-    auto wake = std::min({deadline, now + std::chrono::seconds(1), q.bookmarks ? next_bookmark : deadline});
+    auto wake =
+        std::min({deadline, now + std::chrono::seconds(1), q.bookmarks ? next_bookmark : deadline});
     WatchBatch batch = state_->Wait(t.type, pos, kWatchBatch, wake);
     if (batch.stopped || batch.expired) return;  // a watcher that fell behind the history is closed
     scratch.clear();
@@ -668,7 +742,9 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
       std::string_view prefix;
       std::string_view json = e.object->object->json();
       if (!q.has_selector()) {
-        prefix = e.type == EventType::kAdded ? kAddedPrefix : e.type == EventType::kModified ? kModifiedPrefix : kDeletedPrefix;
+        prefix = e.type == EventType::kAdded      ? kAddedPrefix
+                 : e.type == EventType::kModified ? kModifiedPrefix
+                                                  : kDeletedPrefix;
       } else {
         const bool now_in = e.type != EventType::kDeleted && filter(*e.object);
         const bool was_in = e.prev && filter(*e.prev);
@@ -678,7 +754,8 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
           prefix = kAddedPrefix;
         } else if (was_in) {
           prefix = kDeletedPrefix;
-          if (e.type != EventType::kDeleted) json = scratch.emplace_back(Restamp(e.prev->object->json(), e.rv));
+          if (e.type != EventType::kDeleted)
+            json = scratch.emplace_back(Restamp(e.prev->object->json(), e.rv));
         } else {
           continue;
         }
@@ -690,12 +767,14 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
     if (!pieces.empty() && (cut || malformed)) {
       if (cut) {
         NoteFault("cut");
-        std::string_view event = scratch.emplace_back(std::string(pieces[0]) + std::string(pieces[1]));
+        std::string_view event =
+            scratch.emplace_back(std::string(pieces[0]) + std::string(pieces[1]));
         w.Write(event.substr(0, event.size() / 2));
         return w.Cut();
       }
       NoteFault("malformed");
-      w.Write(std::string(pieces[0]) + R"({"kind":")" + t.rt->kind + R"(","metadata":{"name":}}})" + "\n");
+      w.Write(std::string(pieces[0]) + R"({"kind":")" + t.rt->kind + R"(","metadata":{"name":}}})" +
+              "\n");
       return;
     }
     if (!pieces.empty() && !w.Write(pieces)) return;
@@ -718,17 +797,20 @@ namespace {
 
 // Parses a create or update body and checks what the URL fixes: kind,
 // apiVersion, namespace (and name, for an update).
-std::optional<Reply> ParseBody(const http::Request& req, const ResourceType& rt, const std::string& namespace_,
-                               ojson* out) {
-  if (std::string type = req.Header("Content-Type"); !type.empty() && type.find("json") == std::string::npos) {
+std::optional<Reply> ParseBody(const http::Request& req, const ResourceType& rt,
+                               const std::string& namespace_, ojson* out) {
+  if (std::string type = req.Header("Content-Type");
+      !type.empty() && type.find("json") == std::string::npos) {
     return Reply{415, "UnsupportedMediaType",
-                 "the body of the request was in an unknown format - accepted media types include: application/json",
+                 "the body of the request was in an unknown format - accepted media types include: "
+                 "application/json",
                  ""};
   }
   ojson j = ojson::parse(req.body, nullptr, false);
   if (!j.is_object()) {
     return Reply{400, "BadRequest",
-                 "the body of the request was in an unknown format - accepted media types include: application/json",
+                 "the body of the request was in an unknown format - accepted media types include: "
+                 "application/json",
                  ""};
   }
   if (j.contains("apiVersion") && j["apiVersion"] != rt.api_version()) {
@@ -739,7 +821,9 @@ std::optional<Reply> ParseBody(const http::Request& req, const ResourceType& rt,
   }
   if (j.contains("kind") && j["kind"] != rt.kind) {
     return Reply{400, "BadRequest",
-                 "the kind in the data (" + j["kind"].dump() + ") does not match the expected kind (" + rt.kind + ")", ""};
+                 "the kind in the data (" + j["kind"].dump() +
+                     ") does not match the expected kind (" + rt.kind + ")",
+                 ""};
   }
   j["kind"] = rt.kind;
   j["apiVersion"] = rt.api_version();
@@ -747,8 +831,10 @@ std::optional<Reply> ParseBody(const http::Request& req, const ResourceType& rt,
   ojson& meta = j["metadata"];
   if (rt.namespaced) {
     if (meta.contains("namespace") && meta["namespace"] != namespace_ && meta["namespace"] != "") {
-      return Reply{400, "BadRequest",
-                   "the namespace of the provided object does not match the namespace sent on the request", ""};
+      return Reply{
+          400, "BadRequest",
+          "the namespace of the provided object does not match the namespace sent on the request",
+          ""};
     }
     meta["namespace"] = namespace_;
   } else {
@@ -776,11 +862,14 @@ void Api::Create(const http::Request& req, const Target& t, http::ResponseWriter
   if (auto err = ParseBody(req, *t.rt, t.namespace_, &j)) return SendReply(w, *err);
   ojson& meta = j["metadata"];
   std::string name = meta.value("name", "");
-  if (name.empty() && !meta.value("generateName", "").empty()) name = meta["generateName"].get<std::string>() + RandomSuffix(5);
+  if (name.empty() && !meta.value("generateName", "").empty())
+    name = meta["generateName"].get<std::string>() + RandomSuffix(5);
   if (name.empty()) {
-    return SendReply(w, {422, "Invalid",
-                         t.rt->kind + " \"\" is invalid: metadata.name: Required value: name or generateName is required",
-                         Details("", t.rt->group, t.rt->kind)});
+    return SendReply(
+        w, {422, "Invalid",
+            t.rt->kind +
+                " \"\" is invalid: metadata.name: Required value: name or generateName is required",
+            Details("", t.rt->group, t.rt->kind)});
   }
   if (t.rt->namespaced) {
     int ns_type = state_->Find("", "namespaces");
@@ -797,11 +886,12 @@ void Api::Create(const http::Request& req, const Target& t, http::ResponseWriter
   j = Canonical(j);
   std::optional<Reply> reply;
   StatusOr<StoredPtr> stored = state_->Apply(
-      t.type, StateKey(*t.rt, t.namespace_, name), [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
+      t.type, StateKey(*t.rt, t.namespace_, name),
+      [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
         if (current) {
           reply = Reply{409, "AlreadyExists",
-                        t.rt->resource + (t.rt->group.empty() ? "" : "." + t.rt->group) + " " + Quote(name) +
-                            " already exists",
+                        t.rt->resource + (t.rt->group.empty() ? "" : "." + t.rt->group) + " " +
+                            Quote(name) + " already exists",
                         Details(name, t.rt->group, t.rt->resource)};
           return Status::AlreadyExists(name);
         }
@@ -810,7 +900,9 @@ void Api::Create(const http::Request& req, const Target& t, http::ResponseWriter
         return Change{Change::kWrite, j.dump()};
       });
   if (reply) return SendReply(w, *reply);
-  if (!stored.ok()) return SendReply(w, {500, "InternalError", "Internal error occurred: " + std::string(stored.status().message()), ""});
+  if (!stored.ok())
+    return SendReply(w, {500, "InternalError",
+                         "Internal error occurred: " + std::string(stored.status().message()), ""});
   w.Send(201, {{"Content-Type", "application/json"}}, (*stored)->object->json());
 }
 
@@ -820,12 +912,15 @@ void Api::Update(const http::Request& req, const Target& t, http::ResponseWriter
   std::string name = j["metadata"].value("name", "");
   if (name != t.name) {
     return SendReply(w, {400, "BadRequest",
-                         "the name of the object (" + name + ") does not match the name on the URL (" + t.name + ")", ""});
+                         "the name of the object (" + name +
+                             ") does not match the name on the URL (" + t.name + ")",
+                         ""});
   }
   const std::string sent_rv = j["metadata"].value("resourceVersion", "");
   std::optional<Reply> reply;
   StatusOr<StoredPtr> stored = state_->Apply(
-      t.type, StateKey(*t.rt, t.namespace_, name), [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
+      t.type, StateKey(*t.rt, t.namespace_, name),
+      [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
         if (!current) {
           reply = NotFound(*t.rt, name);
           return Status::NotFound(name);
@@ -834,7 +929,8 @@ void Api::Update(const http::Request& req, const Target& t, http::ResponseWriter
           reply = Reply{409, "Conflict",
                         "Operation cannot be fulfilled on " + t.rt->resource +
                             (t.rt->group.empty() ? "" : "." + t.rt->group) + " " + Quote(name) +
-                            ": the object has been modified; please apply your changes to the latest version and "
+                            ": the object has been modified; please apply your changes to the "
+                            "latest version and "
                             "try again",
                         Details(name, t.rt->group, t.rt->resource)};
           return Status::FailedPrecondition(name);
@@ -853,7 +949,9 @@ void Api::Update(const http::Request& req, const Target& t, http::ResponseWriter
         return Change{Change::kWrite, Canonical(j).dump()};
       });
   if (reply) return SendReply(w, *reply);
-  if (!stored.ok()) return SendReply(w, {500, "InternalError", "Internal error occurred: " + std::string(stored.status().message()), ""});
+  if (!stored.ok())
+    return SendReply(w, {500, "InternalError",
+                         "Internal error occurred: " + std::string(stored.status().message()), ""});
   w.Send(200, {{"Content-Type", "application/json"}}, (*stored)->object->json());
 }
 
@@ -862,7 +960,8 @@ void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter
   if (!req.body.empty()) {
     ojson opts = ojson::parse(req.body, nullptr, false);
     if (!opts.is_object()) {
-      return SendReply(w, {400, "BadRequest", "the body of the request is not DeleteOptions JSON", ""});
+      return SendReply(
+          w, {400, "BadRequest", "the body of the request is not DeleteOptions JSON", ""});
     }
     if (opts.contains("preconditions") && opts["preconditions"].is_object()) {
       want_uid = opts["preconditions"].value("uid", "");
@@ -872,7 +971,8 @@ void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter
   std::optional<Reply> reply;
   std::string uid;
   StatusOr<StoredPtr> stored = state_->Apply(
-      t.type, StateKey(*t.rt, t.namespace_, t.name), [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
+      t.type, StateKey(*t.rt, t.namespace_, t.name),
+      [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
         if (!current) {
           reply = NotFound(*t.rt, t.name);
           return Status::NotFound(t.name);
@@ -880,21 +980,25 @@ void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter
         uid = current->object->meta().uid;
         std::string conflict;
         if (!want_uid.empty() && want_uid != uid) {
-          conflict = "Precondition failed: UID in precondition: " + want_uid + ", UID in object meta: " + uid;
+          conflict = "Precondition failed: UID in precondition: " + want_uid +
+                     ", UID in object meta: " + uid;
         } else if (!want_rv.empty() && want_rv != std::to_string(current->rv)) {
           conflict = "Precondition failed: ResourceVersion in precondition: " + want_rv +
                      ", ResourceVersion in object meta: " + std::to_string(current->rv);
         }
         if (!conflict.empty()) {
           reply = Reply{409, "Conflict",
-                        "Operation cannot be fulfilled on " + t.rt->resource + " " + Quote(t.name) + ": " + conflict,
+                        "Operation cannot be fulfilled on " + t.rt->resource + " " + Quote(t.name) +
+                            ": " + conflict,
                         Details(t.name, t.rt->group, t.rt->resource)};
           return Status::FailedPrecondition(t.name);
         }
         return Change{Change::kDelete, Restamp(current->object->json(), rv)};
       });
   if (reply) return SendReply(w, *reply);
-  if (!stored.ok()) return SendReply(w, {500, "InternalError", "Internal error occurred: " + std::string(stored.status().message()), ""});
+  if (!stored.ok())
+    return SendReply(w, {500, "InternalError",
+                         "Internal error occurred: " + std::string(stored.status().message()), ""});
   w.Send(200, {{"Content-Type", "application/json"}},
          StatusJson(200, "", "", Details(t.name, t.rt->group, t.rt->resource, uid)));
 }

@@ -15,9 +15,9 @@
 #include <mutex>
 #include <string>
 
-#include "testserver/http_server.h"
 #include "testserver/cluster_state.h"
 #include "testserver/faults.h"
+#include "testserver/http_server.h"
 
 namespace kcache::serve {
 
@@ -70,7 +70,8 @@ class Api {
 
 // The body of a Status object as the apiserver writes it.
 std::string StatusJson(int code, std::string_view reason, std::string_view message,
-                       const std::string& details_json = "", const std::string& continue_token = "");
+                       const std::string& details_json = "",
+                       const std::string& continue_token = "");
 
 }  // namespace kcache::serve
 

@@ -4,7 +4,8 @@
 
 namespace kcache::serve {
 
-std::string StateKey(const ResourceType& type, const std::string& namespace_, const std::string& name) {
+std::string StateKey(const ResourceType& type, const std::string& namespace_,
+                     const std::string& name) {
   return type.namespaced ? namespace_ + "/" + name : name;
 }
 
@@ -95,7 +96,8 @@ void ClusterState::Prune(Keyspace& ks, const std::string& key) {
   if (v.empty()) ks.objects.erase(it);
 }
 
-StatusOr<StoredPtr> ClusterState::Apply(int type, const std::string& key, const Mutation& mutation) {
+StatusOr<StoredPtr> ClusterState::Apply(int type, const std::string& key,
+                                        const Mutation& mutation) {
   std::lock_guard<std::mutex> lock(mu_);
   Keyspace& ks = *spaces_[type];
   StoredPtr current;
@@ -161,8 +163,8 @@ StatusOr<ListResult> ClusterState::List(int type, const ListQuery& q) const {
                            std::to_string(ks.floor));
   }
   if (out.rv > rv_) {
-    return Status::FailedPrecondition("resourceVersion " + std::to_string(out.rv) + " is newer than " +
-                              std::to_string(rv_));
+    return Status::FailedPrecondition("resourceVersion " + std::to_string(out.rv) +
+                                      " is newer than " + std::to_string(rv_));
   }
   auto visible = [&](const std::vector<Version>& versions) -> const StoredPtr* {
     const StoredPtr* o = out.rv == rv_ ? &versions.back().object : At(versions, out.rv);
@@ -210,7 +212,8 @@ WatchBatch ClusterState::Wait(int type, uint64_t after, size_t max,
   // History is in resourceVersion order: find the first event after `after`.
   auto first = std::upper_bound(ks.history.begin(), ks.history.end(), after,
                                 [](uint64_t rv, const Event& e) { return rv < e.rv; });
-  for (auto it = first; it != ks.history.end() && out.events.size() < max; ++it) out.events.push_back(*it);
+  for (auto it = first; it != ks.history.end() && out.events.size() < max; ++it)
+    out.events.push_back(*it);
   bool all = first + static_cast<ptrdiff_t>(out.events.size()) == ks.history.end();
   out.position = all ? std::max(after, rv_) : out.events.back().rv;
   return out;

@@ -35,8 +35,8 @@ namespace kcache::serve {
 struct StoredObject {
   ObjectPtr object;  // JSON with metadata.resourceVersion == rv
   uint64_t rv = 0;
-  std::string key;   // StateKey of the object
-  Labels fields;     // the type's selectable fields, as field selectors read them
+  std::string key;  // StateKey of the object
+  Labels fields;    // the type's selectable fields, as field selectors read them
 };
 using StoredPtr = std::shared_ptr<const StoredObject>;
 
@@ -62,10 +62,10 @@ struct Change {
 using Mutation = std::function<StatusOr<Change>(const StoredPtr& current, uint64_t rv)>;
 
 struct ListQuery {
-  std::string namespace_;  // "" for every namespace
-  uint64_t at_rv = 0;      // 0: the current state
-  std::string start_key;   // first key to consider (inclusive)
-  size_t limit = 0;        // 0: no limit
+  std::string namespace_;                           // "" for every namespace
+  uint64_t at_rv = 0;                               // 0: the current state
+  std::string start_key;                            // first key to consider (inclusive)
+  size_t limit = 0;                                 // 0: no limit
   std::function<bool(const StoredObject&)> filter;  // null: everything
   bool count_remaining = false;
 };
@@ -73,8 +73,8 @@ struct ListQuery {
 struct ListResult {
   uint64_t rv = 0;
   std::vector<StoredPtr> items;
-  std::string next_key;       // set when the limit cut the list short
-  int64_t remaining = -1;     // items after next_key, when counted
+  std::string next_key;    // set when the limit cut the list short
+  int64_t remaining = -1;  // items after next_key, when counted
 };
 
 struct WatchBatch {
@@ -155,7 +155,8 @@ class ClusterState {
 };
 
 // "namespace/name", or "name" for a cluster-scoped type.
-std::string StateKey(const ResourceType& type, const std::string& namespace_, const std::string& name);
+std::string StateKey(const ResourceType& type, const std::string& namespace_,
+                     const std::string& name);
 
 }  // namespace kcache::serve
 

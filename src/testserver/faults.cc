@@ -16,9 +16,9 @@ StatusOr<RequestSet> RequestSet::Parse(std::string_view flag, std::string_view s
     uint64_t n = 0;
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
     if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || n == 0) {
-      return Status::InvalidArgument("invalid argument \"" + std::string(item) + "\" for \"--" +
-                                     std::string(flag) +
-                                     "\" flag: want request numbers from 1 (\"3\"), or \"*N\" for every Nth");
+      return Status::InvalidArgument(
+          "invalid argument \"" + std::string(item) + "\" for \"--" + std::string(flag) +
+          "\" flag: want request numbers from 1 (\"3\"), or \"*N\" for every Nth");
     }
     (every ? out.every_ : out.numbers_).push_back(n);
   }

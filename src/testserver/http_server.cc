@@ -59,8 +59,9 @@ bool ParseHead(std::string_view head, Request* req) {
       std::string_view pair = query.substr(0, amp);
       if (!pair.empty()) {
         size_t eq = pair.find('=');
-        req->query.emplace_back(PercentDecode(pair.substr(0, eq), true),
-                                eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true));
+        req->query.emplace_back(
+            PercentDecode(pair.substr(0, eq), true),
+            eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1), true));
       }
       if (amp == std::string_view::npos) break;
       query.remove_prefix(amp + 1);
@@ -68,11 +69,14 @@ bool ParseHead(std::string_view head, Request* req) {
   }
   while (line_end != std::string_view::npos && line_end + 2 < head.size()) {
     size_t next = head.find("\r\n", line_end + 2);
-    std::string_view line = head.substr(line_end + 2, next == std::string_view::npos ? std::string_view::npos : next - line_end - 2);
+    std::string_view line =
+        head.substr(line_end + 2,
+                    next == std::string_view::npos ? std::string_view::npos : next - line_end - 2);
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) return false;
     std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
     req->headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
     line_end = next;
@@ -100,25 +104,44 @@ std::string PercentDecode(std::string_view s, bool plus_is_space) {
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 413: return "Request Entity Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Request Entity Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Status";
   }
 }
 
@@ -147,7 +170,8 @@ bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
         if (stopping_->load()) return broken_ = true, false;
         std::string_view part = piece.substr(0, slice);
         ResponseWriter unlimited(fd_, stopping_);
-        if (!unlimited.SendAll(std::span<const std::string_view>(&part, 1))) return broken_ = true, false;
+        if (!unlimited.SendAll(std::span<const std::string_view>(&part, 1)))
+          return broken_ = true, false;
         piece.remove_prefix(part.size());
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
@@ -185,7 +209,8 @@ bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
 }
 
 bool ResponseWriter::Head(int status, const Headers& headers, const std::string* length) {
-  std::string head = "HTTP/1.1 " + std::to_string(status) + " " + std::string(ReasonPhrase(status)) + "\r\n";
+  std::string head =
+      "HTTP/1.1 " + std::to_string(status) + " " + std::string(ReasonPhrase(status)) + "\r\n";
   bool has_type = false;
   for (const auto& [k, v] : headers) {
     head += k + ": " + v + "\r\n";
@@ -250,18 +275,22 @@ StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Hand
   }
   std::string host(host_port.substr(0, colon));
   std::string port(host_port.substr(colon + 1));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       port.size() > 5 || std::stoi(port) > 65535) {
-    return Status::InvalidArgument("listen address \"" + std::string(host_port) + "\": bad port \"" + port + "\"");
+    return Status::InvalidArgument("listen address \"" + std::string(host_port) +
+                                   "\": bad port \"" + port + "\"");
   }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* res = nullptr;
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    return Status::InvalidArgument("listen address \"" + std::string(host_port) + "\": " + gai_strerror(rc));
+  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
+      rc != 0) {
+    return Status::InvalidArgument("listen address \"" + std::string(host_port) +
+                                   "\": " + gai_strerror(rc));
   }
   int fd = -1;
   std::string error;
@@ -330,7 +359,8 @@ void Server::Accept() {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) {
-        if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (errno == EMFILE || errno == ENFILE)
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
         continue;
       }
       return;  // shut down
@@ -373,7 +403,8 @@ void Server::Serve(Connection* conn) {
     while ((end = in.find("\r\n\r\n")) == std::string::npos) {
       if (in.size() > kMaxHeaderBytes || !fill()) {
         if (in.size() > kMaxHeaderBytes) {
-          ResponseWriter(fd, &stopping_).Send(431, {{"Content-Type", "text/plain"}}, "request header too large\n");
+          ResponseWriter(fd, &stopping_)
+              .Send(431, {{"Content-Type", "text/plain"}}, "request header too large\n");
         }
         shutdown(fd, SHUT_RDWR);
         conn->done = true;
@@ -389,7 +420,8 @@ void Server::Serve(Connection* conn) {
       break;
     }
     if (!req.Header("Transfer-Encoding").empty()) {
-      w.Send(411, {{"Content-Type", "text/plain"}, {"Connection", "close"}}, "a request body needs Content-Length\n");
+      w.Send(411, {{"Content-Type", "text/plain"}, {"Connection", "close"}},
+             "a request body needs Content-Length\n");
       break;
     }
     size_t length = 0;
@@ -397,7 +429,8 @@ void Server::Serve(Connection* conn) {
       char* endp = nullptr;
       unsigned long long v = std::strtoull(cl.c_str(), &endp, 10);
       if (*endp != '\0' || v > kMaxBodyBytes) {
-        w.Send(413, {{"Content-Type", "text/plain"}, {"Connection", "close"}}, "request body too large or its length unreadable\n");
+        w.Send(413, {{"Content-Type", "text/plain"}, {"Connection", "close"}},
+               "request body too large or its length unreadable\n");
         break;
       }
       length = static_cast<size_t>(v);

@@ -31,8 +31,8 @@ std::string Alnum(uint64_t v, int n) {
 
 std::string Uid(uint64_t v) {
   uint64_t a = Mix(v), b = Mix(a);
-  return Hex(a >> 32, 8) + "-" + Hex(a >> 16, 4) + "-4" + Hex(a, 3) + "-a" + Hex(b >> 48, 3) +
-         "-" + Hex(b, 12);
+  return Hex(a >> 32, 8) + "-" + Hex(a >> 16, 4) + "-4" + Hex(a, 3) + "-a" + Hex(b >> 48, 3) + "-" +
+         Hex(b, 12);
 }
 
 std::string Timestamp(uint64_t v) {
@@ -43,7 +43,7 @@ std::string Timestamp(uint64_t v) {
   return buf;
 }
 
-constexpr std::string_view kApps[] = {"frontend", "checkout", "payments", "search", "catalog",
+constexpr std::string_view kApps[] = {"frontend",  "checkout", "payments", "search", "catalog",
                                       "inventory", "shipping", "auth",     "ledger", "mailer"};
 constexpr std::string_view kTiers[] = {"web", "api", "worker", "cache"};
 
@@ -65,30 +65,23 @@ std::string PodJson(const PodOptions& o, uint64_t index, uint64_t resource_versi
                             std::to_string(app_hash % 40) + "." + std::to_string(h % 7);
   const std::string ip = "10." + std::to_string(h % 250) + "." + std::to_string((h >> 8) % 250) +
                          "." + std::to_string((h >> 16) % 250);
-  const std::string host_ip = "192.168." + std::to_string((h >> 24) % 250) + "." +
-                              std::to_string((h >> 32) % 250);
+  const std::string host_ip =
+      "192.168." + std::to_string((h >> 24) % 250) + "." + std::to_string((h >> 32) % 250);
   const std::string version = "v1." + std::to_string(app_hash % 40);
   const std::string track = (h % 10 == 0) ? "canary" : "stable";
 
   std::string j;
   j.reserve(7000);
-  j += R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":")" + name +
-       R"(","generateName":")" + rs + R"(-","namespace":")" + ns + R"(","uid":")" + Uid(h) +
-       R"(","resourceVersion":")" + std::to_string(resource_version) +
-       R"(","creationTimestamp":")" + created + R"(","labels":{"app":")" + app +
-       R"(","pod-template-hash":")" + template_hash + R"(","tier":")" + tier +
-       R"(","track":")" + track + R"(","version":")" + version +
+  j += R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":")" + name + R"(","generateName":")" +
+       rs + R"(-","namespace":")" + ns + R"(","uid":")" + Uid(h) + R"(","resourceVersion":")" +
+       std::to_string(resource_version) + R"(","creationTimestamp":")" + created +
+       R"(","labels":{"app":")" + app + R"(","pod-template-hash":")" + template_hash +
+       R"(","tier":")" + tier + R"(","track":")" + track + R"(","version":")" + version +
        R"("},"annotations":{"kubectl.kubernetes.io/restartedAt":")" + created +
        R"(","prometheus.io/port":"9090","prometheus.io/scrape":"true"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":")" +
        rs + R"(","uid":")" + Uid(app_hash) +
-       R"(","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":")" +
-       created +
-       R"(","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/restartedAt":{},"f:prometheus.io/port":{},"f:prometheus.io/scrape":{}},"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{},"f:tier":{},"f:track":{},"f:version":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\")" +
-       Uid(app_hash) +
-       R"(\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{".":{},"k:{\"name\":\"LOG_LEVEL\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"OTEL_EXPORTER_OTLP_ENDPOINT\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"GOMAXPROCS\"}":{".":{},"f:name":{},"f:valueFrom":{".":{},"f:resourceFieldRef":{}}},"k:{\"name\":\"POD_NAME\"}":{".":{},"f:name":{},"f:valueFrom":{".":{},"f:fieldRef":{}}}},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{".":{},"f:failureThreshold":{},"f:httpGet":{".":{},"f:path":{},"f:port":{},"f:scheme":{}},"f:periodSeconds":{},"f:successThreshold":{},"f:timeoutSeconds":{}},"f:name":{},"f:readinessProbe":{".":{},"f:failureThreshold":{},"f:httpGet":{".":{},"f:path":{},"f:port":{},"f:scheme":{}},"f:periodSeconds":{},"f:successThreshold":{},"f:timeoutSeconds":{}},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:name":{},"f:protocol":{}}},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{},"f:volumeMounts":{".":{},"k:{\"mountPath\":\"/etc/config\"}":{".":{},"f:mountPath":{},"f:name":{},"f:readOnly":{}}}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{},"f:volumes":{".":{},"k:{\"name\":\"config\"}":{".":{},"f:configMap":{".":{},"f:defaultMode":{},"f:name":{}},"f:name":{}}}}}},{"manager":"kubelet","operation":"Update","apiVersion":"v1","time":")" +
-       created +
-       R"(","fieldsType":"FieldsV1","fieldsV1":{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\")" +
-       ip + R"(\"}":{".":{},"f:ip":{}}},"f:startTime":{}}},"subresource":"status"}]},"spec":{"volumes":[{"name":"config","configMap":{"name":")" +
+       R"(","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":")" + created + R"(","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/restartedAt":{},"f:prometheus.io/port":{},"f:prometheus.io/scrape":{}},"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{},"f:tier":{},"f:track":{},"f:version":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\")" + Uid(app_hash) + R"(\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{".":{},"k:{\"name\":\"LOG_LEVEL\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"OTEL_EXPORTER_OTLP_ENDPOINT\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"GOMAXPROCS\"}":{".":{},"f:name":{},"f:valueFrom":{".":{},"f:resourceFieldRef":{}}},"k:{\"name\":\"POD_NAME\"}":{".":{},"f:name":{},"f:valueFrom":{".":{},"f:fieldRef":{}}}},"f:image":{},"f:imagePullPolicy":{},"f:livenessProbe":{".":{},"f:failureThreshold":{},"f:httpGet":{".":{},"f:path":{},"f:port":{},"f:scheme":{}},"f:periodSeconds":{},"f:successThreshold":{},"f:timeoutSeconds":{}},"f:name":{},"f:readinessProbe":{".":{},"f:failureThreshold":{},"f:httpGet":{".":{},"f:path":{},"f:port":{},"f:scheme":{}},"f:periodSeconds":{},"f:successThreshold":{},"f:timeoutSeconds":{}},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:name":{},"f:protocol":{}}},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{},"f:volumeMounts":{".":{},"k:{\"mountPath\":\"/etc/config\"}":{".":{},"f:mountPath":{},"f:name":{},"f:readOnly":{}}}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{},"f:volumes":{".":{},"k:{\"name\":\"config\"}":{".":{},"f:configMap":{".":{},"f:defaultMode":{},"f:name":{}},"f:name":{}}}}}},{"manager":"kubelet","operation":"Update","apiVersion":"v1","time":")" + created + R"(","fieldsType":"FieldsV1","fieldsV1":{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\")" + ip +
+       R"(\"}":{".":{},"f:ip":{}}},"f:startTime":{}}},"subresource":"status"}]},"spec":{"volumes":[{"name":"config","configMap":{"name":")" +
        app + R"(-config","defaultMode":420}},{"name":"kube-api-access-)" + Alnum(h >> 7, 5) +
        R"(","projected":{"sources":[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},{"configMap":{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}},{"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"}}]}}],"defaultMode":420}}],"containers":[{"name":"app","image":")" +
        image +
@@ -103,23 +96,23 @@ std::string PodJson(const PodOptions& o, uint64_t index, uint64_t resource_versi
        R"("},{"type":"ContainersReady","status":"True","lastProbeTime":null,"lastTransitionTime":")" +
        created +
        R"("},{"type":"PodScheduled","status":"True","lastProbeTime":null,"lastTransitionTime":")" +
-       created + R"("}],"hostIP":")" + host_ip + R"(","podIP":")" + ip +
-       R"(","podIPs":[{"ip":")" + ip + R"("}],"startTime":")" + created +
+       created + R"("}],"hostIP":")" + host_ip + R"(","podIP":")" + ip + R"(","podIPs":[{"ip":")" +
+       ip + R"("}],"startTime":")" + created +
        R"(","containerStatuses":[{"name":"app","state":{"running":{"startedAt":")" + created +
        R"("}},"lastState":{},"ready":true,"restartCount":)" + std::to_string(h % 3) +
        R"(,"image":")" + image + R"(","imageID":")" + image + "@sha256:" + Hex(Mix(h), 16) +
        Hex(Mix(h + 1), 16) + Hex(Mix(h + 2), 16) + Hex(Mix(h + 3), 16) +
        R"(","containerID":"containerd://)" + Hex(Mix(h + 4), 16) + Hex(Mix(h + 5), 16) +
-       Hex(Mix(h + 6), 16) + Hex(Mix(h + 7), 16) +
-       R"(","started":true}],"qosClass":"Burstable"}})";
+       Hex(Mix(h + 6), 16) + Hex(Mix(h + 7), 16) + R"(","started":true}],"qosClass":"Burstable"}})";
   return j;
 }
 
 std::string NamespaceJson(const std::string& name, uint64_t resource_version) {
   const uint64_t h = Mix(std::hash<std::string>{}(name));
-  return R"({"kind":"Namespace","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":")" + Uid(h) +
-         R"(","resourceVersion":")" + std::to_string(resource_version) + R"(","creationTimestamp":")" +
-         Timestamp(h) + R"(","labels":{"kubernetes.io/metadata.name":")" + name +
+  return R"({"kind":"Namespace","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":")" +
+         Uid(h) + R"(","resourceVersion":")" + std::to_string(resource_version) +
+         R"(","creationTimestamp":")" + Timestamp(h) +
+         R"(","labels":{"kubernetes.io/metadata.name":")" + name +
          R"("},"annotations":{}},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}})";
 }
 
@@ -127,10 +120,12 @@ std::string NodeJson(const PodOptions& o, int index, uint64_t resource_version) 
   const uint64_t h = Mix(o.seed * 31337 + static_cast<uint64_t>(index));
   const std::string name = "node-" + std::to_string(index);
   const std::string zone = "zone-" + std::string(1, static_cast<char>('a' + h % 3));
-  const std::string ip = "192.168." + std::to_string((h >> 24) % 250) + "." + std::to_string((h >> 32) % 250);
+  const std::string ip =
+      "192.168." + std::to_string((h >> 24) % 250) + "." + std::to_string((h >> 32) % 250);
   const std::string created = Timestamp(h);
-  return R"({"kind":"Node","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":")" + Uid(h) +
-         R"(","resourceVersion":")" + std::to_string(resource_version) + R"(","creationTimestamp":")" + created +
+  return R"({"kind":"Node","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":")" +
+         Uid(h) + R"(","resourceVersion":")" + std::to_string(resource_version) +
+         R"(","creationTimestamp":")" + created +
          R"(","labels":{"kubernetes.io/arch":"amd64","kubernetes.io/hostname":")" + name +
          R"(","kubernetes.io/os":"linux","node.kubernetes.io/instance-type":"m5.2xlarge","topology.kubernetes.io/zone":")" +
          zone + R"("},"annotations":{"node.alpha.kubernetes.io/ttl":"0"}},"spec":{"podCIDR":"10.)" +
@@ -147,12 +142,14 @@ std::string WidgetJson(const PodOptions& o, uint64_t app_index, uint64_t resourc
   const std::string ns = "ns-" + std::to_string(app_index % static_cast<uint64_t>(o.namespaces));
   const std::string app = std::string(kApps[app_index % 10]) + "-" + std::to_string(app_index);
   return R"({"apiVersion":"demo.kcache.io/v1","kind":"Widget","metadata":{"name":")" + app +
-         R"(","namespace":")" + ns + R"(","uid":")" + Uid(app_hash + 1) + R"(","resourceVersion":")" +
-         std::to_string(resource_version) + R"(","generation":1,"creationTimestamp":")" + Timestamp(app_hash) +
+         R"(","namespace":")" + ns + R"(","uid":")" + Uid(app_hash + 1) +
+         R"(","resourceVersion":")" + std::to_string(resource_version) +
+         R"(","generation":1,"creationTimestamp":")" + Timestamp(app_hash) +
          R"(","labels":{"app":")" + app + R"(","tier":")" + std::string(kTiers[app_hash % 4]) +
          R"("},"annotations":{}},"spec":{"replicas":)" + std::to_string(o.pods_per_app) +
          R"(,"image":"registry.example.com/)" + std::string(kApps[app_index % 10]) + R"(:v1.)" +
-         std::to_string(app_hash % 40) + R"("},"status":{"readyReplicas":)" + std::to_string(o.pods_per_app) + "}}";
+         std::to_string(app_hash % 40) + R"("},"status":{"readyReplicas":)" +
+         std::to_string(o.pods_per_app) + "}}";
 }
 
 std::string PadJson(std::string json, size_t bytes) {
@@ -164,7 +161,8 @@ std::string PadJson(std::string json, size_t bytes) {
   at += kAnchor.size();
   const bool empty = json[at] == '}';
   std::string filler(bytes - json.size() - overhead + (empty ? 1 : 0), 'x');
-  for (size_t i = 0; i < filler.size(); ++i) filler[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[Mix(i) % 36];
+  for (size_t i = 0; i < filler.size(); ++i)
+    filler[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[Mix(i) % 36];
   json.insert(at, std::string(kKey) + filler + (empty ? "\"" : "\","));
   return json;
 }

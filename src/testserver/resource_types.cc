@@ -60,10 +60,10 @@ const std::vector<ResourceType>& BuiltinResourceTypes() {
 }
 
 std::string ApiVersionsJson(const std::string& server_address) {
-  nlohmann::ordered_json j = {
-      {"kind", "APIVersions"},
-      {"versions", {"v1"}},
-      {"serverAddressByClientCIDRs", {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", server_address}}}}};
+  nlohmann::ordered_json j = {{"kind", "APIVersions"},
+                              {"versions", {"v1"}},
+                              {"serverAddressByClientCIDRs",
+                               {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", server_address}}}}};
   return j.dump();
 }
 

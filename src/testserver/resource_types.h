@@ -11,11 +11,11 @@
 namespace kcache::serve {
 
 struct ResourceType {
-  std::string group;    // "" for the core group
-  std::string version;  // "v1"
-  std::string resource; // plural, "pods"
-  std::string singular; // "pod"
-  std::string kind;     // "Pod"
+  std::string group;     // "" for the core group
+  std::string version;   // "v1"
+  std::string resource;  // plural, "pods"
+  std::string singular;  // "pod"
+  std::string kind;      // "Pod"
   bool namespaced = true;
   std::vector<std::string> short_names;
   // Accepted by field selectors besides metadata.name (and
@@ -23,7 +23,9 @@ struct ResourceType {
   std::vector<std::string> fields;
 
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }
-  std::string group_version_path() const { return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version; }
+  std::string group_version_path() const {
+    return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  }
   std::string list_kind() const { return kind + "List"; }
   // The field selector fields this type accepts, in full.
   std::vector<std::string> selectable_fields() const;

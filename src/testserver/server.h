@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "testserver/http_server.h"
 #include "kcache/status_or.h"
 #include "testserver/api.h"
 #include "testserver/cluster_state.h"
+#include "testserver/http_server.h"
 #include "testserver/synthetic.h"
 
 namespace kcache::serve {

@@ -59,15 +59,17 @@ Status LoadSyntheticCluster(ClusterState& state, const SyntheticOptions& o) {
   KCACHE_RETURN_IF_ERROR(state.Load(*ns, names.size(), [&](size_t i, uint64_t rv) {
     return synth::NamespaceJson(names[i], rv);
   }));
-  KCACHE_RETURN_IF_ERROR(state.Load(*nodes, static_cast<size_t>(p.nodes), [&](size_t i, uint64_t rv) {
-    return synth::NodeJson(p, static_cast<int>(i), rv);
-  }));
+  KCACHE_RETURN_IF_ERROR(state.Load(
+      *nodes, static_cast<size_t>(p.nodes),
+      [&](size_t i, uint64_t rv) { return synth::NodeJson(p, static_cast<int>(i), rv); }));
   const size_t pod_bytes = static_cast<size_t>(std::max<int64_t>(0, o.object_bytes));
-  KCACHE_RETURN_IF_ERROR(state.Load(*pods, static_cast<size_t>(std::max<int64_t>(0, o.pods)), [&](size_t i, uint64_t rv) {
-    return synth::PadJson(synth::PodJson(p, i, rv), pod_bytes);
-  }));
-  const size_t apps = static_cast<size_t>((std::max<int64_t>(0, o.pods) + p.pods_per_app - 1) / p.pods_per_app);
-  return state.Load(*widgets, apps, [&](size_t i, uint64_t rv) { return synth::WidgetJson(p, i, rv); });
+  KCACHE_RETURN_IF_ERROR(state.Load(
+      *pods, static_cast<size_t>(std::max<int64_t>(0, o.pods)),
+      [&](size_t i, uint64_t rv) { return synth::PadJson(synth::PodJson(p, i, rv), pod_bytes); }));
+  const size_t apps =
+      static_cast<size_t>((std::max<int64_t>(0, o.pods) + p.pods_per_app - 1) / p.pods_per_app);
+  return state.Load(*widgets, apps,
+                    [&](size_t i, uint64_t rv) { return synth::WidgetJson(p, i, rv); });
 }
 
 Churn::Churn(ClusterState* state, SyntheticOptions synthetic, ChurnOptions options)
@@ -132,36 +134,42 @@ bool Churn::Step(int kind) {
   StatusOr<StoredPtr> result = StoredPtr();
   if (kind == kCreate) {
     const uint64_t index = next_index_++;
-    std::string json = synth::PadJson(synth::PodJson(p, index, 0), static_cast<size_t>(std::max<int64_t>(0, synthetic_.object_bytes)));
+    std::string json =
+        synth::PadJson(synth::PodJson(p, index, 0),
+                       static_cast<size_t>(std::max<int64_t>(0, synthetic_.object_bytes)));
     StatusOr<ObjectPtr> parsed = Object::Parse(json);
     if (!parsed.ok()) return false;
     std::string key = (*parsed)->namespace_() + "/" + (*parsed)->name();
-    result = state_->Apply(pods_, key, [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
-      if (current) return Change{};
-      return Change{Change::kWrite, StampResourceVersion(json, rv)};
-    });
+    result =
+        state_->Apply(pods_, key, [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
+          if (current) return Change{};
+          return Change{Change::kWrite, StampResourceVersion(json, rv)};
+        });
     if (result.ok()) keys_.push_back(key);
   } else {
     if (keys_.empty()) return false;
     const size_t i = Next(rng_) % keys_.size();
     const std::string key = keys_[i];
-    result = state_->Apply(pods_, key, [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
-      if (!current) return Change{};
-      if (kind == kDelete) return Change{Change::kDelete, StampResourceVersion(std::string(current->object->json()), rv)};
-      ojson j = ojson::parse(current->object->json(), nullptr, false);
-      if (!j.is_object()) return Change{};
-      if (kind == kUpdate) {
-        ojson& status = j["status"]["containerStatuses"];
-        if (status.is_array() && !status.empty()) {
-          status[0]["restartCount"] = status[0].value("restartCount", 0) + 1;
-        }
-      } else {
-        ojson& labels = j["metadata"]["labels"];
-        labels["track"] = labels.value("track", "stable") == "stable" ? "canary" : "stable";
-      }
-      j["metadata"]["resourceVersion"] = std::to_string(rv);
-      return Change{Change::kWrite, j.dump()};
-    });
+    result =
+        state_->Apply(pods_, key, [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
+          if (!current) return Change{};
+          if (kind == kDelete)
+            return Change{Change::kDelete,
+                          StampResourceVersion(std::string(current->object->json()), rv)};
+          ojson j = ojson::parse(current->object->json(), nullptr, false);
+          if (!j.is_object()) return Change{};
+          if (kind == kUpdate) {
+            ojson& status = j["status"]["containerStatuses"];
+            if (status.is_array() && !status.empty()) {
+              status[0]["restartCount"] = status[0].value("restartCount", 0) + 1;
+            }
+          } else {
+            ojson& labels = j["metadata"]["labels"];
+            labels["track"] = labels.value("track", "stable") == "stable" ? "canary" : "stable";
+          }
+          j["metadata"]["resourceVersion"] = std::to_string(rv);
+          return Change{Change::kWrite, j.dump()};
+        });
     if (kind == kDelete && result.ok()) {
       keys_[i] = keys_.back();
       keys_.pop_back();

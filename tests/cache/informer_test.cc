@@ -15,15 +15,15 @@
 #include "kcache/lister.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
-#include "testing/temp_dir.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace kcache {
 namespace {
 
+using ::testing::ElementsAre;
 using testing::Eventually;
 using testing::ServeFixture;
-using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
 using Recorder = testing::RecordingHandler;
@@ -46,7 +46,8 @@ struct CacheInformer {
     auto ks = cache->OpenKeyspace("configmaps");
     EXPECT_OK(ks) << ks.status();
     indexer = *ks;
-    informer = SharedIndexInformer::Create(NewListWatch(f.client, ServeFixture::ConfigMaps()), indexer, o);
+    informer =
+        SharedIndexInformer::Create(NewListWatch(f.client, ServeFixture::ConfigMaps()), indexer, o);
   }
   ~CacheInformer() { informer->Stop(); }
   std::shared_ptr<Recorder> Handler(StartMode mode = StartMode::kReplay) {
@@ -121,9 +122,11 @@ TEST(InformerTest, StoreFirstThenHandlersInWatchOrder) {
       [&] { f.Update("a", "3"); }, [&] { f.Delete("b"); }};
   for (size_t i = 0; i < changes.size(); ++i) {
     changes[i]();
-    ASSERT_TRUE(Eventually([&] { return h->size() == i + 1; })) << ::testing::PrintToString(h->calls());
+    ASSERT_TRUE(Eventually([&] { return h->size() == i + 1; }))
+        << ::testing::PrintToString(h->calls());
   }
-  EXPECT_THAT(h->calls(), ElementsAre("add a live", "update a 1>2", "add b live", "update a 2>3", "delete b"));
+  EXPECT_THAT(h->calls(),
+              ElementsAre("add a live", "update a 1>2", "add b live", "update a 2>3", "delete b"));
   EXPECT_EQ(stale, 0);
 }
 
@@ -169,11 +172,12 @@ TEST(InformerTest, RestartResumesWithoutList) {
   auto changes = c.Handler(StartMode::kChangesOnly);
   ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
-  ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced() && c.registrations[1]->HasSynced(); }));
+  ASSERT_TRUE(Eventually(
+      [&] { return c.registrations[0]->HasSynced() && c.registrations[1]->HasSynced(); }));
   // Synced may be declared on a quiet stream before the last change arrives
   // (docs/informers.md); the changes themselves must all come.
   ASSERT_TRUE(Eventually([&] { return changes->size() == 3 && replay->size() == 53; }));
-  EXPECT_EQ(f.Lists("configmaps") - lists, 1);   // the probe
+  EXPECT_EQ(f.Lists("configmaps") - lists, 1);  // the probe
   EXPECT_LE(f.ListedItems("configmaps") - items, 1);
   EXPECT_EQ(c.informer->stats().lists, 0u);
   EXPECT_THAT(changes->calls(), ElementsAre("add new live", "update cm-1 1>2", "delete cm-2"));
@@ -200,7 +204,8 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
   f.Create("new", "1");
   f.Update("cm-1", "2");
   f.Delete("cm-2");
-  for (int i = 0; i < 10; ++i) f.Create("pad-" + std::to_string(i), "1", "ns-1");  // pushes history out
+  for (int i = 0; i < 10; ++i)
+    f.Create("pad-" + std::to_string(i), "1", "ns-1");  // pushes history out
   f.Delete("cm-3");
 
   CacheInformer c(f, dir.path());
@@ -210,8 +215,8 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
   ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced() && changes->size() >= 14; }));
   EXPECT_EQ(c.informer->stats().lists, 1u);
   std::vector<std::string> calls = changes->calls();
-  std::vector<std::string> expected = {"add new initial", "update cm-1 1>2", "delete cm-2 tombstone",
-                                       "delete cm-3 tombstone"};
+  std::vector<std::string> expected = {"add new initial", "update cm-1 1>2",
+                                       "delete cm-2 tombstone", "delete cm-3 tombstone"};
   for (int i = 0; i < 10; ++i) expected.push_back("add pad-" + std::to_string(i) + " initial");
   EXPECT_THAT(calls, ::testing::UnorderedElementsAreArray(expected));
   EXPECT_EQ(c.Names().size(), 38u + 1u + 10u);
@@ -225,8 +230,10 @@ TEST(InformerTest, WatchFaults) {
     serve::RequestSet serve::Faults::*fault;
     uint64_t lists;
   };
-  for (const Case& k : {Case{"cut", &serve::Faults::cut, 1}, Case{"throttle", &serve::Faults::throttle, 1},
-                        Case{"expire", &serve::Faults::expire, 2}, Case{"malformed", &serve::Faults::malformed, 2}}) {
+  for (const Case& k :
+       {Case{"cut", &serve::Faults::cut, 1}, Case{"throttle", &serve::Faults::throttle, 1},
+        Case{"expire", &serve::Faults::expire, 2},
+        Case{"malformed", &serve::Faults::malformed, 2}}) {
     SCOPED_TRACE(k.name);
     serve::ServeOptions o = testing::QuietCluster();
     // Resource requests are numbered: 1 creates "first", 2 is the LIST,
@@ -242,8 +249,9 @@ TEST(InformerTest, WatchFaults) {
     ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
     ASSERT_TRUE(Eventually([&] { return f.Metric("kcache_serve_watches") == 1; }));
     f.Create("second");
-    ASSERT_TRUE(Eventually([&] { return c.Names().count("second") == 1 && c.informer->stats().lists == k.lists; }))
-        << c.informer->stats().lists;
+    ASSERT_TRUE(Eventually([&] {
+      return c.Names().count("second") == 1 && c.informer->stats().lists == k.lists;
+    })) << c.informer->stats().lists;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     EXPECT_EQ(c.informer->stats().lists, k.lists);
     EXPECT_THAT(c.Names(), UnorderedElementsAre("first", "second"));
@@ -274,8 +282,9 @@ TEST(InformerTest, HandlerAddedWhileRunningGetsCachedObjects) {
   c.informer->Stop();
   auto late = c.informer->AddEventHandler(std::make_shared<Recorder>());
   EXPECT_EQ(late.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(late.status().message()),
-              ::testing::EndsWith("was not added to shared informer because it has stopped already"));
+  EXPECT_THAT(
+      std::string(late.status().message()),
+      ::testing::EndsWith("was not added to shared informer because it has stopped already"));
 }
 
 // A handler may remove its own registration from inside a call.
@@ -289,7 +298,9 @@ TEST(InformerTest, HandlerRemovesItself) {
   std::shared_ptr<HandlerRegistration> reg;
   std::atomic<bool> removed{false};
   h->on_call = [&](const std::string&) {
-    if (!removed.exchange(true)) EXPECT_OK(c.informer->RemoveEventHandler(reg));
+    if (!removed.exchange(true)) {
+      EXPECT_OK(c.informer->RemoveEventHandler(reg));
+    }
   };
   auto r = c.informer->AddEventHandler(h);
   ASSERT_OK(r);
@@ -360,9 +371,10 @@ TEST(InformerTest, ListerAndIndexersOverTheInformerStore) {
   ASSERT_EQ(in_ns->size(), 1u);
   EXPECT_EQ((*in_ns)[0]->name(), "b");
   EXPECT_OK(lister.Namespace("default").Get("a"));
-  ASSERT_OK(c.informer->AddIndexers({{"by-name", [](const Object& o) -> StatusOr<std::vector<std::string>> {
-                                          return std::vector<std::string>{o.name()};
-                                        }}}));
+  ASSERT_OK(c.informer->AddIndexers(
+      {{"by-name", [](const Object& o) -> StatusOr<std::vector<std::string>> {
+          return std::vector<std::string>{o.name()};
+        }}}));
   auto by = c.indexer->ByIndex("by-name", "b");
   ASSERT_OK(by);
   EXPECT_EQ(by->size(), 1u);

@@ -49,8 +49,7 @@ TEST(ListerTest, NothingSelector) {
   ASSERT_OK(store->Add(Pod("a", "ns")));
   size_t count = 0;
   ASSERT_OK(
-      ListAll(*store, LabelSelector::Nothing(), [&](const ObjectPtr&) { return ++count, true; })
-          );
+      ListAll(*store, LabelSelector::Nothing(), [&](const ObjectPtr&) { return ++count, true; }));
   EXPECT_EQ(count, 0u);
 }
 
@@ -96,8 +95,7 @@ TEST(ListerTest, ListAllByNamespace) {
     // A visitor can stop early.
     int seen = 0;
     ASSERT_OK(ListAllByNamespace(*store, "ns1", LabelSelector::Everything(),
-                                   [&](const ObjectPtr&) { return ++seen < 1; })
-                    );
+                                 [&](const ObjectPtr&) { return ++seen < 1; }));
     EXPECT_EQ(seen, 1);
   }
 }
@@ -110,15 +108,14 @@ TEST(ListerTest, LabelIndexTouchesOnlyMatches) {
   for (int i = 0; i < 1000; ++i) {
     std::string app = i % 100 == 0 ? "rare" : i % 100 == 1 ? "odd" : "common";
     ASSERT_OK(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 2), "",
-                               {{"app", app}, {"tier", i % 4 == 0 ? "web" : "db"}}))
-                    );
+                             {{"app", app}, {"tier", i % 4 == 0 ? "web" : "db"}})));
   }
   auto store = std::make_shared<testing::CountingIndexer>(std::move(inner));
   Lister pods(store, {"", "pods"});
   EXPECT_EQ(pods.List(Sel("app=rare"))->size(), 10u);
   EXPECT_EQ(pods.List(Sel("app in (rare,odd)"))->size(), 20u);
   EXPECT_EQ(pods.Namespace("ns1").List(Sel("app=odd,app!=x"))->size(), 10u);
-  EXPECT_EQ(pods.Namespace("ns0").List(Sel("app=odd"))->size(), 0u);  // odd ones are in ns1
+  EXPECT_EQ(pods.Namespace("ns0").List(Sel("app=odd"))->size(), 0u);     // odd ones are in ns1
   EXPECT_EQ(pods.List(Sel("tier=web,app in (rare,odd)"))->size(), 10u);  // rare: i%100==0
   EXPECT_EQ(store->fetched(), 10u + 20u + 10u + 0u + 10u);
   EXPECT_EQ(store->scanned(), 0u);

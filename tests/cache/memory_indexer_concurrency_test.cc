@@ -60,9 +60,8 @@ TEST(MemoryIndexerConcurrencyTest, ReadersSeeConsistentIndexesWhileWritersRun) {
         if ((i + w) % 7 == 0) {
           ASSERT_OK(store->DeleteKey(ns + "/" + name));
         } else {
-          ASSERT_OK(store->Update(Pod(name, ns, std::to_string(i),
-                                        {{"gen", std::to_string(i % 5)}, {"writer", ns}}))
-                          );
+          ASSERT_OK(store->Update(
+              Pod(name, ns, std::to_string(i), {{"gen", std::to_string(i % 5)}, {"writer", ns}})));
         }
         if (w == 0 && i == kOpsPerWriter / 2) {
           ASSERT_OK(store->AddIndexers({{"writer", ByWriter}}));
@@ -115,8 +114,8 @@ TEST(MemoryIndexerConcurrencyTest, ReadersSeeConsistentIndexesWhileWritersRun) {
     size_t entries = 0;
     for (const std::string& v : *store->ListIndexFuncValues(index)) {
       for (const ObjectPtr& o : *store->ByIndex(index, v)) {
-        std::string have = std::string(index) == kNamespaceIndex ? o->namespace_()
-                                                                 : o->labels().at(index);
+        std::string have =
+            std::string(index) == kNamespaceIndex ? o->namespace_() : o->labels().at(index);
         EXPECT_EQ(have, v) << index;
         ++entries;
       }

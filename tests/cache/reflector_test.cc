@@ -74,8 +74,10 @@ ObjectList ListOf(std::vector<ObjectPtr> items, std::string rv) {
 WatchEvent Event(WatchEventType type, ObjectPtr o) { return WatchEvent{type, std::move(o)}; }
 
 WatchEvent Bookmark(const std::string& rv) {
-  return Event(WatchEventType::kBookmark,
-               testing::MakeObject(R"({"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":")" + rv + R"("}})"));
+  return Event(
+      WatchEventType::kBookmark,
+      testing::MakeObject(R"({"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":")" +
+                          rv + R"("}})"));
 }
 
 struct Rig {

@@ -1,19 +1,22 @@
 // Watch framing and decoding, list decoding, and HTTP errors as Status.
 #include <gtest/gtest.h>
 
-#include "kcache/rest_client.h"
 #include "client/decode.h"
 #include "client/http_error.h"
 #include "client/json_framer.h"
+#include "kcache/rest_client.h"
 #include "testing/status_matchers.h"
 
 namespace kcache::rest {
 namespace {
 
 const char kStream[] =
-    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+    "\"a\","
     "\"namespace\":\"ns\",\"resourceVersion\":\"10\",\"annotations\":{\"x\":\"}{\\\"\"}}}}\n"
-    "  {\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+    "  "
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
+    "\"name\":\"a\","
     "\"namespace\":\"ns\",\"resourceVersion\":\"11\"},\"data\":[1,{\"b\":\"]\"}]}}"
     "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
     "\"resourceVersion\":\"12\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n";
@@ -100,22 +103,27 @@ TEST(DecodeWatchEventTest, ErrorEventBecomesItsStatus) {
   EXPECT_EQ(st.status().message(),
             "WATCH /api/v1/pods: too old resource version: 100 (200) (HTTP 410 Expired)");
 
-  auto gone = DecodeWatchEvent(R"({"type":"ERROR","object":{"kind":"Status","reason":"Gone","code":410}})", 0, {}, "w");
+  auto gone = DecodeWatchEvent(
+      R"({"type":"ERROR","object":{"kind":"Status","reason":"Gone","code":410}})", 0, {}, "w");
   EXPECT_TRUE(gone.status().IsExpired());
   auto internal = DecodeWatchEvent(
-      R"({"type":"ERROR","object":{"kind":"Status","reason":"InternalError","code":500,"message":"boom"}})", 0, {}, "w");
+      R"({"type":"ERROR","object":{"kind":"Status","reason":"InternalError","code":500,"message":"boom"}})",
+      0, {}, "w");
   EXPECT_EQ(internal.status().code(), StatusCode::kInternal);
 }
 
 TEST(DecodeWatchEventTest, RejectsUnknownTypesAndMalformedObjects) {
   auto unknown = DecodeWatchEvent(R"({"type":"RENAMED","object":{"metadata":{}}})", 0, {}, "w");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("got invalid watch event type: RENAMED"), std::string_view::npos);
+  EXPECT_NE(unknown.status().message().find("got invalid watch event type: RENAMED"),
+            std::string_view::npos);
   // The stream offset of the bad byte: 1000 + 25 (the object's start) + 23.
-  auto malformed = DecodeWatchEvent(R"({"type":"ADDED","object":{"metadata":{"name":tru}}})", 1000, {}, "w");
+  auto malformed =
+      DecodeWatchEvent(R"({"type":"ADDED","object":{"metadata":{"name":tru}}})", 1000, {}, "w");
   ASSERT_FALSE(malformed.ok());
   EXPECT_TRUE(malformed.status().IsInvalidArgument());
-  EXPECT_NE(malformed.status().message().find("malformed JSON at byte 1048"), std::string_view::npos)
+  EXPECT_NE(malformed.status().message().find("malformed JSON at byte 1048"),
+            std::string_view::npos)
       << malformed.status();
 }
 
@@ -132,8 +140,10 @@ TEST(DecodeListTest, ItemsGetTheListsKindAndApiVersion) {
   ASSERT_EQ(list->items.size(), 3u);
   EXPECT_EQ(list->items[0]->kind(), "Pod");
   EXPECT_EQ(list->items[0]->api_version(), "v1");
-  EXPECT_EQ(list->items[0]->json().substr(0, 31), std::string_view(R"({"apiVersion":"v1","kind":"Pod")"));
-  EXPECT_EQ(list->items[1]->json(), R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","namespace":"n"}})");
+  EXPECT_EQ(list->items[0]->json().substr(0, 31),
+            std::string_view(R"({"apiVersion":"v1","kind":"Pod")"));
+  EXPECT_EQ(list->items[1]->json(),
+            R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"b","namespace":"n"}})");
   EXPECT_EQ(list->items[2]->json(), R"({"apiVersion":"v1","kind":"Pod"})");
   // The stored bytes parse again to the same object.
   auto again = Object::Parse(std::string(list->items[0]->json()));
@@ -155,12 +165,14 @@ TEST(HttpErrorTest, JsonStatusBody) {
       std::nullopt, "LIST /api/v1/pods");
   EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(st.message(),
-            "LIST /api/v1/pods: pods is forbidden: User \"x\" cannot list resource \"pods\" (HTTP 403 Forbidden)");
+            "LIST /api/v1/pods: pods is forbidden: User \"x\" cannot list resource \"pods\" (HTTP "
+            "403 Forbidden)");
   EXPECT_EQ(st.http_error()->reason, "Forbidden");
 }
 
 TEST(HttpErrorTest, PlainTextBodiesAndRetryAfter) {
-  Status nf = StatusFromResponse(404, "404 page not found\n", std::nullopt, "GET /apis/x/v1/things");
+  Status nf =
+      StatusFromResponse(404, "404 page not found\n", std::nullopt, "GET /apis/x/v1/things");
   EXPECT_TRUE(nf.IsNotFound());
   EXPECT_EQ(nf.message(), "GET /apis/x/v1/things: 404 page not found (HTTP 404 NotFound)");
   Status busy = StatusFromResponse(429, "Too many requests, please try again later.\n", 3, "w");
@@ -170,7 +182,8 @@ TEST(HttpErrorTest, PlainTextBodiesAndRetryAfter) {
   EXPECT_EQ(unauthorized.code(), StatusCode::kUnauthenticated);
   EXPECT_NE(unauthorized.message().find("provide credentials"), std::string_view::npos);
   Status expired_continue = StatusFromResponse(
-      410, R"({"kind":"Status","metadata":{"continue":"next"},"reason":"Expired","code":410,"message":"The provided continue parameter is too old"})",
+      410,
+      R"({"kind":"Status","metadata":{"continue":"next"},"reason":"Expired","code":410,"message":"The provided continue parameter is too old"})",
       std::nullopt, "w");
   EXPECT_TRUE(expired_continue.IsExpired());
   EXPECT_EQ(expired_continue.http_error()->continue_token, "next");
@@ -186,16 +199,19 @@ TEST(EncodeListOptionsTest, EscapesAndOmitsUnset) {
   o.limit = 500;
   o.timeout_seconds = 300;
   o.allow_watch_bookmarks = true;
-  EXPECT_EQ(EncodeListOptions(o, true),
-            "watch=true&labelSelector=app%3Dweb%2Cenv%20in%20%28a%2Cb%29&resourceVersion=0&limit=500&"
-            "timeoutSeconds=300&allowWatchBookmarks=true");
+  EXPECT_EQ(
+      EncodeListOptions(o, true),
+      "watch=true&labelSelector=app%3Dweb%2Cenv%20in%20%28a%2Cb%29&resourceVersion=0&limit=500&"
+      "timeoutSeconds=300&allowWatchBookmarks=true");
   EXPECT_EQ(EncodeListOptions(ListOptions{}, false), "");
 }
 
 TEST(ResourceRefTest, CollectionPaths) {
   EXPECT_EQ((ResourceRef{{"", "v1", "pods"}, true, ""}).CollectionPath(), "/api/v1/pods");
-  EXPECT_EQ((ResourceRef{{"", "v1", "pods"}, true, "ns"}).CollectionPath(), "/api/v1/namespaces/ns/pods");
-  EXPECT_EQ((ResourceRef{{"apps", "v1", "deployments"}, true, ""}).CollectionPath(), "/apis/apps/v1/deployments");
+  EXPECT_EQ((ResourceRef{{"", "v1", "pods"}, true, "ns"}).CollectionPath(),
+            "/api/v1/namespaces/ns/pods");
+  EXPECT_EQ((ResourceRef{{"apps", "v1", "deployments"}, true, ""}).CollectionPath(),
+            "/apis/apps/v1/deployments");
   EXPECT_EQ((ResourceRef{{"", "v1", "nodes"}, false, "ignored"}).CollectionPath(), "/api/v1/nodes");
 }
 

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "kcache/rest_config.h"
-#include "testing/temp_dir.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace kcache {
 namespace {
@@ -21,8 +21,10 @@ class KubeconfigTest : public ::testing::Test {
     unsetenv("KUBECONFIG");
   }
   void TearDown() override {
-    if (saved_) setenv("KUBECONFIG", saved_->c_str(), 1);
-    else unsetenv("KUBECONFIG");
+    if (saved_)
+      setenv("KUBECONFIG", saved_->c_str(), 1);
+    else
+      unsetenv("KUBECONFIG");
   }
   testing::TempDir dir_;
   std::optional<std::string> saved_;
@@ -83,7 +85,8 @@ TEST_F(KubeconfigTest, CurrentContextWithRelativePaths) {
 
 TEST_F(KubeconfigTest, NamedContextWithExecPlugin) {
   Write(dir_.Sub("config"), kFull);
-  auto c = LoadKubeconfig({.path = dir_.Sub("config"), .context = "prod", .namespace_ = "override"});
+  auto c =
+      LoadKubeconfig({.path = dir_.Sub("config"), .context = "prod", .namespace_ = "override"});
   ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->server, "https://prod:443");
   EXPECT_EQ(c->ca_data, "hello");
@@ -123,7 +126,8 @@ contexts:
 - name: ctx
   context: {cluster: c, user: u}
 )");
-  setenv("KUBECONFIG", (dir_.Sub("a") + ":" + dir_.Sub("missing") + ":" + dir_.Sub("b")).c_str(), 1);
+  setenv("KUBECONFIG", (dir_.Sub("a") + ":" + dir_.Sub("missing") + ":" + dir_.Sub("b")).c_str(),
+         1);
   auto c = LoadKubeconfig({});
   ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->server, "https://first");
@@ -136,10 +140,13 @@ TEST_F(KubeconfigTest, ErrorsNameFileLineAndEntry) {
   Write(dir_.Sub("bad"), "clusters:\n- name: x\n  cluster: [unclosed\n");
   auto bad = LoadKubeconfig({.path = dir_.Sub("bad")});
   ASSERT_TRUE(bad.status().IsInvalidArgument());
-  EXPECT_NE(bad.status().message().find("kubeconfig " + dir_.Sub("bad") + ":"), std::string_view::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("kubeconfig " + dir_.Sub("bad") + ":"),
+            std::string_view::npos)
+      << bad.status();
 
-  Write(dir_.Sub("b64"), kFull + std::string("- name: broken\n  context: {cluster: dev-cluster, user: broken}\n") +
-                             "users:\n- name: broken\n  user:\n    client-key-data: '!!not-base64-SECRET'\n");
+  Write(dir_.Sub("b64"),
+        kFull + std::string("- name: broken\n  context: {cluster: dev-cluster, user: broken}\n") +
+            "users:\n- name: broken\n  user:\n    client-key-data: '!!not-base64-SECRET'\n");
   // A second "users" key is a YAML error; put the bad user in a file of its own.
   Write(dir_.Sub("b64"), R"(current-context: x
 clusters: [{name: c, cluster: {server: https://s}}]
@@ -152,7 +159,8 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
   auto b64 = LoadKubeconfig({.path = dir_.Sub("b64")});
   ASSERT_TRUE(b64.status().IsInvalidArgument());
   EXPECT_NE(b64.status().message().find(":6:"), std::string_view::npos) << b64.status();
-  EXPECT_NE(b64.status().message().find("client-key-data is not valid base64"), std::string_view::npos);
+  EXPECT_NE(b64.status().message().find("client-key-data is not valid base64"),
+            std::string_view::npos);
   EXPECT_EQ(b64.status().message().find("SECRET"), std::string_view::npos) << "no secret in errors";
 
   Write(dir_.Sub("config"), kFull);
@@ -168,7 +176,8 @@ clusters: [{name: c, cluster: {server: https://s}}]
 users: [{name: u, user: {auth-provider: {name: gcp}}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 )");
-  EXPECT_EQ(LoadKubeconfig({.path = dir_.Sub("authprovider")}).status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(LoadKubeconfig({.path = dir_.Sub("authprovider")}).status().code(),
+            StatusCode::kUnimplemented);
 }
 
 TEST_F(KubeconfigTest, InClusterConfig) {
@@ -177,8 +186,9 @@ TEST_F(KubeconfigTest, InClusterConfig) {
   Write(sa + "/token", "tkn");
   Write(sa + "/ca.crt", "pem");
   Write(sa + "/namespace", "apps\n");
-  auto c = InClusterConfig({.service_account_dir = sa,
-                            .env = {{"KUBERNETES_SERVICE_HOST", "fd00::1"}, {"KUBERNETES_SERVICE_PORT", "443"}}});
+  auto c = InClusterConfig(
+      {.service_account_dir = sa,
+       .env = {{"KUBERNETES_SERVICE_HOST", "fd00::1"}, {"KUBERNETES_SERVICE_PORT", "443"}}});
   ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->server, "https://[fd00::1]:443");
   EXPECT_EQ(c->bearer_token_file, sa + "/token");

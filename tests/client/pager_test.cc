@@ -25,7 +25,8 @@ class FakePager {
     int start = 0;
     if (!o.continue_token.empty()) {
       if (!o.resource_version.empty() || !o.resource_version_match.empty()) {
-        return Status::InvalidArgument("specifying resource version is not allowed when using continue");
+        return Status::InvalidArgument(
+            "specifying resource version is not allowed when using continue");
       }
       ++page_;
       if (page_ == expire_on_page_) {
@@ -115,12 +116,13 @@ TEST(ListPagerTest, EachListItemStreamsPages) {
   std::vector<std::string> names;
   std::string rv;
   bool paginated = false;
-  ASSERT_OK(pager
-                  .EachListItem({}, [&](const ObjectPtr& o) {
-                    names.push_back(o->name());
-                    return Status::OK();
-                  }, &rv, &paginated)
-                  );
+  ASSERT_OK(pager.EachListItem(
+      {},
+      [&](const ObjectPtr& o) {
+        names.push_back(o->name());
+        return Status::OK();
+      },
+      &rv, &paginated));
   EXPECT_EQ(names.size(), 25u);
   EXPECT_EQ(rv, "rv:20");
   EXPECT_TRUE(paginated);
@@ -128,16 +130,18 @@ TEST(ListPagerTest, EachListItemStreamsPages) {
 
   // A visitor error stops the walk.
   int seen = 0;
-  Status st = pager.EachListItem({}, [&](const ObjectPtr&) {
-    return ++seen == 3 ? Status::Cancelled("enough") : Status::OK();
-  }, &rv);
+  Status st = pager.EachListItem(
+      {},
+      [&](const ObjectPtr&) { return ++seen == 3 ? Status::Cancelled("enough") : Status::OK(); },
+      &rv);
   EXPECT_EQ(st.code(), StatusCode::kCancelled);
   EXPECT_EQ(seen, 3);
 
   // An expired token is returned, not papered over.
   auto expiring = std::make_shared<FakePager>(25, 1);
   ListPager p2([expiring](const ListOptions& o) { return (*expiring)(o); }, {.page_size = 10});
-  EXPECT_TRUE(p2.EachListItem({}, [](const ObjectPtr&) { return Status::OK(); }, &rv)
+  EXPECT_TRUE(p2.EachListItem(
+                    {}, [](const ObjectPtr&) { return Status::OK(); }, &rv)
                   .IsExpired());
 }
 

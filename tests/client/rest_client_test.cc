@@ -11,8 +11,8 @@
 
 #include "kcache/rest_client.h"
 #include "testing/fake_http_server.h"
-#include "testing/temp_dir.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace kcache {
 namespace {
@@ -24,7 +24,8 @@ using testing::FakeResponse;
 const ResourceRef kPods{{"", "v1", "pods"}, true, ""};
 
 std::string PodEvent(const std::string& type, const std::string& name, int rv) {
-  return R"({"type":")" + type + R"(","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":")" + name +
+  return R"({"type":")" + type +
+         R"(","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":")" + name +
          R"(","namespace":"default","resourceVersion":")" + std::to_string(rv) + R"("}}})" + "\n";
 }
 
@@ -44,8 +45,10 @@ std::vector<std::string> Pieces(const std::string& s, size_t n) {
 }
 
 TEST(RestClientTest, WatchDecodesEventsSplitAcrossChunks) {
-  std::string stream = PodEvent("ADDED", "a", 5) + PodEvent("MODIFIED", "a", 6) + PodEvent("DELETED", "a", 7);
-  FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{.chunks = Pieces(stream, 7)}; });
+  std::string stream =
+      PodEvent("ADDED", "a", 5) + PodEvent("MODIFIED", "a", 6) + PodEvent("DELETED", "a", 7);
+  FakeHttpServer server(
+      [&](const FakeRequest&) { return FakeResponse{.chunks = Pieces(stream, 7)}; });
   auto client = Client(server.url());
   ListOptions o;
   o.resource_version = "4";
@@ -57,11 +60,13 @@ TEST(RestClientTest, WatchDecodesEventsSplitAcrossChunks) {
     auto ev = (*watch)->Next();
     ASSERT_OK(ev) << ev.status();
     if (!*ev) break;
-    seen.push_back(std::string(WatchEventTypeName((*ev)->type)) + " " + (*ev)->object->resource_version());
+    seen.push_back(std::string(WatchEventTypeName((*ev)->type)) + " " +
+                   (*ev)->object->resource_version());
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"ADDED 5", "MODIFIED 6", "DELETED 7"}));
   ASSERT_EQ(server.requests().size(), 1u);
-  EXPECT_EQ(server.requests()[0].target, "/api/v1/pods?watch=true&resourceVersion=4&allowWatchBookmarks=true");
+  EXPECT_EQ(server.requests()[0].target,
+            "/api/v1/pods?watch=true&resourceVersion=4&allowWatchBookmarks=true");
   EXPECT_EQ(server.requests()[0].Header("Accept"), "application/json");
 }
 
@@ -79,7 +84,8 @@ TEST(RestClientTest, StreamCutInsideAnEventIsUnavailable) {
   ASSERT_FALSE(cut.ok());
   EXPECT_EQ(cut.status().code(), StatusCode::kUnavailable);
   // The cut event began right after the first one.
-  EXPECT_NE(cut.status().message().find("at byte " + std::to_string(first.size())), std::string_view::npos)
+  EXPECT_NE(cut.status().message().find("at byte " + std::to_string(first.size())),
+            std::string_view::npos)
       << cut.status();
   EXPECT_FALSE((*watch)->Next().ok());  // stays failed
 }
@@ -87,7 +93,8 @@ TEST(RestClientTest, StreamCutInsideAnEventIsUnavailable) {
 TEST(RestClientTest, MalformedEventNamesTheStreamByte) {
   std::string first = PodEvent("ADDED", "a", 5);
   FakeHttpServer server([&](const FakeRequest&) {
-    return FakeResponse{.chunks = {first, R"({"type":"ADDED","object":{"metadata":{"name":nul}}})"}};
+    return FakeResponse{
+        .chunks = {first, R"({"type":"ADDED","object":{"metadata":{"name":nul}}})"}};
   });
   auto watch = Client(server.url())->Watch(kPods, {});
   ASSERT_OK(watch);
@@ -95,14 +102,17 @@ TEST(RestClientTest, MalformedEventNamesTheStreamByte) {
   auto bad = (*watch)->Next();  // the object starts 25 bytes in; its '}' after "nul" is 23 further
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(bad.status().IsInvalidArgument());
-  EXPECT_NE(bad.status().message().find("malformed JSON at byte " + std::to_string(first.size() + 48)),
-            std::string_view::npos)
+  EXPECT_NE(
+      bad.status().message().find("malformed JSON at byte " + std::to_string(first.size() + 48)),
+      std::string_view::npos)
       << bad.status();
 }
 
 TEST(RestClientTest, ErrorEventInsideTheStream) {
   FakeHttpServer server([&](const FakeRequest&) {
-    return FakeResponse{.chunks = {R"j({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (50)","reason":"Expired","code":410}})j"}};
+    return FakeResponse{
+        .chunks = {
+            R"j({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 1 (50)","reason":"Expired","code":410}})j"}};
   });
   auto watch = Client(server.url())->Watch(kPods, {});
   ASSERT_OK(watch);
@@ -119,7 +129,9 @@ TEST(RestClientTest, WatchOpenErrorsAreStatuses) {
                           .headers = {{"Retry-After", "3"}, {"Content-Type", "text/plain"}},
                           .chunks = {"Too many requests, please try again later.\n"}};
     }
-    return FakeResponse{.status = 404, .headers = {{"Content-Type", "text/plain"}}, .chunks = {"404 page not found\n"}};
+    return FakeResponse{.status = 404,
+                        .headers = {{"Content-Type", "text/plain"}},
+                        .chunks = {"404 page not found\n"}};
   });
   auto client = Client(server.url());
   auto busy = client->Watch(kPods, {});
@@ -135,9 +147,15 @@ TEST(RestClientTest, ListRetriesWhenTheServerSaysRetryAfter) {
   std::atomic<int> calls{0};
   FakeHttpServer server([&](const FakeRequest&) {
     if (calls++ < 2) {
-      return FakeResponse{.status = 503, .headers = {{"Retry-After", "0"}}, .chunks = {R"({"kind":"Status","reason":"ServiceUnavailable","code":503,"message":"later"})"}};
+      return FakeResponse{
+          .status = 503,
+          .headers = {{"Retry-After", "0"}},
+          .chunks = {
+              R"({"kind":"Status","reason":"ServiceUnavailable","code":503,"message":"later"})"}};
     }
-    return FakeResponse{.chunks = {R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"p","namespace":"d"}}]})"}};
+    return FakeResponse{
+        .chunks = {
+            R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"p","namespace":"d"}}]})"}};
   });
   auto list = Client(server.url())->List(kPods, ListOptions{.limit = 10});
   ASSERT_OK(list) << list.status();
@@ -155,12 +173,16 @@ TEST(RestClientTest, ListRetriesWhenTheServerSaysRetryAfter) {
 
 TEST(RestClientTest, InternalErrorWithJsonStatus) {
   FakeHttpServer server([&](const FakeRequest&) {
-    return FakeResponse{.status = 500, .chunks = {R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Internal error occurred: boom","reason":"InternalError","code":500})"}};
+    return FakeResponse{
+        .status = 500,
+        .chunks = {
+            R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Internal error occurred: boom","reason":"InternalError","code":500})"}};
   });
   auto list = Client(server.url())->List(kPods, {});
   ASSERT_FALSE(list.ok());
   EXPECT_EQ(list.status().code(), StatusCode::kInternal);
-  EXPECT_EQ(list.status().message(), "LIST /api/v1/pods: Internal error occurred: boom (HTTP 500 InternalError)");
+  EXPECT_EQ(list.status().message(),
+            "LIST /api/v1/pods: Internal error occurred: boom (HTTP 500 InternalError)");
 }
 
 TEST(RestClientTest, CancelUnblocksAStalledWatch) {
@@ -185,9 +207,11 @@ TEST(RestClientTest, CancelUnblocksAStalledWatch) {
 TEST(RestClientTest, LongStreamWithSmallReadAhead) {
   std::vector<std::string> chunks;
   const int kEvents = 20000;
-  for (int i = 0; i < kEvents; ++i) chunks.push_back(PodEvent("MODIFIED", "p" + std::to_string(i % 50), i + 1));
+  for (int i = 0; i < kEvents; ++i)
+    chunks.push_back(PodEvent("MODIFIED", "p" + std::to_string(i % 50), i + 1));
   FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{.chunks = chunks}; });
-  auto watch = Client(server.url(), RestClientOptions{.watch_read_ahead_bytes = 4096})->Watch(kPods, {});
+  auto watch =
+      Client(server.url(), RestClientOptions{.watch_read_ahead_bytes = 4096})->Watch(kPods, {});
   ASSERT_OK(watch);
   int n = 0;
   for (;;) {
@@ -236,7 +260,8 @@ TEST(RestClientTest, TokenFileIsReReadOnUnauthorized) {
   std::ofstream(file) << "new\n";
   EXPECT_OK(client->Get("/version"));
   auto reqs = server.requests();
-  ASSERT_EQ(reqs.size(), 4u);  // old, old again after the re-read; then old, and new after the re-read
+  ASSERT_EQ(reqs.size(),
+            4u);  // old, old again after the re-read; then old, and new after the re-read
   EXPECT_EQ(reqs[2].Header("Authorization"), "Bearer old");
   EXPECT_EQ(reqs[3].Header("Authorization"), "Bearer new");
 }
@@ -249,7 +274,8 @@ TEST(RestClientTest, TokenFileIsReReadAfterItsRefreshPeriod) {
   RestConfig config;
   config.server = server.url();
   config.bearer_token_file = file;
-  auto client = *RestClient::Create(config, RestClientOptions{.token_file_refresh = std::chrono::milliseconds(0)});
+  auto client = *RestClient::Create(
+      config, RestClientOptions{.token_file_refresh = std::chrono::milliseconds(0)});
   ASSERT_OK(client->Get("/a"));
   std::ofstream(file) << "two";
   ASSERT_OK(client->Get("/b"));
@@ -268,16 +294,22 @@ TEST(RestClientTest, ExecPluginProvidesTheToken) {
   std::string count = dir.Sub("count");
   // The plugin checks that it was told its apiVersion, counts its runs and
   // prints a token with an expiry far ahead.
-  WriteScript(plugin,
-              "echo run >> " + count + "\n"
-              "case \"$KUBERNETES_EXEC_INFO\" in *client.authentication.k8s.io/v1*) ;; *) exit 3;; esac\n"
-              "[ \"$EXTRA\" = yes ] || exit 4\n"
-              "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
-              "\"status\":{\"token\":\"from-exec\",\"expirationTimestamp\":\"2999-01-01T00:00:00Z\"}}'\n");
+  WriteScript(
+      plugin,
+      "echo run >> " + count +
+          "\n"
+          "case \"$KUBERNETES_EXEC_INFO\" in *client.authentication.k8s.io/v1*) ;; *) exit 3;; "
+          "esac\n"
+          "[ \"$EXTRA\" = yes ] || exit 4\n"
+          "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+          "\"status\":{\"token\":\"from-exec\",\"expirationTimestamp\":\"2999-01-01T00:00:00Z\"}}'"
+          "\n");
   FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{.chunks = {"{}"}}; });
   RestConfig config;
   config.server = server.url();
-  config.exec = ExecConfig{.command = plugin, .env = {{"EXTRA", "yes"}}, .api_version = "client.authentication.k8s.io/v1"};
+  config.exec = ExecConfig{.command = plugin,
+                           .env = {{"EXTRA", "yes"}},
+                           .api_version = "client.authentication.k8s.io/v1"};
   auto client = *RestClient::Create(config);
   ASSERT_OK(client->Get("/a"));
   ASSERT_OK(client->Get("/b"));
@@ -302,22 +334,28 @@ TEST(RestClientTest, ExecPluginFailuresAreClearAndQuoteNoOutput) {
 
   WriteScript(plugin, "exit 7\n");
   auto failing = (*RestClient::Create(config))->Get("/a");
-  EXPECT_NE(failing.status().message().find("exit status 7"), std::string_view::npos) << failing.status();
+  EXPECT_NE(failing.status().message().find("exit status 7"), std::string_view::npos)
+      << failing.status();
 
   config.exec->command = dir.Sub("missing-plugin");
   config.exec->install_hint = "install the missing plugin";
   auto missing = (*RestClient::Create(config))->Get("/a");
-  EXPECT_NE(missing.status().message().find("install the missing plugin"), std::string_view::npos) << missing.status();
+  EXPECT_NE(missing.status().message().find("install the missing plugin"), std::string_view::npos)
+      << missing.status();
   EXPECT_TRUE(server.requests().empty()) << "no request goes out without credentials";
 }
 
 TEST(RestClientTest, ConnectionRefusedIsUnavailable) {
   std::string url;
-  { FakeHttpServer gone([](const FakeRequest&) { return FakeResponse{}; }); url = gone.url(); }
+  {
+    FakeHttpServer gone([](const FakeRequest&) { return FakeResponse{}; });
+    url = gone.url();
+  }
   auto list = Client(url)->List(kPods, {});
   ASSERT_FALSE(list.ok());
   EXPECT_EQ(list.status().code(), StatusCode::kUnavailable) << list.status();
-  EXPECT_NE(list.status().message().find("LIST /api/v1/pods"), std::string_view::npos) << list.status();
+  EXPECT_NE(list.status().message().find("LIST /api/v1/pods"), std::string_view::npos)
+      << list.status();
 }
 
 TEST(RestClientTest, BadServerUrls) {

@@ -64,8 +64,8 @@ TEST(FieldSelectorTest, Escaping) {
   struct {
     const char* raw;
     const char* escaped;
-  } cases[] = {{"", ""}, {"a", "a"}, {"=", R"(\=)"}, {",", R"(\,)"}, {"\\", R"(\\)"},
-               {R"(\=\,\)", R"(\\\=\\\,\\)"}};
+  } cases[] = {{"", ""},       {"a", "a"},      {"=", R"(\=)"},
+               {",", R"(\,)"}, {"\\", R"(\\)"}, {R"(\=\,\)", R"(\\\=\\\,\\)"}};
   for (const auto& c : cases) {
     EXPECT_EQ(EscapeFieldValue(c.raw), c.escaped);
     EXPECT_EQ(*UnescapeFieldValue(c.escaped), c.raw);

@@ -48,11 +48,12 @@ TEST(KeyTest, KeyErrorKeepsTheCause) {
 // KF-06
 TEST(KeyTest, DeletionHandlingKeyFunc) {
   ObjectPtr cm = Pod("testname", "testnamespace");
-  EXPECT_EQ(*DeletionHandlingMetaNamespaceKeyFunc(
-                DeletedFinalStateUnknown{"testnamespace/testname", cm}),
-            "testnamespace/testname");
-  EXPECT_EQ(*DeletionHandlingMetaNamespaceKeyFunc(DeletedFinalStateUnknown{"whatever/key", nullptr}),
-            "whatever/key");
+  EXPECT_EQ(
+      *DeletionHandlingMetaNamespaceKeyFunc(DeletedFinalStateUnknown{"testnamespace/testname", cm}),
+      "testnamespace/testname");
+  EXPECT_EQ(
+      *DeletionHandlingMetaNamespaceKeyFunc(DeletedFinalStateUnknown{"whatever/key", nullptr}),
+      "whatever/key");
   EXPECT_EQ(*DeletionHandlingMetaNamespaceKeyFunc(cm), "testnamespace/testname");
 }
 

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kcache/labels.h"
 #include "core/label_parser.h"
+#include "kcache/labels.h"
 #include "testing/status_matchers.h"
 
 namespace kcache {
@@ -38,9 +38,15 @@ TEST(LabelSelectorTest, ValidStringsRoundTrip) {
   struct {
     const char* in;
     const char* out;
-  } cases[] = {{"x=a,y=b,z=c", "x=a,y=b,z=c"}, {"", ""},   {"x!=a,y=b", "x!=a,y=b"},
-               {"x=", "x="},                   {"x= ", "x="}, {"x=,z= ", "x=,z="},
-               {"x= ,z= ", "x=,z="},           {"!x", "!x"}, {"x>1", "x>1"},
+  } cases[] = {{"x=a,y=b,z=c", "x=a,y=b,z=c"},
+               {"", ""},
+               {"x!=a,y=b", "x!=a,y=b"},
+               {"x=", "x="},
+               {"x= ", "x="},
+               {"x=,z= ", "x=,z="},
+               {"x= ,z= ", "x=,z="},
+               {"!x", "!x"},
+               {"x>1", "x>1"},
                {"x>1,z<5", "x>1,z<5"}};
   for (const auto& c : cases) EXPECT_EQ(Canonical(c.in), c.out) << c.in;
 }
@@ -111,13 +117,11 @@ TEST(LexerTest, SingleTokens) {
   struct {
     const char* in;
     Token want;
-  } cases[] = {{"", Token::kEndOfString}, {",", Token::kComma},
-               {"notin", Token::kNotIn},  {"in", Token::kIn},
-               {"=", Token::kEquals},     {"==", Token::kDoubleEquals},
-               {">", Token::kGreaterThan}, {"<", Token::kLessThan},
-               {"!", Token::kDoesNotExist}, {"!=", Token::kNotEquals},
-               {"(", Token::kOpenPar},    {")", Token::kClosedPar},
-               {"~", Token::kIdentifier}, {"||", Token::kIdentifier}};
+  } cases[] = {{"", Token::kEndOfString},  {",", Token::kComma},      {"notin", Token::kNotIn},
+               {"in", Token::kIn},         {"=", Token::kEquals},     {"==", Token::kDoubleEquals},
+               {">", Token::kGreaterThan}, {"<", Token::kLessThan},   {"!", Token::kDoesNotExist},
+               {"!=", Token::kNotEquals},  {"(", Token::kOpenPar},    {")", Token::kClosedPar},
+               {"~", Token::kIdentifier},  {"||", Token::kIdentifier}};
   for (const auto& c : cases) {
     Lexer lexer(c.in);
     std::string lit;
@@ -227,9 +231,9 @@ TEST(LabelSelectorTest, StringOfConstructedSelectors) {
   auto S = [](std::vector<Requirement> r) {
     return LabelSelector::FromRequirements(std::move(r)).String();
   };
-  EXPECT_EQ(S({Req("x", Op::kIn, {"abc", "def"}), Req("y", Op::kNotIn, {"jkl"}),
-               Req("z", Op::kExists)}),
-            "x in (abc,def),y notin (jkl),z");
+  EXPECT_EQ(
+      S({Req("x", Op::kIn, {"abc", "def"}), Req("y", Op::kNotIn, {"jkl"}), Req("z", Op::kExists)}),
+      "x in (abc,def),y notin (jkl),z");
   EXPECT_EQ(S({Req("x", Op::kNotIn, {"abc", "def"}), Req("y", Op::kNotEquals, {"jkl"}),
                Req("z", Op::kDoesNotExist)}),
             "x notin (abc,def),y!=jkl,!z");
@@ -240,9 +244,9 @@ TEST(LabelSelectorTest, StringOfConstructedSelectors) {
   EXPECT_EQ(S({Req("x", Op::kEquals, {"abc"}), Req("y", Op::kDoubleEquals, {"jkl"}),
                Req("z", Op::kNotEquals, {"a"}), Req("z", Op::kExists)}),
             "x=abc,y==jkl,z!=a,z");
-  EXPECT_EQ(S({Req("x", Op::kGreaterThan, {"2"}), Req("y", Op::kLessThan, {"8"}),
-               Req("z", Op::kExists)}),
-            "x>2,y<8,z");
+  EXPECT_EQ(
+      S({Req("x", Op::kGreaterThan, {"2"}), Req("y", Op::kLessThan, {"8"}), Req("z", Op::kExists)}),
+      "x>2,y<8,z");
 }
 
 // LB-12
@@ -341,7 +345,9 @@ TEST(LabelSelectorTest, SetString) {
 // LB-16
 TEST(LabelSelectorTest, RequiresExactMatch) {
   using Op = SelectionOperator;
-  auto one = [](std::vector<Requirement> r) { return LabelSelector::FromRequirements(std::move(r)); };
+  auto one = [](std::vector<Requirement> r) {
+    return LabelSelector::FromRequirements(std::move(r));
+  };
   EXPECT_EQ(one({Req("key", Op::kIn, {"value"})}).RequiresExactMatch("key"), "value");
   EXPECT_EQ(one({Req("key", Op::kIn, {"value", "value2"})}).RequiresExactMatch("key"),
             std::nullopt);
@@ -376,8 +382,8 @@ TEST(LabelSelectorTest, MatchesNothing) {
   EXPECT_FALSE(LabelSelector::Everything().MatchesNothing());
   EXPECT_FALSE(LabelSelector::FromSet({}).MatchesNothing());
   EXPECT_FALSE(LabelSelector::FromSet({{"key", "value"}}).MatchesNothing());
-  for (const char* s : {"", "a", "!a", "a=b", "a!=b", "a in (b)", "a notin (b)", "a,!a",
-                        "a=b,a!=b", "a in (b),a notin (b)"}) {
+  for (const char* s : {"", "a", "!a", "a=b", "a!=b", "a in (b)", "a notin (b)", "a,!a", "a=b,a!=b",
+                        "a in (b),a notin (b)"}) {
     auto sel = LabelSelector::Parse(s);
     ASSERT_OK(sel) << s;
     EXPECT_FALSE(sel->MatchesNothing()) << s;
@@ -406,8 +412,8 @@ TEST(LabelsTest, SetHelpers) {
     ASSERT_OK(got) << c.in << ": " << got.status();
     EXPECT_EQ(*got, c.want) << c.in;
   }
-  for (const char* s : {",", "x", "x,y", "x=$y", "x!=y", "x==y", "x=a||y=b", "x in (y)",
-                        "x notin (y)", "x y"}) {
+  for (const char* s :
+       {",", "x", "x,y", "x=$y", "x!=y", "x==y", "x=a||y=b", "x in (y)", "x notin (y)", "x y"}) {
     EXPECT_FALSE(ConvertSelectorToLabelsMap(s).ok()) << s;
   }
 }

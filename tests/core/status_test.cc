@@ -28,9 +28,7 @@ TEST(StatusTest, ErrorCarriesCodeAndMessage) {
   EXPECT_OK(Status().WithContext("x"));
 }
 
-Status FailIfNegative(int v) {
-  return v < 0 ? Status::InvalidArgument("negative") : Status::OK();
-}
+Status FailIfNegative(int v) { return v < 0 ? Status::InvalidArgument("negative") : Status::OK(); }
 
 Status Chain(int v) {
   KCACHE_RETURN_IF_ERROR(FailIfNegative(v));
@@ -91,8 +89,8 @@ TEST(StatusMatchersTest, FailingOkCheckPrintsTheStatus) {
                           "Corruption: block 3 at byte 812: bad checksum");
   EXPECT_NONFATAL_FAILURE(EXPECT_OK(StatusOr<int>(Status::Busy("cache is locked"))),
                           "Busy: cache is locked");
-  EXPECT_NONFATAL_FAILURE(
-      EXPECT_THAT(Status::NotFound("gone"), StatusIs(StatusCode::kExpired)), "NotFound");
+  EXPECT_NONFATAL_FAILURE(EXPECT_THAT(Status::NotFound("gone"), StatusIs(StatusCode::kExpired)),
+                          "NotFound");
 }
 
 }  // namespace

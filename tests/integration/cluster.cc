@@ -51,9 +51,12 @@ std::shared_ptr<RestClient> Cluster::Admin() const {
 std::string Cluster::Namespace(const std::string& base) const {
   // Unique per process, so that runs against one cluster do not collide.
   std::string name = base + "-" + std::to_string(getpid());
-  auto st = Admin()->Do("POST", "/api/v1/namespaces",
-                        R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + name + R"("}})");
-  if (!st.ok()) EXPECT_EQ(st.status().code(), StatusCode::kAlreadyExists) << st.status();
+  auto st = Admin()->Do(
+      "POST", "/api/v1/namespaces",
+      R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + name + R"("}})");
+  if (!st.ok()) {
+    EXPECT_EQ(st.status().code(), StatusCode::kAlreadyExists) << st.status();
+  }
   return name;
 }
 
@@ -61,7 +64,8 @@ void Cluster::CompactEtcd() const {
   std::string endpoint = "--endpoints=http://127.0.0.1:" + etcd_port();
   std::string cmd = "rev=$(ETCDCTL_API=3 etcdctl " + endpoint +
                     " endpoint status -w fields | awk -F' : ' '/\"Revision\"/ {print $2}') && "
-                    "ETCDCTL_API=3 etcdctl " + endpoint + " compact $rev >/dev/null";
+                    "ETCDCTL_API=3 etcdctl " +
+                    endpoint + " compact $rev >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 

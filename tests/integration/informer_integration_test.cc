@@ -1,9 +1,9 @@
 // Informers and `kcache sync` against the real kube-apiserver: the cache and
 // the handlers follow changes; SIGKILL and restart resume without a LIST
 // (counted by the apiserver's /metrics); an expired checkpoint relists once.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,8 +23,8 @@
 #include "kcache/informer.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
-#include "testing/temp_dir.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace kcache {
 namespace {
@@ -41,7 +41,9 @@ using testing::SyncProcess;
 class Mirror final : public ResourceEventHandler {
  public:
   void OnAdd(const ObjectPtr& o, bool) override { Set(o->name(), o->resource_version()); }
-  void OnUpdate(const ObjectPtr&, const ObjectPtr& b) override { Set(b->name(), b->resource_version()); }
+  void OnUpdate(const ObjectPtr&, const ObjectPtr& b) override {
+    Set(b->name(), b->resource_version());
+  }
   void OnDelete(const DeletedObject& d) override {
     std::string name;
     if (auto* t = std::get_if<DeletedFinalStateUnknown>(&d)) {
@@ -83,7 +85,8 @@ TEST(InformerIntegrationTest, CacheAndHandlersFollowTheApi) {
   ASSERT_OK(cache) << cache.status();
   auto ks = (*cache)->OpenKeyspace("configmaps");
   ASSERT_OK(ks);
-  auto informer = SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
+  auto informer =
+      SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
   auto mirror = std::make_shared<Mirror>();
   ASSERT_OK(informer->AddEventHandler(mirror));
   ASSERT_OK(informer->Start());
@@ -114,7 +117,8 @@ TEST(InformerIntegrationTest, ExpiredCheckpointRelistsOnceAndReportsTheChanges) 
     ASSERT_OK(cache);
     auto ks = (*cache)->OpenKeyspace("configmaps");
     ASSERT_OK(ks);
-    auto informer = SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
+    auto informer = SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())),
+                                                *ks, Options());
     ASSERT_OK(informer->Start());
     ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(60)));
     informer->Stop();
@@ -128,14 +132,17 @@ TEST(InformerIntegrationTest, ExpiredCheckpointRelistsOnceAndReportsTheChanges) 
   ASSERT_OK(cache);
   auto ks = (*cache)->OpenKeyspace("configmaps");
   ASSERT_OK(ks);
-  auto informer = SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
+  auto informer =
+      SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
   auto changes = std::make_shared<testing::RecordingHandler>(false);
-  auto reg = informer->AddEventHandler(changes, {std::chrono::milliseconds(0), StartMode::kChangesOnly});
+  auto reg =
+      informer->AddEventHandler(changes, {std::chrono::milliseconds(0), StartMode::kChangesOnly});
   ASSERT_OK(reg);
   ASSERT_OK(informer->Start());
-  ASSERT_TRUE(Eventually([&] { return informer->stats().lists == 1 && (*reg)->HasSynced() && changes->size() >= 3; }));
-  EXPECT_THAT(changes->calls(),
-              ::testing::UnorderedElementsAre("add new", "update cm-1 1>2", "delete cm-2 tombstone"));
+  ASSERT_TRUE(Eventually(
+      [&] { return informer->stats().lists == 1 && (*reg)->HasSynced() && changes->size() >= 3; }));
+  EXPECT_THAT(changes->calls(), ::testing::UnorderedElementsAre("add new", "update cm-1 1>2",
+                                                                "delete cm-2 tombstone"));
   EXPECT_EQ(CacheState(**ks), api.State());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(informer->stats().lists, 1u);
@@ -170,8 +177,10 @@ TEST(InformerIntegrationTest, SigkillAndRestartResumeWithoutList) {
       if (r.ok()) ++changes;
       if (i % 7 == 0) {
         std::string extra = "extra-" + std::to_string(i);
-        (void)client->Do("POST", "/api/v1/namespaces/" + api.ns() + "/configmaps", ConfigMapJson(extra, "x"));
-        if (i % 14 == 0) (void)client->Do("DELETE", "/api/v1/namespaces/" + api.ns() + "/configmaps/" + extra);
+        (void)client->Do("POST", "/api/v1/namespaces/" + api.ns() + "/configmaps",
+                         ConfigMapJson(extra, "x"));
+        if (i % 14 == 0)
+          (void)client->Do("DELETE", "/api/v1/namespaces/" + api.ns() + "/configmaps/" + extra);
       }
       ++i;
     }
@@ -192,10 +201,12 @@ TEST(InformerIntegrationTest, SigkillAndRestartResumeWithoutList) {
     ASSERT_TRUE(sync.WaitSynced()) << sync.Log();
     EXPECT_THAT(sync.Log(), ::testing::HasSubstr("(no LIST)"));
     EXPECT_THAT(sync.Log(), ::testing::Not(::testing::HasSubstr("LIST of")));
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 800)(rng)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 800)(rng)));
     sync.Kill(SIGKILL);
     EXPECT_EQ(api.ListMetric("apiserver_request_total") - lists, 1) << "only the limit=1 probe";
-    EXPECT_LT(api.ListMetric("apiserver_response_sizes_sum") - bytes, 4096) << "a probe, not a list";
+    EXPECT_LT(api.ListMetric("apiserver_response_sizes_sum") - bytes, 4096)
+        << "a probe, not a list";
   }
   changing = false;
   writer.join();

@@ -14,9 +14,9 @@
 #include "integration/cluster.h"
 #include "kcache/discovery.h"
 #include "kcache/rest_client.h"
+#include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 #include "util/base64.h"
-#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -26,7 +26,8 @@ using testing::Cluster;
 ResourceRef ConfigMaps(const std::string& ns) { return {{"", "v1", "configmaps"}, true, ns}; }
 ResourceRef Pods(const std::string& ns) { return {{"", "v1", "pods"}, true, ns}; }
 
-void CreateConfigMap(RestClient& c, const std::string& ns, const std::string& name, const std::string& value = "v") {
+void CreateConfigMap(RestClient& c, const std::string& ns, const std::string& name,
+                     const std::string& value = "v") {
   auto st = c.Do("POST", "/api/v1/namespaces/" + ns + "/configmaps",
                  R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
                      R"(","labels":{"app":"demo"}},"data":{"k":")" + value + R"("}})");
@@ -34,9 +35,10 @@ void CreateConfigMap(RestClient& c, const std::string& ns, const std::string& na
 }
 
 void CreatePod(RestClient& c, const std::string& ns, const std::string& name) {
-  auto st = c.Do("POST", "/api/v1/namespaces/" + ns + "/pods",
-                 R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
-                     R"(","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}})");
+  auto st =
+      c.Do("POST", "/api/v1/namespaces/" + ns + "/pods",
+           R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+               R"(","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}})");
   ASSERT_OK(st) << st.status();
 }
 
@@ -67,13 +69,15 @@ TEST(RestIntegrationTest, ListPaginatesWithLimitAndContinue) {
   EXPECT_EQ(all->list.items.back()->name(), "cm-124");
   EXPECT_FALSE(all->list.resource_version.empty());
 
-  auto selected = c->List(ConfigMaps(ns), ListOptions{.label_selector = "app=demo", .field_selector = "metadata.name=cm-107"});
+  auto selected = c->List(ConfigMaps(ns), ListOptions{.label_selector = "app=demo",
+                                                      .field_selector = "metadata.name=cm-107"});
   ASSERT_OK(selected) << selected.status();
   EXPECT_EQ(Names(*selected), "cm-107");
 
   // resourceVersion + resourceVersionMatch=NotOlderThan is accepted.
-  auto not_older = c->List(ConfigMaps(ns), ListOptions{.resource_version = all->list.resource_version,
-                                                       .resource_version_match = "NotOlderThan"});
+  auto not_older =
+      c->List(ConfigMaps(ns), ListOptions{.resource_version = all->list.resource_version,
+                                          .resource_version_match = "NotOlderThan"});
   ASSERT_OK(not_older) << not_older.status();
   EXPECT_EQ(not_older->items.size(), 25u);
 }
@@ -88,7 +92,8 @@ TEST(RestIntegrationTest, ExpiredContinueToken) {
   ASSERT_OK(first) << first.status();
   CreateConfigMap(*c, ns, "cm-late");
   Cluster::Get().CompactEtcd();
-  auto next = c->List(ConfigMaps(ns), ListOptions{.limit = 2, .continue_token = first->continue_token});
+  auto next =
+      c->List(ConfigMaps(ns), ListOptions{.limit = 2, .continue_token = first->continue_token});
   ASSERT_FALSE(next.ok());
   EXPECT_TRUE(next.status().IsExpired()) << next.status();
   ASSERT_NE(next.status().http_error(), nullptr);
@@ -120,7 +125,8 @@ TEST(RestIntegrationTest, WatchDeliversChangesInOrder) {
                                               .allow_watch_bookmarks = true});
   ASSERT_OK(watch) << watch.status();
   CreatePod(*c, ns, "p1");
-  ASSERT_OK(c->Do("PATCH", "/api/v1/namespaces/" + ns + "/pods/p1", R"({"metadata":{"labels":{"tier":"x"}}})"));
+  ASSERT_OK(c->Do("PATCH", "/api/v1/namespaces/" + ns + "/pods/p1",
+                  R"({"metadata":{"labels":{"tier":"x"}}})"));
   ASSERT_OK(c->Do("DELETE", "/api/v1/namespaces/" + ns + "/pods/p1?gracePeriodSeconds=0"));
   // A pod's deletion first sets its deletionTimestamp (MODIFIED), then
   // removes it (DELETED).
@@ -177,7 +183,8 @@ TEST(RestIntegrationTest, WatchFromCompactedResourceVersionIsExpired) {
   CreateConfigMap(*c, ns, "b");
   CreateConfigMap(*c, ns, "c");
   Cluster::Get().CompactEtcd();
-  auto watch = c->Watch(ConfigMaps(ns), ListOptions{.resource_version = list->resource_version, .timeout_seconds = 10});
+  auto watch = c->Watch(ConfigMaps(ns), ListOptions{.resource_version = list->resource_version,
+                                                    .timeout_seconds = 10});
   Status st;
   if (!watch.ok()) {
     st = watch.status();
@@ -192,7 +199,8 @@ TEST(RestIntegrationTest, WatchFromCompactedResourceVersionIsExpired) {
   EXPECT_EQ(st.http_error()->reason, "Expired");
 
   auto exact = c->List(ConfigMaps(ns), ListOptions{.resource_version = list->resource_version,
-                                                   .resource_version_match = "Exact", .limit = 1});
+                                                   .resource_version_match = "Exact",
+                                                   .limit = 1});
   EXPECT_TRUE(exact.status().IsExpired()) << exact.status();
 }
 
@@ -254,7 +262,8 @@ TEST(RestIntegrationTest, ServerErrorsAsStatuses) {
 
   auto missing = c->Get("/api/v1/namespaces/default/configmaps/does-not-exist");
   EXPECT_TRUE(missing.status().IsNotFound());
-  EXPECT_NE(missing.status().message().find("configmaps \"does-not-exist\" not found"), std::string_view::npos)
+  EXPECT_NE(missing.status().message().find("configmaps \"does-not-exist\" not found"),
+            std::string_view::npos)
       << missing.status();
 
   auto bad_selector = c->List(ConfigMaps("default"), ListOptions{.label_selector = "a in ("});
@@ -271,8 +280,9 @@ TEST(RestIntegrationTest, ServerErrorsAsStatuses) {
   nobody.bearer_token = "nobody-" + cl.token();
   auto forbidden = (*RestClient::Create(nobody))->List(ConfigMaps("default"), {});
   EXPECT_EQ(forbidden.status().code(), StatusCode::kPermissionDenied) << forbidden.status();
-  EXPECT_NE(forbidden.status().message().find("User \"nobody\" cannot list resource \"configmaps\""),
-            std::string_view::npos)
+  EXPECT_NE(
+      forbidden.status().message().find("User \"nobody\" cannot list resource \"configmaps\""),
+      std::string_view::npos)
       << forbidden.status();
   auto forbidden_watch = (*RestClient::Create(nobody))->Watch(ConfigMaps("default"), {});
   EXPECT_EQ(forbidden_watch.status().code(), StatusCode::kPermissionDenied);
@@ -307,8 +317,9 @@ TEST(RestIntegrationTest, DiscoveryResolvesBuiltinAndCustomResources) {
   EXPECT_TRUE(widget->namespaced);
 
   std::string ns = Cluster::Get().Namespace("widgets");
-  auto created = c->Do("POST", "/apis/example.com/v1/namespaces/" + ns + "/widgets",
-                       R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"size":3})");
+  auto created =
+      c->Do("POST", "/apis/example.com/v1/namespaces/" + ns + "/widgets",
+            R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"size":3})");
   ASSERT_OK(created) << created.status();
   auto list = c->List(widget->Ref(ns), {});
   ASSERT_OK(list) << list.status();
@@ -337,10 +348,11 @@ TEST(RestIntegrationConfigTest, CertificateAuthorityFileDataAndInsecure) {
   EXPECT_OK(ListWith(file)) << ListWith(file);
 
   testing::TempDir dir;
-  std::ofstream(dir.Sub("config")) << "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: " << cl.server()
-                                   << "\n    certificate-authority-data: " << Base64Encode(ReadAll(file.ca_file))
-                                   << "\nusers:\n- name: u\n  user:\n    token: " << cl.token()
-                                   << "\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n";
+  std::ofstream(dir.Sub("config"))
+      << "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: " << cl.server()
+      << "\n    certificate-authority-data: " << Base64Encode(ReadAll(file.ca_file))
+      << "\nusers:\n- name: u\n  user:\n    token: " << cl.token()
+      << "\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n";
   auto data = LoadKubeconfig({.path = dir.Sub("config")});
   ASSERT_OK(data) << data.status();
   EXPECT_OK(ListWith(*data));
@@ -355,7 +367,8 @@ TEST(RestIntegrationConfigTest, CertificateAuthorityFileDataAndInsecure) {
 
 TEST(RestIntegrationConfigTest, TlsServerName) {
   RestConfig config = Cluster::Get().AdminConfig();
-  config.tls_server_name = "kubernetes.default";  // a name in the serving certificate, not 127.0.0.1
+  config.tls_server_name =
+      "kubernetes.default";  // a name in the serving certificate, not 127.0.0.1
   EXPECT_OK(ListWith(config)) << ListWith(config);
   config.tls_server_name = "not-the-server.example";
   EXPECT_EQ(ListWith(config).code(), StatusCode::kFailedPrecondition);
@@ -365,7 +378,8 @@ TEST(RestIntegrationConfigTest, ClientCertificates) {
   auto& cl = Cluster::Get();
   RestConfig anonymous = cl.AdminConfig();
   anonymous.bearer_token.clear();
-  EXPECT_EQ(ListWith(anonymous).code(), StatusCode::kPermissionDenied) << "system:anonymous may not list";
+  EXPECT_EQ(ListWith(anonymous).code(), StatusCode::kPermissionDenied)
+      << "system:anonymous may not list";
   RestConfig files = anonymous;
   files.client_cert_file = cl.File("admin.crt");
   files.client_key_file = cl.File("admin.key");
@@ -394,15 +408,18 @@ TEST(RestIntegrationConfigTest, ExecPlugin) {
   auto& cl = Cluster::Get();
   testing::TempDir dir;
   std::string plugin = dir.Sub("get-token");
-  std::ofstream(plugin) << "#!/bin/sh\n"
-                        << "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) exit 2;; esac\n"
-                        << "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
-                        << "\"status\":{\"token\":\"" << cl.token() << "\"}}'\n";
+  std::ofstream(plugin)
+      << "#!/bin/sh\n"
+      << "case \"$KUBERNETES_EXEC_INFO\" in *ExecCredential*) ;; *) exit 2;; esac\n"
+      << "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+      << "\"status\":{\"token\":\"" << cl.token() << "\"}}'\n";
   chmod(plugin.c_str(), 0755);
-  std::ofstream(dir.Sub("config")) << "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: " << cl.server()
-                                   << "\n    certificate-authority: " << cl.File("certs/apiserver.crt")
-                                   << "\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1"
-                                   << "\n      command: ./get-token\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n";
+  std::ofstream(dir.Sub("config"))
+      << "current-context: t\nclusters:\n- name: c\n  cluster:\n    server: " << cl.server()
+      << "\n    certificate-authority: " << cl.File("certs/apiserver.crt")
+      << "\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: "
+         "client.authentication.k8s.io/v1"
+      << "\n      command: ./get-token\ncontexts:\n- name: t\n  context: {cluster: c, user: u}\n";
   auto config = LoadKubeconfig({.path = dir.Sub("config")});
   ASSERT_OK(config) << config.status();
   EXPECT_OK(ListWith(*config)) << ListWith(*config);
@@ -411,10 +428,12 @@ TEST(RestIntegrationConfigTest, ExecPlugin) {
 TEST(RestIntegrationConfigTest, KubeconfigVariableMergesFiles) {
   auto& cl = Cluster::Get();
   testing::TempDir dir;
-  std::ofstream(dir.Sub("cluster")) << "clusters:\n- name: c\n  cluster:\n    server: " << cl.server()
-                                    << "\n    certificate-authority: " << cl.File("certs/apiserver.crt") << "\n";
-  std::ofstream(dir.Sub("user")) << "current-context: t\nusers:\n- name: u\n  user:\n    token: " << cl.token()
-                                 << "\ncontexts:\n- name: t\n  context: {cluster: c, user: u, namespace: kube-system}\n";
+  std::ofstream(dir.Sub("cluster"))
+      << "clusters:\n- name: c\n  cluster:\n    server: " << cl.server()
+      << "\n    certificate-authority: " << cl.File("certs/apiserver.crt") << "\n";
+  std::ofstream(dir.Sub("user"))
+      << "current-context: t\nusers:\n- name: u\n  user:\n    token: " << cl.token()
+      << "\ncontexts:\n- name: t\n  context: {cluster: c, user: u, namespace: kube-system}\n";
   setenv("KUBECONFIG", (dir.Sub("cluster") + ":" + dir.Sub("user")).c_str(), 1);
   auto config = LoadClientConfig({});
   unsetenv("KUBECONFIG");
@@ -449,7 +468,8 @@ TEST(RestIntegrationConfigTest, PlainHttpThroughKubectlProxy) {
   auto client = *RestClient::Create(plain);
   auto list = client->List(ConfigMaps("default"), {});
   EXPECT_OK(list) << list.status();
-  auto watch = client->Watch(ConfigMaps("default"), ListOptions{.resource_version = "0", .timeout_seconds = 1});
+  auto watch = client->Watch(ConfigMaps("default"),
+                             ListOptions{.resource_version = "0", .timeout_seconds = 1});
   EXPECT_OK(watch) << watch.status();
   kill(pid, SIGTERM);
 }

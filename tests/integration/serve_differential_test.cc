@@ -14,8 +14,8 @@
 
 #include "integration/cluster.h"
 #include "kcache/rest_client.h"
-#include "testserver/server.h"
 #include "testing/status_matchers.h"
+#include "testserver/server.h"
 
 namespace kcache {
 namespace {
@@ -32,7 +32,8 @@ std::string Normalize(std::string_view json) {
   nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
   if (!j.is_object()) return "<not json: " + std::string(json) + ">";
   if (j.contains("metadata")) {
-    for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink"}) {
+    for (const char* k :
+         {"uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink"}) {
       j["metadata"].erase(k);
     }
   }
@@ -55,12 +56,14 @@ std::vector<std::string> RunScenario(Target& t) {
   std::vector<std::string> log;
   RestClient& c = *t.client;
   const std::string base = "/api/v1/namespaces/" + t.ns + "/configmaps";
-  auto create = [&](const std::string& name, const std::string& app, const std::string& value) -> std::string {
+  auto create = [&](const std::string& name, const std::string& app,
+                    const std::string& value) -> std::string {
     auto r = c.Do("POST", base,
                   R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
                       R"(","labels":{"app":")" + app + R"("}},"data":{"k":")" + value + R"("}})");
     log.push_back("create " + name + ": " + (r.ok() ? Normalize(*r) : Error(r.status(), true)));
-    return r.ok() ? nlohmann::json::parse(*r)["metadata"]["resourceVersion"].get<std::string>() : "";
+    return r.ok() ? nlohmann::json::parse(*r)["metadata"]["resourceVersion"].get<std::string>()
+                  : "";
   };
   auto update = [&](const std::string& name, const std::function<void(nlohmann::json&)>& change) {
     auto cur = c.Get(base + "/" + name);
@@ -75,7 +78,8 @@ std::vector<std::string> RunScenario(Target& t) {
       auto e = w.Next();
       if (!e.ok()) return log.push_back(what + ": " + Error(e.status(), false));
       if (!e->has_value()) return log.push_back(what + ": ended");
-      log.push_back(what + ": " + std::string(WatchEventTypeName((*e)->type)) + " " + Normalize((*e)->object->json()));
+      log.push_back(what + ": " + std::string(WatchEventTypeName((*e)->type)) + " " +
+                    Normalize((*e)->object->json()));
     }
   };
 
@@ -95,9 +99,10 @@ std::vector<std::string> RunScenario(Target& t) {
   update("a", [](nlohmann::json& j) { j["data"]["k"] = "2"; });  // no change: no event
   auto del = c.Do("DELETE", base + "/c");
   log.push_back("delete c: " + (del.ok() ? Normalize(*del) : Error(del.status(), true)));
-  auto stale = c.Do("PUT", base + "/a",
-                    R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":")" + rv_b +
-                        R"("},"data":{"k":"stale"}})");
+  auto stale =
+      c.Do("PUT", base + "/a",
+           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":")" +
+               rv_b + R"("},"data":{"k":"stale"}})");
   log.push_back("stale update: " + Error(stale.status(), true));
   auto missing = c.Get(base + "/nope");
   log.push_back("get nope: " + Error(missing.status(), true));
@@ -119,15 +124,17 @@ std::vector<std::string> RunScenario(Target& t) {
       log.push_back("page " + std::to_string(page) + ": " + Error(p.status(), true));
       break;
     }
-    log.push_back("page " + std::to_string(page) + ": " + (p->items.empty() ? "" : p->items[0]->name()) +
-                  (p->continue_token.empty() ? ", last" : ", more") +
-                  (p->remaining_item_count ? ", " + std::to_string(*p->remaining_item_count) + " remaining" : ""));
+    log.push_back(
+        "page " + std::to_string(page) + ": " + (p->items.empty() ? "" : p->items[0]->name()) +
+        (p->continue_token.empty() ? ", last" : ", more") +
+        (p->remaining_item_count ? ", " + std::to_string(*p->remaining_item_count) + " remaining"
+                                 : ""));
     token = p->continue_token;
     if (token.empty()) break;
   }
 
-  for (const char* q : {"?labelSelector=app%20in", "?fieldSelector=data.k%3D1", "?resourceVersionMatch=Exact",
-                        "?limit=1&resourceVersion=1&continue=x"}) {
+  for (const char* q : {"?labelSelector=app%20in", "?fieldSelector=data.k%3D1",
+                        "?resourceVersionMatch=Exact", "?limit=1&resourceVersion=1&continue=x"}) {
     auto r = c.Get(base + q);
     log.push_back(std::string("list ") + q + ": " + Error(r.status(), false));
   }
@@ -139,7 +146,8 @@ std::vector<std::string> RunScenario(Target& t) {
   auto first = c.List(ConfigMaps(t.ns), {.limit = 1});
   create("d", "x", "1");
   t.compact();
-  auto after = c.List(ConfigMaps(t.ns), {.limit = 1, .continue_token = first.ok() ? first->continue_token : ""});
+  auto after = c.List(ConfigMaps(t.ns),
+                      {.limit = 1, .continue_token = first.ok() ? first->continue_token : ""});
   log.push_back("continue after compaction: " + Error(after.status(), false));
   auto old = c.Watch(ConfigMaps(t.ns), {.resource_version = rv0});
   if (!old.ok()) {
@@ -164,8 +172,10 @@ TEST(ServeDifferentialTest, RealApiserverAndKcacheServeAgree) {
   config.server = (*server)->url();
   RestClientOptions options;
   options.max_retries = 0;
-  Target ours{RestClient::Create(config, options).value(), [&] { (*server)->state().Compact(); }, real.ns};
-  auto ns = ours.client->Do("POST", "/api/v1/namespaces", R"({"metadata":{"name":")" + real.ns + R"("}})");
+  Target ours{RestClient::Create(config, options).value(), [&] { (*server)->state().Compact(); },
+              real.ns};
+  auto ns = ours.client->Do("POST", "/api/v1/namespaces",
+                            R"({"metadata":{"name":")" + real.ns + R"("}})");
   ASSERT_OK(ns) << ns.status();
 
   std::vector<std::string> want = RunScenario(real);
@@ -173,7 +183,8 @@ TEST(ServeDifferentialTest, RealApiserverAndKcacheServeAgree) {
   ASSERT_GT(want.size(), 20u);
   for (const std::string& line : want) std::cout << "  " << line << "\n";  // for the log
   for (size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
-    EXPECT_EQ(i < want.size() ? want[i] : "<nothing>", i < got.size() ? got[i] : "<nothing>") << "line " << i;
+    EXPECT_EQ(i < want.size() ? want[i] : "<nothing>", i < got.size() ? got[i] : "<nothing>")
+        << "line " << i;
   }
 }
 

@@ -13,8 +13,8 @@
 #include "kcache/cache.h"
 #include "kcache/snapshot.h"
 #include "testing/command.h"
-#include "testing/temp_dir.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace kcache {
 namespace {

@@ -18,8 +18,8 @@
 
 #include "kcache/cache.h"
 #include "testing/objects.h"
-#include "testing/temp_dir.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace kcache::testing {
 namespace {
@@ -155,8 +155,8 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
     kill(child, SIGKILL);
     int wstatus = 0;
     waitpid(child, &wstatus, 0);
-    ASSERT_TRUE(WIFSIGNALED(wstatus)) << "the child stopped by itself, exit code "
-                                      << WEXITSTATUS(wstatus);
+    ASSERT_TRUE(WIFSIGNALED(wstatus))
+        << "the child stopped by itself, exit code " << WEXITSTATUS(wstatus);
 
     auto cache = Cache::Open(dir.path());
     ASSERT_OK(cache) << "round " << round << ": " << cache.status();
@@ -208,8 +208,9 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
   RecordProperty("exact_rounds", exact);
   RecordProperty("cut_relists", cut_relists);
   RecordProperty("last_resume_point", static_cast<int>(last_rv));
-  std::printf("%d rounds: %d exact at their resume point, %d cut inside a relist; last resume point %llu\n",
-              kRounds, exact, cut_relists, static_cast<unsigned long long>(last_rv));
+  std::printf(
+      "%d rounds: %d exact at their resume point, %d cut inside a relist; last resume point %llu\n",
+      kRounds, exact, cut_relists, static_cast<unsigned long long>(last_rv));
 }
 
 }  // namespace

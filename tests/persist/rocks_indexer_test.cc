@@ -17,11 +17,11 @@
 #include "kcache/cache.h"
 #include "kcache/lister.h"
 #include "persist/encoding.h"
-#include "testing/indexer_conformance.h"
 #include "testing/counting_indexer.h"
+#include "testing/indexer_conformance.h"
 #include "testing/objects.h"
-#include "testing/temp_dir.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace kcache::testing {
 namespace {
@@ -48,7 +48,8 @@ std::shared_ptr<Indexer> MakeRocks(const IndexerSpec& spec) {
   return *store;  // keeps the database open after the Cache object is gone
 }
 
-INSTANTIATE_TEST_SUITE_P(Rocks, IndexerConformanceTest, ::testing::Values(IndexerFactory(MakeRocks)));
+INSTANTIATE_TEST_SUITE_P(Rocks, IndexerConformanceTest,
+                         ::testing::Values(IndexerFactory(MakeRocks)));
 
 StatusOr<std::vector<std::string>> LabelApp(const Object& o) {
   auto it = o.labels().find("app");
@@ -219,17 +220,20 @@ TEST(RocksStoreTest, StreamedRelistInChunks) {
 TEST(RocksStoreTest, ChangedIndexVersionsAreRebuilt) {
   TempDir dir;
   {
-    auto store = OpenPods(dir.path(), {.indexers = {{"team", LabelApp}}, .index_versions = {{"team", "1"}}});
+    auto store =
+        OpenPods(dir.path(), {.indexers = {{"team", LabelApp}}, .index_versions = {{"team", "1"}}});
     ASSERT_OK(store->Add(Pod("a", "ns", "1", {{"app", "web"}, {"tier", "front"}})));
     ASSERT_OK(store->Add(Pod("b", "ns", "2", {{"app", "db"}, {"tier", "back"}})));
     EXPECT_THAT(*store->IndexKeys("team", "web"), ElementsAre("ns/a"));
   }
   {  // Same version: kept as it is.
-    auto store = OpenPods(dir.path(), {.indexers = {{"team", LabelApp}}, .index_versions = {{"team", "1"}}});
+    auto store =
+        OpenPods(dir.path(), {.indexers = {{"team", LabelApp}}, .index_versions = {{"team", "1"}}});
     EXPECT_THAT(*store->IndexKeys("team", "web"), ElementsAre("ns/a"));
   }
   {  // New version with a new function: rebuilt.
-    auto store = OpenPods(dir.path(), {.indexers = {{"team", LabelTier}}, .index_versions = {{"team", "2"}}});
+    auto store = OpenPods(dir.path(),
+                          {.indexers = {{"team", LabelTier}}, .index_versions = {{"team", "2"}}});
     EXPECT_THAT(*store->IndexKeys("team", "web"), ::testing::IsEmpty());
     EXPECT_THAT(*store->IndexKeys("team", "back"), ElementsAre("ns/b"));
     EXPECT_THAT(*store->ListIndexFuncValues("team"), ElementsAre("back", "front"));
@@ -248,9 +252,8 @@ TEST(RocksStoreTest, LabelIndexServesListers) {
   TempDir dir;
   auto inner = OpenPods(dir.path());
   for (int i = 0; i < 300; ++i) {
-    ASSERT_OK(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 3), std::to_string(i),
-                               {{"app", i % 30 == 0 ? "rare" : "common"}}))
-                    );
+    ASSERT_OK(inner->Add(Pod("p" + std::to_string(i), "ns" + std::to_string(i % 3),
+                             std::to_string(i), {{"app", i % 30 == 0 ? "rare" : "common"}})));
   }
   auto store = std::make_shared<CountingIndexer>(inner);
   Lister pods(store, {"", "pods"});
@@ -266,8 +269,8 @@ TEST(RocksStoreTest, LabelIndexServesListers) {
 TEST(RocksStoreTest, ZeroBytesAreRefused) {
   TempDir dir;
   auto store = OpenPods(dir.path(), {.key_func = [](const Object&) -> StatusOr<std::string> {
-    return std::string("a\0b", 3);
-  }});
+                          return std::string("a\0b", 3);
+                        }});
   Status st = store->Add(Pod("x"));
   EXPECT_TRUE(st.IsInvalidArgument());
   EXPECT_THAT(std::string(st.message()), HasSubstr("zero byte"));
@@ -326,7 +329,8 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
     delete raw;
     auto plain = Cache::Open(dir.Sub("plain"));
     EXPECT_TRUE(plain.status().IsCorruption()) << plain.status();
-    EXPECT_THAT(std::string(plain.status().message()), HasSubstr("column family 'objects' is missing"));
+    EXPECT_THAT(std::string(plain.status().message()),
+                HasSubstr("column family 'objects' is missing"));
   }
   {  // A damaged CURRENT file.
     ASSERT_OK(Cache::Open(dir.Sub("damaged")));

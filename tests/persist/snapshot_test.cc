@@ -12,12 +12,12 @@
 #include <thread>
 
 #include "kcache/cache.h"
-#include "persist/snapshot_format.h"
 #include "persist/encoding.h"
+#include "persist/snapshot_format.h"
 #include "testing/objects.h"
+#include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 #include "util/crc32c.h"
-#include "testing/status_matchers.h"
 
 namespace kcache {
 namespace {
@@ -314,9 +314,8 @@ class CraftedSnapshotTest : public ::testing::Test {
     EXPECT_OK((*w)->WriteBlock(snapshot::BlockType::kRows, rows));
     int rows_n = 2 + 3 * objects - (drop_index_entry ? 1 : 0);
     EXPECT_OK((*w)->WriteBlock(snapshot::BlockType::kEnd,
-                                 "{\"blocks\":2,\"rows\":" + std::to_string(rows_n) +
-                                     ",\"rawBytes\":" + std::to_string(rows.size()) + "}")
-                    );
+                               "{\"blocks\":2,\"rows\":" + std::to_string(rows_n) +
+                                   ",\"rawBytes\":" + std::to_string(rows.size()) + "}"));
     EXPECT_OK((*w)->Close());
     return path;
   }

@@ -25,7 +25,9 @@ class CountingIndexer final : public Indexer {
   Status Update(ObjectPtr o) override { return inner_->Update(std::move(o)); }
   Status Delete(const ObjectPtr& o) override { return inner_->Delete(o); }
   Status DeleteKey(std::string_view k) override { return inner_->DeleteKey(k); }
-  Status Commit(const Transaction& t, TransactionResult* r) override { return inner_->Commit(t, r); }
+  Status Commit(const Transaction& t, TransactionResult* r) override {
+    return inner_->Commit(t, r);
+  }
   StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> o, std::string rv) override {
     return inner_->Replace(std::move(o), std::move(rv));
   }
@@ -49,7 +51,8 @@ class CountingIndexer final : public Indexer {
   StatusOr<std::vector<ObjectPtr>> Index(std::string_view n, const Object& o) const override {
     return inner_->Index(n, o);
   }
-  StatusOr<std::vector<std::string>> IndexKeys(std::string_view n, std::string_view v) const override {
+  StatusOr<std::vector<std::string>> IndexKeys(std::string_view n,
+                                               std::string_view v) const override {
     return inner_->IndexKeys(n, v);
   }
   StatusOr<std::vector<ObjectPtr>> ByIndex(std::string_view n, std::string_view v) const override {
@@ -68,7 +71,8 @@ class CountingIndexer final : public Indexer {
  private:
   class Counted final : public ObjectIterator {
    public:
-    Counted(std::unique_ptr<ObjectIterator> it, std::atomic<size_t>* n) : it_(std::move(it)), n_(n) {
+    Counted(std::unique_ptr<ObjectIterator> it, std::atomic<size_t>* n)
+        : it_(std::move(it)), n_(n) {
       if (it_->Valid()) ++*n_;
     }
     bool Valid() const override { return it_->Valid(); }

@@ -21,11 +21,6 @@ std::set<std::string> Vals(const std::vector<ObjectPtr>& objs) {
   return out;
 }
 
-std::vector<std::string> Sorted(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 // A bare object whose index value is its whole "val" annotation, split on
 // commas (client-go's tests store plain strings).
 ObjectPtr Str(const std::string& key, const std::string& val) { return TO(key, val); }
@@ -393,8 +388,9 @@ TEST_P(IndexerConformanceTest, IndexFunctionErrorChangesNothing) {
   ASSERT_OK(store->Add(Pod("a", "ns", "1")));
   Status st = store->Update(Pod("a", "ns", "2", {{"bad", "x"}}));
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("unable to calculate an index entry for key \"ns/a\" on index \"picky\""),
-            std::string_view::npos)
+  EXPECT_NE(
+      st.message().find("unable to calculate an index entry for key \"ns/a\" on index \"picky\""),
+      std::string_view::npos)
       << st;
   EXPECT_EQ((*store->GetByKey("ns/a"))->resource_version(), "1");
   EXPECT_EQ(store->LastSyncResourceVersion(), "1");

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "kcache/rest_client.h"
-#include "testserver/server.h"
 #include "testing/status_matchers.h"
+#include "testserver/server.h"
 
 namespace kcache::testing {
 
@@ -40,20 +40,26 @@ struct ServeFixture {
     client = std::move(c).value();
   }
 
-  static ResourceRef ConfigMaps(std::string ns = "") { return {{"", "v1", "configmaps"}, true, std::move(ns)}; }
+  static ResourceRef ConfigMaps(std::string ns = "") {
+    return {{"", "v1", "configmaps"}, true, std::move(ns)};
+  }
   static ResourceRef Pods() { return {{"", "v1", "pods"}, true, ""}; }
 
   static std::string ConfigMapJson(const std::string& name, const std::string& value,
                                    const std::string& labels = R"({"app":"a"})") {
-    return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name + R"(","labels":)" + labels +
-           R"(},"data":{"k":")" + value + R"("}})";
+    return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+           R"(","labels":)" + labels + R"(},"data":{"k":")" + value + R"("}})";
   }
-  void Create(const std::string& name, const std::string& value = "v", const std::string& ns = "default") {
-    auto r = client->Do("POST", "/api/v1/namespaces/" + ns + "/configmaps", ConfigMapJson(name, value));
+  void Create(const std::string& name, const std::string& value = "v",
+              const std::string& ns = "default") {
+    auto r =
+        client->Do("POST", "/api/v1/namespaces/" + ns + "/configmaps", ConfigMapJson(name, value));
     ASSERT_OK(r) << r.status();
   }
-  void Update(const std::string& name, const std::string& value, const std::string& ns = "default") {
-    auto r = client->Do("PUT", "/api/v1/namespaces/" + ns + "/configmaps/" + name, ConfigMapJson(name, value));
+  void Update(const std::string& name, const std::string& value,
+              const std::string& ns = "default") {
+    auto r = client->Do("PUT", "/api/v1/namespaces/" + ns + "/configmaps/" + name,
+                        ConfigMapJson(name, value));
     ASSERT_OK(r) << r.status();
   }
   void Delete(const std::string& name, const std::string& ns = "default") {

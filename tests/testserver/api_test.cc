@@ -13,8 +13,8 @@
 
 #include "kcache/rest_client.h"
 #include "testing/serve_fixture.h"
-#include "testserver/server.h"
 #include "testing/status_matchers.h"
+#include "testserver/server.h"
 
 namespace kcache::serve {
 namespace {
@@ -24,7 +24,9 @@ using namespace std::chrono_literals;
 ResourceRef Pods(const std::string& ns = "") { return {{"", "v1", "pods"}, true, ns}; }
 ResourceRef ConfigMaps(const std::string& ns) { return {{"", "v1", "configmaps"}, true, ns}; }
 ResourceRef Nodes() { return {{"", "v1", "nodes"}, false, ""}; }
-ResourceRef Widgets(const std::string& ns = "") { return {{"demo.kcache.io", "v1", "widgets"}, true, ns}; }
+ResourceRef Widgets(const std::string& ns = "") {
+  return {{"demo.kcache.io", "v1", "widgets"}, true, ns};
+}
 
 ServeOptions Quiet(int pods = 200) { return testing::QuietCluster(pods); }
 
@@ -39,7 +41,8 @@ struct Fixture {
     EXPECT_OK(c) << c.status();
     client = std::move(c).value();
   }
-  void CreateConfigMap(const std::string& ns, const std::string& name, const std::string& labels = R"({"app":"a"})",
+  void CreateConfigMap(const std::string& ns, const std::string& name,
+                       const std::string& labels = R"({"app":"a"})",
                        const std::string& value = "v") {
     auto r = client->Do("POST", "/api/v1/namespaces/" + ns + "/configmaps",
                         R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
@@ -64,7 +67,8 @@ std::vector<WatchEvent> Read(WatchStream& s, size_t n) {
 std::string Types(const std::vector<WatchEvent>& events) {
   std::string out;
   for (const auto& e : events) {
-    out += (out.empty() ? "" : " ") + std::string(WatchEventTypeName(e.type)) + ":" + (e.object ? e.object->name() : "");
+    out += (out.empty() ? "" : " ") + std::string(WatchEventTypeName(e.type)) + ":" +
+           (e.object ? e.object->name() : "");
   }
   return out;
 }
@@ -87,9 +91,8 @@ TEST(ServeApiTest, ServesTheSyntheticClusterWithConsistentPages) {
   auto first = f.client->List(Pods(), {.limit = 300});
   ASSERT_OK(first) << first.status();
   EXPECT_EQ(first->remaining_item_count, 700);
-  ASSERT_OK(f.client->Do("DELETE", "/api/v1/namespaces/" + all->items[999]->namespace_() + "/pods/" +
-                                         all->items[999]->name())
-                  );
+  ASSERT_OK(f.client->Do("DELETE", "/api/v1/namespaces/" + all->items[999]->namespace_() +
+                                       "/pods/" + all->items[999]->name()));
   std::vector<std::string> names;
   for (const auto& o : first->items) names.push_back(o->name());
   std::string token = first->continue_token;
@@ -119,7 +122,8 @@ TEST(ServeApiTest, SelectorsFilterListsAndWatchesTurnTransitionsIntoAddsAndDelet
   size_t expect = 0;
   for (const auto& o : all->items) expect += o->labels().at("track") == "canary";
   EXPECT_EQ(canary->items.size(), expect);
-  auto on_node = f.client->List(Pods(), {.field_selector = "spec.nodeName=node-3,metadata.namespace=ns-1"});
+  auto on_node =
+      f.client->List(Pods(), {.field_selector = "spec.nodeName=node-3,metadata.namespace=ns-1"});
   ASSERT_OK(on_node) << on_node.status();
   size_t on_node_expect = 0;
   for (const auto& o : all->items) {
@@ -128,13 +132,15 @@ TEST(ServeApiTest, SelectorsFilterListsAndWatchesTurnTransitionsIntoAddsAndDelet
   EXPECT_GT(on_node_expect, 0u);
   EXPECT_EQ(on_node->items.size(), on_node_expect);
   for (const auto& o : on_node->items) EXPECT_EQ(o->namespace_(), "ns-1");
-  auto by_name = f.client->List(Pods(), {.field_selector = "metadata.name=" + all->items[7]->name()});
+  auto by_name =
+      f.client->List(Pods(), {.field_selector = "metadata.name=" + all->items[7]->name()});
   ASSERT_OK(by_name) << by_name.status();
   ASSERT_EQ(by_name->items.size(), 1u);
   EXPECT_EQ(by_name->items[0]->name(), all->items[7]->name());
 
   f.CreateConfigMap("ns-0", "x", R"({"app":"a"})");
-  auto w = f.client->Watch(ConfigMaps("ns-0"), {.label_selector = "app=b", .resource_version = all->resource_version});
+  auto w = f.client->Watch(ConfigMaps("ns-0"),
+                           {.label_selector = "app=b", .resource_version = all->resource_version});
   ASSERT_OK(w) << w.status();
   auto put = [&](const std::string& app, const std::string& value) {
     auto cur = f.client->Get("/api/v1/namespaces/ns-0/configmaps/x");
@@ -152,7 +158,8 @@ TEST(ServeApiTest, SelectorsFilterListsAndWatchesTurnTransitionsIntoAddsAndDelet
   ASSERT_EQ(events.size(), 3u);
   auto now = f.client->Get("/api/v1/namespaces/ns-0/configmaps/x");
   ASSERT_OK(now);
-  EXPECT_EQ(events[2].object->resource_version(), nlohmann::json::parse(*now)["metadata"]["resourceVersion"]);
+  EXPECT_EQ(events[2].object->resource_version(),
+            nlohmann::json::parse(*now)["metadata"]["resourceVersion"]);
   EXPECT_EQ(events[2].object->labels().at("app"), "b") << "the last state that matched";
 }
 
@@ -164,9 +171,11 @@ TEST(ServeApiTest, WritesFollowTheApiserversRules) {
   EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists) << dup.status();
   ASSERT_NE(dup.status().http_error(), nullptr);
   EXPECT_EQ(dup.status().http_error()->http_code, 409);
-  EXPECT_NE(dup.status().message().find("configmaps \"a\" already exists"), std::string::npos) << dup.status();
+  EXPECT_NE(dup.status().message().find("configmaps \"a\" already exists"), std::string::npos)
+      << dup.status();
 
-  auto missing_ns = f.client->Do("POST", "/api/v1/namespaces/nope/configmaps", R"({"metadata":{"name":"a"}})");
+  auto missing_ns =
+      f.client->Do("POST", "/api/v1/namespaces/nope/configmaps", R"({"metadata":{"name":"a"}})");
   EXPECT_TRUE(missing_ns.status().IsNotFound()) << missing_ns.status();
 
   auto got = f.client->Get("/api/v1/namespaces/default/configmaps/a");
@@ -203,7 +212,8 @@ TEST(ServeApiTest, WritesFollowTheApiserversRules) {
   ASSERT_OK(f.client->Do("DELETE", "/api/v1/namespaces/default/configmaps/a"));
   auto gone = f.client->Get("/api/v1/namespaces/default/configmaps/a");
   EXPECT_TRUE(gone.status().IsNotFound());
-  EXPECT_NE(gone.status().message().find("configmaps \"a\" not found"), std::string::npos) << gone.status();
+  EXPECT_NE(gone.status().message().find("configmaps \"a\" not found"), std::string::npos)
+      << gone.status();
 }
 
 TEST(ServeApiTest, BadRequestsGetStatusErrors) {
@@ -234,7 +244,8 @@ TEST(ServeApiTest, BadRequestsGetStatusErrors) {
   }
   auto unknown = f.client->Get("/api/v1/gizmos");
   EXPECT_TRUE(unknown.status().IsNotFound()) << unknown.status();
-  EXPECT_NE(std::string(unknown.status().message()).find("404 page not found"), std::string::npos) << unknown.status();
+  EXPECT_NE(std::string(unknown.status().message()).find("404 page not found"), std::string::npos)
+      << unknown.status();
   auto patch = f.client->Do("PATCH", "/api/v1/namespaces/ns-0/pods/x", "{}");
   ASSERT_NE(patch.status().http_error(), nullptr);
   EXPECT_EQ(patch.status().http_error()->http_code, 405);
@@ -259,7 +270,8 @@ TEST(ServeApiTest, WatchesResumeExpireAndSendBookmarks) {
   }
   EXPECT_EQ(events[0].type, WatchEventType::kAdded);
   EXPECT_EQ(events[1].type, WatchEventType::kBookmark) << "a quiet watch gets bookmarks";
-  EXPECT_GE(std::stoull(events[1].object->resource_version()), std::stoull(events[0].object->resource_version()));
+  EXPECT_GE(std::stoull(events[1].object->resource_version()),
+            std::stoull(events[0].object->resource_version()));
 
   // Beyond the history: 410 inside the stream.
   for (int i = 0; i < 4; ++i) f.CreateConfigMap("default", "b" + std::to_string(i));
@@ -274,7 +286,8 @@ TEST(ServeApiTest, WatchesResumeExpireAndSendBookmarks) {
   ASSERT_OK(page);
   f.CreateConfigMap("default", "later");
   f.server->state().Compact();
-  auto next = f.client->List(ConfigMaps("default"), {.limit = 2, .continue_token = page->continue_token});
+  auto next =
+      f.client->List(ConfigMaps("default"), {.limit = 2, .continue_token = page->continue_token});
   EXPECT_TRUE(next.status().IsExpired()) << next.status();
   ASSERT_NE(next.status().http_error(), nullptr);
   EXPECT_FALSE(next.status().http_error()->continue_token.empty());
@@ -282,7 +295,8 @@ TEST(ServeApiTest, WatchesResumeExpireAndSendBookmarks) {
 
 TEST(ServeApiTest, StreamingListEndsItsInitialEventsWithAnAnnotatedBookmark) {
   Fixture f(Quiet(100));
-  auto w = f.client->Watch(Pods("ns-2"), {.resource_version_match = "NotOlderThan", .allow_watch_bookmarks = true,
+  auto w = f.client->Watch(Pods("ns-2"), {.resource_version_match = "NotOlderThan",
+                                          .allow_watch_bookmarks = true,
                                           .send_initial_events = true});
   ASSERT_OK(w) << w.status();
   size_t added = 0;
@@ -323,7 +337,8 @@ TEST(ServeApiTest, FaultFlagsDoWhatTheySay) {
   EXPECT_FALSE(cut.ok());
   auto malformed = f.client->List(Pods(), {});
   EXPECT_FALSE(malformed.ok());
-  EXPECT_NE(std::string(malformed.status().message()).find("byte"), std::string::npos) << malformed.status();
+  EXPECT_NE(std::string(malformed.status().message()).find("byte"), std::string::npos)
+      << malformed.status();
 
   auto rv = f.server->state().current_rv();
   for (int i = 0; i < 2; ++i) {
@@ -333,16 +348,23 @@ TEST(ServeApiTest, FaultFlagsDoWhatTheySay) {
     auto e = (*w)->Next();
     EXPECT_FALSE(e.ok()) << "watch " << i;
     if (i == 0) {
-      EXPECT_NE(std::string(e.status().message()).find("inside an event"), std::string::npos) << e.status();
+      EXPECT_NE(std::string(e.status().message()).find("inside an event"), std::string::npos)
+          << e.status();
     } else {
       EXPECT_TRUE(e.status().IsInvalidArgument()) << e.status();
     }
     rv = f.server->state().current_rv();
   }
   std::string metrics = f.server->api().Metrics();
-  for (auto [kind, n] : {std::pair{"throttle", 1}, {"expire", 1}, {"internal-error", 1}, {"cut", 2}, {"malformed", 2}}) {
-    EXPECT_NE(metrics.find("fault=\"" + std::string(kind) + "\"} " + std::to_string(n)), std::string::npos)
-        << kind << "\n" << metrics;
+  for (auto [kind, n] : {std::pair{"throttle", 1},
+                         {"expire", 1},
+                         {"internal-error", 1},
+                         {"cut", 2},
+                         {"malformed", 2}}) {
+    EXPECT_NE(metrics.find("fault=\"" + std::string(kind) + "\"} " + std::to_string(n)),
+              std::string::npos)
+        << kind << "\n"
+        << metrics;
   }
 }
 

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "testserver/resource_types.h"
 #include "testing/status_matchers.h"
+#include "testserver/resource_types.h"
 
 namespace kcache::serve {
 namespace {
@@ -15,8 +15,8 @@ using namespace std::chrono_literals;
 std::string ConfigMap(const std::string& name, const std::string& value, uint64_t rv,
                       const std::string& app = "a") {
   return R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":")" + name +
-         R"(","namespace":"ns","resourceVersion":")" + std::to_string(rv) + R"(","labels":{"app":")" + app +
-         R"("}},"data":{"k":")" + value + R"("}})";
+         R"(","namespace":"ns","resourceVersion":")" + std::to_string(rv) +
+         R"(","labels":{"app":")" + app + R"("}},"data":{"k":")" + value + R"("}})";
 }
 
 class ClusterStateTest : public ::testing::Test {
@@ -24,16 +24,18 @@ class ClusterStateTest : public ::testing::Test {
   ClusterStateTest() : state_(BuiltinResourceTypes(), 4), cm_(state_.Find("", "configmaps")) {}
 
   uint64_t Put(const std::string& name, const std::string& value, const std::string& app = "a") {
-    auto r = state_.Apply(cm_, "ns/" + name, [&](const StoredPtr&, uint64_t rv) -> StatusOr<Change> {
-      return Change{Change::kWrite, ConfigMap(name, value, rv, app)};
-    });
+    auto r =
+        state_.Apply(cm_, "ns/" + name, [&](const StoredPtr&, uint64_t rv) -> StatusOr<Change> {
+          return Change{Change::kWrite, ConfigMap(name, value, rv, app)};
+        });
     EXPECT_OK(r) << r.status();
     return r.ok() ? (*r)->rv : 0;
   }
   uint64_t Remove(const std::string& name) {
-    auto r = state_.Apply(cm_, "ns/" + name, [&](const StoredPtr& cur, uint64_t rv) -> StatusOr<Change> {
-      return Change{Change::kDelete, ConfigMap(name, "gone", rv)};
-    });
+    auto r =
+        state_.Apply(cm_, "ns/" + name, [&](const StoredPtr&, uint64_t rv) -> StatusOr<Change> {
+          return Change{Change::kDelete, ConfigMap(name, "gone", rv)};
+        });
     EXPECT_OK(r) << r.status();
     return r.ok() ? (*r)->rv : 0;
   }
@@ -42,7 +44,8 @@ class ClusterStateTest : public ::testing::Test {
     EXPECT_OK(list) << list.status();
     std::string out;
     if (!list.ok()) return out;
-    for (const StoredPtr& o : list->items) out += o->object->name() + "=" + std::to_string(o->rv) + " ";
+    for (const StoredPtr& o : list->items)
+      out += o->object->name() + "=" + std::to_string(o->rv) + " ";
     return out;
   }
 
@@ -90,7 +93,8 @@ TEST_F(ClusterStateTest, WaitHandsOutEventsInOrderWithThePreviousState) {
   EXPECT_EQ(batch.events[1].type, EventType::kModified);
   ASSERT_NE(batch.events[1].prev, nullptr);
   EXPECT_EQ(batch.events[1].prev->object->labels().at("app"), "a");
-  EXPECT_EQ(batch.position, batch.events[1].rv) << "more events wait: the position is the last one handed out";
+  EXPECT_EQ(batch.position, batch.events[1].rv)
+      << "more events wait: the position is the last one handed out";
   auto rest = state_.Wait(cm_, batch.position, 10, std::chrono::steady_clock::now() + 1s);
   ASSERT_EQ(rest.events.size(), 1u);
   EXPECT_EQ(rest.events[0].type, EventType::kDeleted);

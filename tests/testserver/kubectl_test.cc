@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "kcache/rest_client.h"
-#include "testserver/server.h"
 #include "testing/command.h"
-#include "testing/temp_dir.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+#include "testserver/server.h"
 
 namespace kcache::serve {
 namespace {
@@ -42,7 +42,9 @@ class KubectlTest : public ::testing::Test {
     return r.output;
   }
 
-  static size_t Lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+  static size_t Lines(const std::string& s) {
+    return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+  }
 
   testing::TempDir dir_;
   std::unique_ptr<Server> server_;
@@ -58,7 +60,9 @@ TEST_F(KubectlTest, GetListsEveryTypeAcrossPages) {
   std::string table = Kubectl("get pods -n ns-1", &rc);
   ASSERT_EQ(rc, 0) << table;
   EXPECT_EQ(table.rfind("NAME", 0), 0u) << table.substr(0, 200);
-  EXPECT_EQ(Lines(table), 1u + server_->state().List(server_->state().Find("", "pods"), {.namespace_ = "ns-1"})->items.size());
+  EXPECT_EQ(Lines(table), 1u + server_->state()
+                                   .List(server_->state().Find("", "pods"), {.namespace_ = "ns-1"})
+                                   ->items.size());
 
   std::string nodes = Kubectl("get nodes -o name", &rc);
   ASSERT_EQ(rc, 0) << nodes;
@@ -84,13 +88,15 @@ TEST_F(KubectlTest, GetWatchSeesACreatedPod) {
     RestConfig config;
     config.server = server_->url();
     auto c = RestClient::Create(config).value();
-    auto r = c->Do("POST", "/api/v1/namespaces/ns-2/pods",
-                   R"({"metadata":{"name":"watched-pod"},"spec":{"containers":[{"name":"c","image":"x"}]}})");
+    auto r = c->Do(
+        "POST", "/api/v1/namespaces/ns-2/pods",
+        R"({"metadata":{"name":"watched-pod"},"spec":{"containers":[{"name":"c","image":"x"}]}})");
     EXPECT_OK(r) << r.status();
   });
   std::string out = Kubectl("get pods -n ns-2 -w -o name --request-timeout=5s");
   writer.join();
-  EXPECT_NE(out.find("pod/watched-pod"), std::string::npos) << out.substr(out.size() > 500 ? out.size() - 500 : 0);
+  EXPECT_NE(out.find("pod/watched-pod"), std::string::npos)
+      << out.substr(out.size() > 500 ? out.size() - 500 : 0);
 }
 
 }  // namespace

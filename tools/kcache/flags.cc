@@ -115,7 +115,8 @@ std::string FlagSet::Usage() const {
     if (left.size() < 32) left.resize(32, ' ');
     out += left + " " + f.help;
     if (!f.default_value.empty() && f.default_value != "false") {
-      out += " (default " + (f.kind == Kind::kString ? "\"" + f.default_value + "\"" : f.default_value) + ")";
+      out += " (default " +
+             (f.kind == Kind::kString ? "\"" + f.default_value + "\"" : f.default_value) + ")";
     }
     out += "\n";
   }

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "bench/decode_bench.h"
+#include "bench/demo.h"
 #include "bench/serve_bench.h"
 #include "bench/snapshot_bench.h"
 #include "bench/store_bench.h"
-#include "tools/kcache/flags.h"
-#include "bench/demo.h"
 #include "testserver/server.h"
+#include "tools/kcache/flags.h"
 #include "tools/kcache/get.h"
 #include "tools/kcache/inspect.h"
 #include "tools/kcache/snapshot.h"
@@ -82,7 +82,9 @@ int Demo(const std::vector<std::string>& args) {
   flags.Int("namespaces", '\0', &namespaces, "namespaces they are spread over");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "demo", &positional); rc >= 0) return rc;
-  if (!positional.empty()) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""), "demo");
+  if (!positional.empty())
+    return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""),
+                "demo");
   kcache::Status st = kcache::demo::RunDemo(
       {.pods = static_cast<int>(pods), .namespaces = static_cast<int>(namespaces)}, std::cout);
   return st.ok() ? 0 : Fail(st, "demo");
@@ -98,14 +100,17 @@ int BenchStore(const std::vector<std::string>& args) {
   flags.Int("batch", '\0', &batch, "objects per commit");
   flags.Int("runs", '\0', &runs, "timed runs per query (the median is reported)");
   flags.Int("zstd-dict-bytes", '\0', &dict, "zstd dictionary size for objects (0: none)");
-  flags.String("dir", '\0', &dir, "directory for the databases (default: a new one under /tmp, removed after)");
+  flags.String("dir", '\0', &dir,
+               "directory for the databases (default: a new one under /tmp, removed after)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "bench store", &positional); rc >= 0) return rc;
-  kcache::Status st = kcache::bench::RunStoreBench(
-      {.objects = static_cast<int>(objects), .batch = static_cast<int>(batch),
-       .runs = static_cast<int>(runs), .zstd_dictionary_bytes = static_cast<int>(dict),
-       .label_index = label_index, .dir = dir},
-      std::cout);
+  kcache::Status st = kcache::bench::RunStoreBench({.objects = static_cast<int>(objects),
+                                                    .batch = static_cast<int>(batch),
+                                                    .runs = static_cast<int>(runs),
+                                                    .zstd_dictionary_bytes = static_cast<int>(dict),
+                                                    .label_index = label_index,
+                                                    .dir = dir},
+                                                   std::cout);
   return st.ok() ? 0 : Fail(st, "bench store");
 }
 
@@ -117,8 +122,10 @@ int BenchServe(const std::vector<std::string>& args) {
   flags.Int("runs", '\0', &runs, "timed runs of each (the median is reported)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "bench serve", &positional); rc >= 0) return rc;
-  kcache::Status st = kcache::bench::RunServeBench(
-      {.pods = static_cast<int>(pods), .events = static_cast<int>(events), .runs = static_cast<int>(runs)}, std::cout);
+  kcache::Status st = kcache::bench::RunServeBench({.pods = static_cast<int>(pods),
+                                                    .events = static_cast<int>(events),
+                                                    .runs = static_cast<int>(runs)},
+                                                   std::cout);
   return st.ok() ? 0 : Fail(st, "bench serve");
 }
 
@@ -129,13 +136,15 @@ int BenchSnapshot(const std::vector<std::string>& args) {
   flags.Int("objects", '\0', &objects, "pods in the cache");
   flags.Int("runs", '\0', &runs, "timed runs of each step (medians are reported)");
   flags.Int("zstd-level", '\0', &level, "zstd level of the exported file");
-  flags.String("dir", '\0', &dir, "directory for the cache and files (default: a new one under /tmp, removed after)");
+  flags.String("dir", '\0', &dir,
+               "directory for the cache and files (default: a new one under /tmp, removed after)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "bench snapshot", &positional); rc >= 0) return rc;
-  kcache::Status st = kcache::bench::RunSnapshotBench(
-      {.objects = static_cast<int>(objects), .runs = static_cast<int>(runs), .zstd_level = static_cast<int>(level),
-       .dir = dir},
-      std::cout);
+  kcache::Status st = kcache::bench::RunSnapshotBench({.objects = static_cast<int>(objects),
+                                                       .runs = static_cast<int>(runs),
+                                                       .zstd_level = static_cast<int>(level),
+                                                       .dir = dir},
+                                                      std::cout);
   return st.ok() ? 0 : Fail(st, "bench snapshot");
 }
 
@@ -144,10 +153,12 @@ int Bench(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "snapshot") return BenchSnapshot({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "serve") return BenchServe({args.begin() + 1, args.end()});
   if (args.empty() || args[0] != "decode") {
-    return Fail(kcache::Status::InvalidArgument(
-                    args.empty() ? "missing benchmark name (available: decode, serve, snapshot, store)"
-                                 : "unknown benchmark \"" + args[0] + "\" (available: decode, serve, snapshot, store)"),
-                "bench");
+    return Fail(
+        kcache::Status::InvalidArgument(
+            args.empty() ? "missing benchmark name (available: decode, serve, snapshot, store)"
+                         : "unknown benchmark \"" + args[0] +
+                               "\" (available: decode, serve, snapshot, store)"),
+        "bench");
   }
   int64_t objects = 20000, runs = 5;
   kcache::cli::FlagSet flags;
@@ -170,26 +181,36 @@ int Serve(const std::vector<std::string>& args) {
   flags.Int("pods", '\0', &o.cluster.pods, "pods in the synthetic cluster");
   flags.Int("namespaces", '\0', &o.cluster.namespaces, "namespaces the pods are spread over");
   flags.Int("nodes", '\0', &o.cluster.nodes, "nodes the pods run on");
-  flags.Int("object-bytes", '\0', &o.cluster.object_bytes, "pad each pod to this many bytes (0: natural, about 6.5 KB)");
+  flags.Int("object-bytes", '\0', &o.cluster.object_bytes,
+            "pad each pod to this many bytes (0: natural, about 6.5 KB)");
   flags.Int("seed", '\0', &seed, "seed of the synthetic cluster and its churn");
   flags.Int("creates", '\0', &o.churn.creates, "pods created per second");
   flags.Int("updates", '\0', &o.churn.updates, "pod status updates per second");
   flags.Int("relabels", '\0', &o.churn.relabels, "pod label changes per second");
   flags.Int("deletes", '\0', &o.churn.deletes, "pods deleted per second");
-  flags.Int("history", '\0', &o.history, "events kept per resource; watches and continue tokens from before them get 410 Expired");
-  flags.Int("bookmark-interval", '\0', &bookmark_seconds, "seconds between bookmarks on a watch that allows them");
+  flags.Int(
+      "history", '\0', &o.history,
+      "events kept per resource; watches and continue tokens from before them get 410 Expired");
+  flags.Int("bookmark-interval", '\0', &bookmark_seconds,
+            "seconds between bookmarks on a watch that allows them");
   flags.String("fault-cut", '\0', &cut, "requests cut mid-way, e.g. 3,7 or *5 (every fifth)");
   flags.String("fault-expire", '\0', &expire, "requests answered 410 Expired");
   flags.String("fault-throttle", '\0', &throttle, "requests answered 429 with Retry-After");
-  flags.Int("retry-after", '\0', &o.api.faults.retry_after_seconds, "Retry-After seconds of --fault-throttle");
+  flags.Int("retry-after", '\0', &o.api.faults.retry_after_seconds,
+            "Retry-After seconds of --fault-throttle");
   flags.String("fault-error", '\0', &error, "requests answered 500 InternalError");
   flags.String("fault-malformed", '\0', &malformed, "requests whose body has malformed JSON");
-  flags.String("fault-stall", '\0', &stall, "requests that stall after the headers (and a watch's initial events)");
-  flags.Int("fault-slow", '\0', &o.api.faults.slow_bytes_per_second, "send every response at most this many bytes per second (0: no limit)");
+  flags.String("fault-stall", '\0', &stall,
+               "requests that stall after the headers (and a watch's initial events)");
+  flags.Int("fault-slow", '\0', &o.api.faults.slow_bytes_per_second,
+            "send every response at most this many bytes per second (0: no limit)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "serve", &positional); rc >= 0) return rc;
-  if (!positional.empty()) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""), "serve");
-  if (bookmark_seconds < 1) return Fail(kcache::Status::InvalidArgument("--bookmark-interval must be at least 1"), "serve");
+  if (!positional.empty())
+    return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""),
+                "serve");
+  if (bookmark_seconds < 1)
+    return Fail(kcache::Status::InvalidArgument("--bookmark-interval must be at least 1"), "serve");
   o.cluster.seed = static_cast<uint64_t>(seed);
   o.api.bookmark_interval = std::chrono::seconds(bookmark_seconds);
   struct {
@@ -203,7 +224,8 @@ int Serve(const std::vector<std::string>& args) {
               {"fault-malformed", &malformed, &o.api.faults.malformed},
               {"fault-stall", &stall, &o.api.faults.stall}};
   for (auto& s : sets) {
-    kcache::StatusOr<kcache::serve::RequestSet> parsed = kcache::serve::RequestSet::Parse(s.flag, *s.spec);
+    kcache::StatusOr<kcache::serve::RequestSet> parsed =
+        kcache::serve::RequestSet::Parse(s.flag, *s.spec);
     if (!parsed.ok()) return Fail(parsed.status(), "serve");
     *s.set = std::move(parsed).value();
   }
@@ -221,8 +243,10 @@ int Sync(const std::vector<std::string>& args) {
   flags.String("server", '\0', &o.kubeconfig.server, "the address of the API server");
   flags.String("namespace", 'n', &ns, "sync this namespace only (default: all namespaces)");
   flags.String("selector", 'l', &o.label_selector, "label selector sent with every list and watch");
-  flags.String("field-selector", '\0', &o.field_selector, "field selector sent with every list and watch");
-  flags.Bool("drop-managed-fields", '\0', &o.drop_managed_fields, "store objects without metadata.managedFields");
+  flags.String("field-selector", '\0', &o.field_selector,
+               "field selector sent with every list and watch");
+  flags.Bool("drop-managed-fields", '\0', &o.drop_managed_fields,
+             "store objects without metadata.managedFields");
   flags.Bool("until-synced", '\0', &o.until_synced, "exit once every resource has synced");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "sync", &positional); rc >= 0) return rc;
@@ -245,14 +269,20 @@ int Get(const std::vector<std::string>& args) {
   flags.String("namespace", 'n', &o.namespace_, "the namespace to list");
   flags.Bool("all-namespaces", 'A', &o.all_namespaces, "list every namespace");
   flags.String("selector", 'l', &o.label_selector, "label selector, e.g. app=web");
-  flags.String("field-selector", '\0', &o.field_selector, "field selector, e.g. spec.nodeName=node-1");
+  flags.String("field-selector", '\0', &o.field_selector,
+               "field selector, e.g. spec.nodeName=node-1");
   flags.String("index", '\0', &o.index, "objects whose index INDEX has VALUE: INDEX=VALUE");
-  flags.String("output", 'o', &o.output, "output format: json, yaml, name or wide (default: a table)");
-  flags.String("sort-by", '\0', &o.sort_by, "sort by a field, as a JSONPath: {.metadata.creationTimestamp}");
+  flags.String("output", 'o', &o.output,
+               "output format: json, yaml, name or wide (default: a table)");
+  flags.String("sort-by", '\0', &o.sort_by,
+               "sort by a field, as a JSONPath: {.metadata.creationTimestamp}");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "get", &positional); rc >= 0) return rc;
-  if (positional.empty()) return Fail(kcache::Status::InvalidArgument("name a resource type, e.g. pods"), "get");
-  if (positional.size() > 2) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[2] + "\""), "get");
+  if (positional.empty())
+    return Fail(kcache::Status::InvalidArgument("name a resource type, e.g. pods"), "get");
+  if (positional.size() > 2)
+    return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[2] + "\""),
+                "get");
   o.resource = positional[0];
   if (positional.size() == 2) o.name = positional[1];
   kcache::Status st = kcache::tool::RunGet(o, std::cout);
@@ -267,7 +297,9 @@ int Stats(const std::vector<std::string>& args) {
   flags.String("namespace", 'n', &o.namespace_, "only this namespace in the per-namespace table");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "stats", &positional); rc >= 0) return rc;
-  if (!positional.empty()) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""), "stats");
+  if (!positional.empty())
+    return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""),
+                "stats");
   kcache::Status st = kcache::tool::RunStats(o, std::cout);
   return st.ok() ? 0 : Fail(st, "stats");
 }
@@ -281,7 +313,9 @@ int Tree(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "tree", &positional); rc >= 0) return rc;
   if (positional.size() != 2) {
-    return Fail(kcache::Status::InvalidArgument("name a resource type and an object, e.g. kcache tree deployments web"), "tree");
+    return Fail(kcache::Status::InvalidArgument(
+                    "name a resource type and an object, e.g. kcache tree deployments web"),
+                "tree");
   }
   o.resource = positional[0];
   o.name = positional[1];
@@ -298,7 +332,9 @@ int Diff(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "diff", &positional); rc >= 0) return rc;
   if (positional.size() != 2) {
-    Fail(kcache::Status::InvalidArgument("name two caches or snapshot files, e.g. kcache diff before.kcs after.kcs"), "diff");
+    Fail(kcache::Status::InvalidArgument(
+             "name two caches or snapshot files, e.g. kcache diff before.kcs after.kcs"),
+         "diff");
     return 2;
   }
   o.from = positional[0];
@@ -313,19 +349,27 @@ int Diff(const std::vector<std::string>& args) {
 
 int Snapshot(const std::vector<std::string>& args) {
   static const char* kVerbs = "create, export, import, verify";
-  if (args.empty()) return Fail(kcache::Status::InvalidArgument(std::string("name a snapshot command: ") + kVerbs), "snapshot");
+  if (args.empty())
+    return Fail(kcache::Status::InvalidArgument(std::string("name a snapshot command: ") + kVerbs),
+                "snapshot");
   const std::string verb = args[0];
   const std::string command = "snapshot " + verb;
   kcache::tool::SnapshotOptions o;
   int64_t level = 1;
   kcache::cli::FlagSet flags;
   if (verb != "verify") {
-    flags.String("cache", '\0', &o.cache_dir, verb == "import" ? "the cache directory to create" : "the cache directory to copy");
+    flags.String(
+        "cache", '\0', &o.cache_dir,
+        verb == "import" ? "the cache directory to create" : "the cache directory to copy");
   }
-  if (verb == "export") flags.Int("zstd-level", '\0', &level, "zstd compression level, 1 (fast) to 19 (small)");
+  if (verb == "export")
+    flags.Int("zstd-level", '\0', &level, "zstd compression level, 1 (fast) to 19 (small)");
   std::vector<std::string> positional;
-  if (int rc = ParseFlags(flags, {args.begin() + 1, args.end()}, command, &positional); rc >= 0) return rc;
-  if (positional.size() > 1) return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[1] + "\""), command);
+  if (int rc = ParseFlags(flags, {args.begin() + 1, args.end()}, command, &positional); rc >= 0)
+    return rc;
+  if (positional.size() > 1)
+    return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[1] + "\""),
+                command);
   if (!positional.empty()) o.target = positional[0];
   o.zstd_level = static_cast<int>(level);
   o.progress = isatty(STDERR_FILENO);
@@ -339,7 +383,9 @@ int Snapshot(const std::vector<std::string>& args) {
   } else if (verb == "verify") {
     st = kcache::tool::RunSnapshotVerify(o, std::cout, std::cerr);
   } else {
-    return Fail(kcache::Status::InvalidArgument("unknown snapshot command \"" + verb + "\" (available: " + kVerbs + ")"), "snapshot");
+    return Fail(kcache::Status::InvalidArgument("unknown snapshot command \"" + verb +
+                                                "\" (available: " + kVerbs + ")"),
+                "snapshot");
   }
   return st.ok() ? 0 : Fail(st, command);
 }

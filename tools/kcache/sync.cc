@@ -23,7 +23,8 @@ namespace {
 std::string TimeOfDay() {
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm;
   gmtime_r(&t, &tm);
   std::ostringstream out;
@@ -40,7 +41,8 @@ std::string Megabytes(uint64_t bytes) {
 }  // namespace
 
 Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
-  if (options.resources.empty()) return Status::InvalidArgument("name at least one resource to sync, e.g. pods");
+  if (options.resources.empty())
+    return Status::InvalidArgument("name at least one resource to sync, e.g. pods");
   if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
   // Block the signals before any thread starts, so that only sigwait sees them.
   sigset_t signals;
@@ -82,11 +84,13 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   fo.field_selector = options.field_selector;
   fo.client.parse.drop_managed_fields = options.drop_managed_fields;
   fo.informer.reflector.on_event = [&](const ReflectorEvent& e) { say(e.message); };
-  fo.informer.reflector.watch_error_handler = [&](const Status& st) { say("error: " + std::string(st.message())); };
+  fo.informer.reflector.watch_error_handler = [&](const Status& st) {
+    say("error: " + std::string(st.message()));
+  };
   auto factory = InformerFactory::Create(config, cache, fo);
   for (const ApiResource& r : resources) KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
-  say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server + " into " +
-      options.cache_dir);
+  say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +
+      " into " + options.cache_dir);
   KCACHE_RETURN_IF_ERROR(factory->Start());
 
   std::jthread ticker;
@@ -103,11 +107,12 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
           bytes += s.bytes;
           synced = synced && informer->HasSynced();
         }
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::lock_guard l(log_mu);
         progress << "\r\033[K" << (synced ? "synced: " : "syncing: ") << objects << " objects, "
-                 << Megabytes(bytes) << ", " << static_cast<uint64_t>(objects / secs) << " objects/s"
-                 << std::flush;
+                 << Megabytes(bytes) << ", " << static_cast<uint64_t>(objects / secs)
+                 << " objects/s" << std::flush;
       }
     });
   }

@@ -27,8 +27,8 @@ struct SyncOptions {
   bool until_synced = false;
 };
 
-// Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume, relist and sync to
-// `log`, progress to `progress`.
+// Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume,
+// relist and sync to `log`, progress to `progress`.
 Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress);
 
 }  // namespace kcache::tool

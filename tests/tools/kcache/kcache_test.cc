@@ -10,11 +10,11 @@
 #include <string>
 
 #include <arpa/inet.h>
-#include <csignal>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 namespace {
 
@@ -82,23 +82,27 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
     const char* args;
     const char* message;
   } cases[] = {
-      {"demo --pods lots", "error: demo: invalid argument \"lots\" for \"--pods\" flag: not an integer"},
+      {"demo --pods lots",
+       "error: demo: invalid argument \"lots\" for \"--pods\" flag: not an integer"},
       {"demo --nope", "error: demo: unknown flag: --nope"},
       {"demo --pods 5", "error: demo: --pods must be at least 100"},
       {"demo extra", "error: demo: unexpected argument \"extra\""},
       {"bench", "error: bench: missing benchmark name"},
       {"bench fast", "error: bench: unknown benchmark \"fast\""},
       {"bench decode --objects", "error: bench decode: flag needs an argument: --objects"},
-      {"bench snapshot --objects 0", "error: bench snapshot: --objects and --runs must be positive"},
+      {"bench snapshot --objects 0",
+       "error: bench snapshot: --objects and --runs must be positive"},
       {"frobnicate", "error: unknown command \"frobnicate\""},
       {"serve --fault-cut x", "error: serve: invalid argument \"x\" for \"--fault-cut\" flag"},
-      {"serve --fault-expire 0", "error: serve: invalid argument \"0\" for \"--fault-expire\" flag"},
+      {"serve --fault-expire 0",
+       "error: serve: invalid argument \"0\" for \"--fault-expire\" flag"},
       {"serve --listen 8080", "error: serve: listen address \"8080\" is not HOST:PORT"},
       {"serve --history 0", "error: serve: --history must be at least 1"},
       {"sync --cache /tmp/x", "error: sync: name at least one resource to sync"},
       {"sync pods", "error: sync: --cache DIR is required"},
       {"get", "error: get: name a resource type"},
-      {"get pods --cache /tmp/x -o xml", "error: get: unable to match a printer suitable for the output format \"xml\""},
+      {"get pods --cache /tmp/x -o xml",
+       "error: get: unable to match a printer suitable for the output format \"xml\""},
       {"get pods", "error: get: name what to read: --cache DIR or --snapshot FILE"},
       {"get pods --cache a --snapshot b", "error: get: --cache and --snapshot exclude each other"},
       {"get pods --cache /tmp/x --sort-by {.a[x]}", "error: get: bad field path"},
@@ -109,7 +113,8 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
       {"snapshot", "error: snapshot: name a snapshot command: create, export, import, verify"},
       {"snapshot frobnicate", "error: snapshot: unknown snapshot command \"frobnicate\""},
       {"snapshot export --cache /tmp/x", "error: snapshot export: name the file to write"},
-      {"snapshot export --cache /tmp/x f --zstd-level 40", "error: snapshot export: --zstd-level must be between 1 and 19"},
+      {"snapshot export --cache /tmp/x f --zstd-level 40",
+       "error: snapshot export: --zstd-level must be between 1 and 19"},
       {"snapshot import f", "error: snapshot import: --cache DIR is required"},
       {"snapshot verify", "error: snapshot verify: name the snapshot file"},
       {"snapshot verify a b", "error: snapshot verify: unexpected argument \"b\""},
@@ -158,7 +163,8 @@ Serving StartServe(const std::string& args) {
   close(fds[1]);
   s.out = fds[0];
   char c;
-  while (std::count(s.banner.begin(), s.banner.end(), '\n') < 2 && read(s.out, &c, 1) == 1) s.banner += c;
+  while (std::count(s.banner.begin(), s.banner.end(), '\n') < 2 && read(s.out, &c, 1) == 1)
+    s.banner += c;
   return s;
 }
 
@@ -177,7 +183,8 @@ TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
     ASSERT_GT(s.pid, 0);
     size_t at = s.banner.find("serving on http://127.0.0.1:");
     ASSERT_NE(at, std::string::npos) << s.banner;
-    int port = std::atoi(s.banner.c_str() + at + std::string("serving on http://127.0.0.1:").size());
+    int port =
+        std::atoi(s.banner.c_str() + at + std::string("serving on http://127.0.0.1:").size());
     // A watch, open when the signal comes.
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -195,7 +202,9 @@ TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
     std::string rest = Drain(s.out);
     ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
     EXPECT_EQ(WEXITSTATUS(status), 0) << rest;
-    EXPECT_NE(rest.find(sig == SIGTERM ? "SIGTERM, stopping" : "SIGINT, stopping"), std::string::npos) << rest;
+    EXPECT_NE(rest.find(sig == SIGTERM ? "SIGTERM, stopping" : "SIGINT, stopping"),
+              std::string::npos)
+        << rest;
     // The watch's connection has ended.
     ssize_t n;
     while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
@@ -227,8 +236,9 @@ namespace {
 // `kcache get` reads it back; a second sync resumes without a LIST. Errors
 // name what is wrong: an unknown resource, object or cache.
 TEST(KcacheToolTest, SyncThenGetThenResume) {
-  Serving s = StartServe("--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 0 --updates 0 "
-                         "--relabels 0 --deletes 0");
+  Serving s = StartServe(
+      "--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 0 --updates 0 "
+      "--relabels 0 --deletes 0");
   size_t at = s.banner.find("http://");
   ASSERT_NE(at, std::string::npos) << s.banner;
   std::string url = s.banner.substr(at, s.banner.find_first_of(" \n", at) - at);
@@ -236,10 +246,13 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   std::string cache = std::string(tmpl) + "/cache";
 
-  Result first = Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
+  Result first =
+      Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  EXPECT_NE(first.output.find("pods: streaming list of 300 objects"), std::string::npos) << first.output;
-  EXPECT_NE(first.output.find("nodes: synced at resourceVersion"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("pods: streaming list of 300 objects"), std::string::npos)
+      << first.output;
+  EXPECT_NE(first.output.find("nodes: synced at resourceVersion"), std::string::npos)
+      << first.output;
 
   Result names = Kcache("get pods --cache " + cache + " -A -o name");
   ASSERT_EQ(names.exit_code, 0) << names.output;
@@ -260,13 +273,16 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   Result absent = Kcache("get pods --cache " + std::string(tmpl) + "/absent");
   EXPECT_EQ(absent.exit_code, 1);
 
-  Result again = Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
+  Result again =
+      Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
   ASSERT_EQ(again.exit_code, 0) << again.output;
-  EXPECT_NE(again.output.find("pods: resuming the watch from resourceVersion"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("pods: resuming the watch from resourceVersion"), std::string::npos)
+      << again.output;
   EXPECT_EQ(again.output.find("streaming list"), std::string::npos) << again.output;
 
   Result bad = Kcache("sync gizmos --server " + url + " --cache " + cache);
-  EXPECT_NE(bad.output.find("the server doesn't have a resource type \"gizmos\""), std::string::npos)
+  EXPECT_NE(bad.output.find("the server doesn't have a resource type \"gizmos\""),
+            std::string::npos)
       << bad.output;
 
   kill(s.pid, SIGTERM);
@@ -300,12 +316,16 @@ std::string Url(const Serving& s) {
 // over the cache, the file and the import; damaged files and occupied
 // targets are refused with exit code 1 and say where.
 TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
-  Serving s = StartServe("--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 0 --updates 0 "
-                         "--relabels 0 --deletes 0");
+  Serving s = StartServe(
+      "--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 0 --updates 0 "
+      "--relabels 0 --deletes 0");
   char tmpl[] = "/tmp/kcache-snap-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl, cache = dir + "/cache", file = dir + "/s.kcs", restored = dir + "/restored";
-  ASSERT_EQ(Kcache("sync pods nodes --server " + Url(s) + " --cache " + cache + " --until-synced").exit_code, 0);
+  const std::string dir = tmpl, cache = dir + "/cache", file = dir + "/s.kcs",
+                    restored = dir + "/restored";
+  ASSERT_EQ(Kcache("sync pods nodes --server " + Url(s) + " --cache " + cache + " --until-synced")
+                .exit_code,
+            0);
 
   Result exported = Kcache("snapshot export --cache " + cache + " " + file);
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
@@ -318,7 +338,8 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   ASSERT_EQ(imported.exit_code, 0) << imported.output;
   Result again = Kcache("snapshot import " + file + " --cache " + restored);
   EXPECT_EQ(again.exit_code, 1);
-  EXPECT_NE(again.output.find("already exists and is not an empty directory"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("already exists and is not an empty directory"), std::string::npos)
+      << again.output;
   Result created = Kcache("snapshot create --cache " + cache + " " + dir + "/copy");
   ASSERT_EQ(created.exit_code, 0) << created.output;
 
@@ -333,8 +354,10 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
     EXPECT_EQ(a.output, c.output);
   }
   Result yaml = Kcache("get pods -n ns-1 -o yaml --snapshot " + file);
-  EXPECT_EQ(yaml.output.rfind("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Pod\n", 0), 0u) << yaml.output;
-  EXPECT_NE(yaml.output.find("\nkind: List\nmetadata:\n  resourceVersion: \"\"\n"), std::string::npos);
+  EXPECT_EQ(yaml.output.rfind("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Pod\n", 0), 0u)
+      << yaml.output;
+  EXPECT_NE(yaml.output.find("\nkind: List\nmetadata:\n  resourceVersion: \"\"\n"),
+            std::string::npos);
   Result wide = Kcache("get pods -n ns-1 -o wide --cache " + cache);
   EXPECT_EQ(wide.output.rfind("NAME", 0), 0u) << wide.output;
   EXPECT_NE(wide.output.find("READY   STATUS"), std::string::npos) << wide.output;
@@ -347,9 +370,11 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   auto items = nlohmann::json::parse(sorted.output)["items"];
   ASSERT_EQ(items.size(), 300u);
   for (size_t i = 1; i < items.size(); ++i) {
-    EXPECT_LE(items[i - 1]["spec"]["nodeName"].get<std::string>(), items[i]["spec"]["nodeName"].get<std::string>());
+    EXPECT_LE(items[i - 1]["spec"]["nodeName"].get<std::string>(),
+              items[i]["spec"]["nodeName"].get<std::string>());
   }
-  Result by_index = Kcache("get pods -A -o name --index kcache.io/labels=tier=web --cache " + cache);
+  Result by_index =
+      Kcache("get pods -A -o name --index kcache.io/labels=tier=web --cache " + cache);
   Result by_label = Kcache("get pods -A -o name -l tier=web --cache " + cache);
   EXPECT_EQ(by_index.output, by_label.output);
   EXPECT_GT(std::count(by_index.output.begin(), by_index.output.end(), '\n'), 0) << by_index.output;
@@ -357,8 +382,10 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   Result stats = Kcache("stats --snapshot " + file);
   ASSERT_EQ(stats.exit_code, 0) << stats.output;
   EXPECT_NE(stats.output.find("CLUSTER   " + Url(s)), std::string::npos) << stats.output;
-  EXPECT_NE(stats.output.find("nodes      Node   Cluster      5"), std::string::npos) << stats.output;
-  EXPECT_NE(stats.output.find("pods       Pod    Namespaced   300"), std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("nodes      Node   Cluster      5"), std::string::npos)
+      << stats.output;
+  EXPECT_NE(stats.output.find("pods       Pod    Namespaced   300"), std::string::npos)
+      << stats.output;
   EXPECT_NE(stats.output.find("ns-2        pods       100"), std::string::npos) << stats.output;
   Result one_ns = Kcache("stats -n ns-1 --cache " + cache);
   ASSERT_EQ(one_ns.exit_code, 0) << one_ns.output;
@@ -368,20 +395,26 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   // diff: identical sources exit 0, differing ones 1 with the objects.
   Result same = Kcache("diff " + file + " " + restored);
   EXPECT_EQ(same.exit_code, 0) << same.output;
-  EXPECT_NE(same.output.find("pods: no differences (300 objects)"), std::string::npos) << same.output;
+  EXPECT_NE(same.output.find("pods: no differences (300 objects)"), std::string::npos)
+      << same.output;
   {
     auto c = kcache::Cache::Open(restored);
     ASSERT_OK(c) << c.status();
     auto pods = (*c)->OpenKeyspace("pods");
     ASSERT_OK(pods);
-    auto victim = (*pods)->GetByKey("ns-0/" + nlohmann::json::parse(Kcache("get pods -n ns-0 -o json --cache " + cache).output)["items"][0]["metadata"]["name"].get<std::string>());
+    auto victim = (*pods)->GetByKey(
+        "ns-0/" + nlohmann::json::parse(Kcache("get pods -n ns-0 -o json --cache " + cache)
+                                            .output)["items"][0]["metadata"]["name"]
+                      .get<std::string>());
     ASSERT_TRUE(victim.ok() && *victim);
     ASSERT_OK((*pods)->Delete(*victim));
     ASSERT_OK((*pods)->Add(kcache::testing::Pod("extra", "ns-0", "99999", {{"app", "x"}})));
   }
   Result differ = Kcache("diff " + file + " " + restored);
   EXPECT_EQ(differ.exit_code, 1) << differ.output;
-  EXPECT_NE(differ.output.find("pods: 1 added, 1 removed, 0 changed, 299 unchanged"), std::string::npos) << differ.output;
+  EXPECT_NE(differ.output.find("pods: 1 added, 1 removed, 0 changed, 299 unchanged"),
+            std::string::npos)
+      << differ.output;
   EXPECT_NE(differ.output.find("  + ns-0/extra"), std::string::npos) << differ.output;
   Result nowhere = Kcache("diff " + file + " " + dir + "/absent");
   EXPECT_EQ(nowhere.exit_code, 2) << nowhere.output;
@@ -401,7 +434,8 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   }
   Result flipped = Kcache("snapshot verify " + dir + "/flipped.kcs");
   EXPECT_EQ(flipped.exit_code, 1);
-  EXPECT_NE(flipped.output.find("checksum mismatch (the file is corrupt)"), std::string::npos) << flipped.output;
+  EXPECT_NE(flipped.output.find("checksum mismatch (the file is corrupt)"), std::string::npos)
+      << flipped.output;
   Result truncated = Kcache("snapshot import " + dir + "/short.kcs --cache " + dir + "/never");
   EXPECT_EQ(truncated.exit_code, 1);
   EXPECT_NE(truncated.output.find("the file is truncated"), std::string::npos) << truncated.output;
@@ -421,17 +455,24 @@ TEST(KcacheToolTest, TreeShowsOwnersAndDependents) {
   char tmpl[] = "/tmp/kcache-tree-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string cache = std::string(tmpl) + "/cache";
-  auto obj = [](const std::string& api, const std::string& kind, const std::string& name, const std::string& uid,
-                const std::string& owner_kind = "", const std::string& owner = "", const std::string& owner_uid = "",
+  auto obj = [](const std::string& api, const std::string& kind, const std::string& name,
+                const std::string& uid, const std::string& owner_kind = "",
+                const std::string& owner = "", const std::string& owner_uid = "",
                 const std::string& owner_api = "apps/v1") {
     nlohmann::json j = {{"apiVersion", api},
                         {"kind", kind},
                         {"metadata",
-                         {{"name", name}, {"namespace", "default"}, {"uid", uid}, {"resourceVersion", "1"},
+                         {{"name", name},
+                          {"namespace", "default"},
+                          {"uid", uid},
+                          {"resourceVersion", "1"},
                           {"creationTimestamp", "2026-01-01T00:00:00Z"}}}};
     if (!owner.empty()) {
-      j["metadata"]["ownerReferences"] = {
-          {{"apiVersion", owner_api}, {"kind", owner_kind}, {"name", owner}, {"uid", owner_uid}, {"controller", true}}};
+      j["metadata"]["ownerReferences"] = {{{"apiVersion", owner_api},
+                                           {"kind", owner_kind},
+                                           {"name", owner},
+                                           {"uid", owner_uid},
+                                           {"controller", true}}};
     }
     return kcache::testing::MakeObject(j.dump());
   };
@@ -448,7 +489,8 @@ TEST(KcacheToolTest, TreeShowsOwnersAndDependents) {
     ASSERT_OK((*pods)->Add(obj("v1", "Pod", "web-1-a", "p1", "ReplicaSet", "web-1", "r1")));
     ASSERT_OK((*pods)->Add(obj("v1", "Pod", "web-1-b", "p2", "ReplicaSet", "web-1", "r1")));
     ASSERT_OK((*pods)->Add(obj("v1", "Pod", "orphan", "p3", "ReplicaSet", "gone", "r9")));
-    ASSERT_OK((*c)->SetResourceInfo("replicasets.apps", {"apps", "v1", "replicasets", "ReplicaSet", true}));
+    ASSERT_OK((*c)->SetResourceInfo("replicasets.apps",
+                                    {"apps", "v1", "replicasets", "ReplicaSet", true}));
   }
   Result from_pod = Kcache("tree pod web-1-a --cache " + cache);
   ASSERT_EQ(from_pod.exit_code, 0) << from_pod.output;
@@ -461,7 +503,8 @@ TEST(KcacheToolTest, TreeShowsOwnersAndDependents) {
   EXPECT_EQ(lines[1].rfind("default     Deployment/web   ", 0), 0u) << from_pod.output;
   EXPECT_EQ(lines[2].rfind("default     └─ReplicaSet/web-1   ", 0), 0u) << from_pod.output;
   EXPECT_EQ(lines[3].rfind("default       └─Pod/web-1-a   ", 0), 0u) << from_pod.output;
-  for (size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(lines[i].back(), 'd') << lines[i];  // created 2026-01-01
+  for (size_t i = 1; i < lines.size(); ++i)
+    EXPECT_EQ(lines[i].back(), 'd') << lines[i];  // created 2026-01-01
   Result from_top = Kcache("tree deploy web --cache " + cache);
   ASSERT_EQ(from_top.exit_code, 0) << from_top.output;
   EXPECT_NE(from_top.output.find("├─ReplicaSet/web-0"), std::string::npos) << from_top.output;
@@ -470,7 +513,8 @@ TEST(KcacheToolTest, TreeShowsOwnersAndDependents) {
   EXPECT_NE(from_top.output.find("    └─Pod/web-1-b"), std::string::npos) << from_top.output;
   EXPECT_EQ(from_top.output.find("orphan"), std::string::npos) << from_top.output;
   Result orphan = Kcache("tree pods orphan --cache " + cache);
-  EXPECT_NE(orphan.output.find("ReplicaSet/gone (not in the cache)"), std::string::npos) << orphan.output;
+  EXPECT_NE(orphan.output.find("ReplicaSet/gone (not in the cache)"), std::string::npos)
+      << orphan.output;
   EXPECT_NE(orphan.output.find("└─Pod/orphan"), std::string::npos) << orphan.output;
   Result absent = Kcache("tree pods nope --cache " + cache);
   EXPECT_EQ(absent.exit_code, 1);

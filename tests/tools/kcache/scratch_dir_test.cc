@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "util/coding.h"
 #include "testing/status_matchers.h"
+#include "util/coding.h"
 
 namespace kcache::util {
 namespace {
