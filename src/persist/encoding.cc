@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cassert>
+
 #include "util/coding.h"
 
 namespace kcache::storage {
@@ -37,10 +39,24 @@ std::string ObjectKey(std::string_view ks, std::string_view key) {
 
 std::string KeyspacePrefix(std::string_view ks) { return Join({ks}); }
 
-std::string KeyspaceEnd(std::string_view ks) {
-  std::string out(ks);
-  out.push_back('\1');
-  return out;
+std::string KeyspaceEnd(std::string_view ks) { return PrefixRange(KeyspacePrefix(ks)).limit; }
+
+KeyRange PrefixRange(std::string prefix) {
+  assert(!prefix.empty() && prefix.back() == '\0');
+  std::string limit = prefix;
+  limit.back() = '\1';
+  return {std::move(prefix), std::move(limit)};
+}
+
+KeyRange KeyspaceRange(std::string_view ks) { return PrefixRange(KeyspacePrefix(ks)); }
+
+KeyRange NamespaceRange(std::string_view ks, std::string_view ns) {
+  std::string start = KeyspacePrefix(ks), limit;
+  start.append(ns);
+  limit = start;
+  start.push_back('/');
+  limit.push_back('0');
+  return {std::move(start), std::move(limit)};
 }
 
 std::string IndexPrefix(std::string_view ks, std::string_view index) { return Join({ks, index}); }

@@ -33,6 +33,20 @@ std::string ObjectKey(std::string_view ks, std::string_view key);
 std::string KeyspacePrefix(std::string_view ks);
 std::string KeyspaceEnd(std::string_view ks);
 
+// A half-open range of keys [start, limit).
+struct KeyRange {
+  std::string start;
+  std::string limit;
+};
+// Every key that begins with `prefix`. REQUIRES: `prefix` ends in the \0
+// separator, so that raising it to \1 gives the first key past the range.
+KeyRange PrefixRange(std::string prefix);
+// The object (and reverse index) keys of keyspace `ks`.
+KeyRange KeyspaceRange(std::string_view ks);
+// The object keys "<ns>/<name>" of namespace `ns` in keyspace `ks`: from
+// "<ns>/" up to "<ns>0" ('0' is the byte after '/').
+KeyRange NamespaceRange(std::string_view ks, std::string_view ns);
+
 // ks + \0 + index + \0 [+ value + \0 [+ key]].
 std::string IndexPrefix(std::string_view ks, std::string_view index);
 std::string IndexValuePrefix(std::string_view ks, std::string_view index, std::string_view value);

@@ -395,20 +395,19 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
     std::shared_lock l(defs_mu_);
     defs = defs_;
   }
-  size_t count;
-  std::string rv;
-  {
-    std::lock_guard l(state_mu_);
-    count = count_;
-    rv = rv_;
+  std::vector<PlannedOp> planned;
+  Status first_error = PlanCommit(txn, defs, single, &planned);
+  KCACHE_ASSIGN_OR_RETURN(Pending stored, ReadStoredEntries(planned));
+  std::vector<size_t> done;
+  KCACHE_RETURN_IF_ERROR(WriteCommit(txn, &planned, &stored, &done));
+  if (result) {
+    result->successful_indices.insert(result->successful_indices.end(), done.begin(), done.end());
   }
-  // Pass 1: keys and index entries; failing ops are reported and skipped.
-  struct Planned {
-    size_t index;
-    std::string key;
-    std::vector<IndexEntry> entries;
-  };
-  std::vector<Planned> planned;
+  return first_error;
+}
+
+Status RocksIndexer::PlanCommit(const Transaction& txn, const Defs& defs, bool single,
+                                std::vector<PlannedOp>* planned) const {
   Status first_error;
   for (size_t i = 0; i < txn.ops.size(); ++i) {
     const Transaction::Op& op = txn.ops[i];
@@ -442,74 +441,87 @@ Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* res
       }
       now = std::move(e).value();
     }
-    planned.push_back(Planned{i, std::move(key), std::move(now)});
+    planned->push_back(PlannedOp{i, std::move(key), std::move(now)});
   }
+  return first_error;
+}
 
+StatusOr<RocksIndexer::Pending> RocksIndexer::ReadStoredEntries(
+    const std::vector<PlannedOp>& planned) const {
   // One MultiGet for the stored reverse records of every key touched.
-  Pending pending;
-  {
-    for (const Planned& p : planned) pending[p.key];
-    std::vector<std::string> okeys;  // in the map's order, which the loop below relies on
-    okeys.reserve(pending.size());
-    for (const auto& [key, entries] : pending) okeys.push_back(ObjectKey(ks_, key));
-    std::vector<rocksdb::Slice> slices(okeys.begin(), okeys.end());
-    std::vector<rocksdb::PinnableSlice> records(okeys.size());
-    std::vector<rocksdb::Status> statuses(okeys.size());
-    db_->db->MultiGet({}, db_->rindex, okeys.size(), slices.data(), records.data(),
-                      statuses.data());
-    size_t i = 0;
-    for (auto& [key, entries] : pending) {
-      const rocksdb::Status& st = statuses[i];
-      if (st.ok()) {
-        KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(records[i])));
-        entries = std::move(e);
-      } else if (!st.IsNotFound()) {
-        // A read error leaves the outcome of the batch unknown: write nothing.
-        return FromRocks(st, "read " + ks_);
-      }
-      ++i;
+  Pending stored;
+  for (const PlannedOp& p : planned) stored[p.key];
+  std::vector<std::string> okeys;  // in the map's order, which the loop below relies on
+  okeys.reserve(stored.size());
+  for (const auto& [key, entries] : stored) okeys.push_back(ObjectKey(ks_, key));
+  std::vector<rocksdb::Slice> slices(okeys.begin(), okeys.end());
+  std::vector<rocksdb::PinnableSlice> records(okeys.size());
+  std::vector<rocksdb::Status> statuses(okeys.size());
+  db_->db->MultiGet({}, db_->rindex, okeys.size(), slices.data(), records.data(), statuses.data());
+  size_t i = 0;
+  for (auto& [key, entries] : stored) {
+    const rocksdb::Status& st = statuses[i];
+    if (st.ok()) {
+      KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(records[i])));
+      entries = std::move(e);
+    } else if (!st.IsNotFound()) {
+      // A read error leaves the outcome of the batch unknown: write nothing.
+      return FromRocks(st, "read " + ks_);
     }
+    ++i;
   }
+  return stored;
+}
 
-  // Pass 2: the writes, in op order.
+Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>* planned,
+                                 Pending* current, std::vector<size_t>* done) {
+  size_t count;
+  std::string rv;
+  {
+    std::lock_guard l(state_mu_);
+    count = count_;
+    rv = rv_;
+  }
+  // The writes, in op order; `current` follows each key through the batch.
   rocksdb::WriteBatch batch;
-  std::vector<size_t> done;
   std::string last_rv;
-  for (Planned& p : planned) {
+  for (PlannedOp& p : *planned) {
     const Transaction::Op& op = txn.ops[p.index];
-    std::optional<std::vector<IndexEntry>>& current = pending[p.key];
+    std::optional<std::vector<IndexEntry>>& entries = (*current)[p.key];
     if (op.type == Transaction::OpType::kDelete) {
-      if (current) {
-        DeleteObject(&batch, p.key, *current);
+      if (entries) {
+        DeleteObject(&batch, p.key, *entries);
         --count;
       }
-      current = std::nullopt;
+      entries = std::nullopt;
     } else {
-      PutObject(&batch, p.key, *op.object, current, p.entries);
-      if (!current) ++count;
-      current = std::move(p.entries);
+      PutObject(&batch, p.key, *op.object, entries, p.entries);
+      if (!entries) ++count;
+      entries = std::move(p.entries);
     }
-    done.push_back(p.index);
-    if (op.object && !op.object->resource_version().empty())
+    done->push_back(p.index);
+    if (op.object && !op.object->resource_version().empty()) {
       last_rv = op.object->resource_version();
+    }
   }
   if (txn.resource_version) {
     rv = *txn.resource_version;
   } else if (!last_rv.empty()) {
     rv = last_rv;
   }
-  if (!done.empty() || txn.resource_version) {
-    batch.Put(db_->meta, MetaKey("rv", ks_), rv);
-    batch.Put(db_->meta, MetaKey("count", ks_), std::to_string(count));
-    batch.Put(db_->meta, MetaKey("time", ks_), db_->NowMillis());
-    KCACHE_RETURN_IF_ERROR(Write(&batch, "commit to"));
-    std::lock_guard l(state_mu_);
-    rv_ = rv;
-    count_ = count;
+  if (done->empty() && !txn.resource_version) return Status::OK();
+  // Atomic commit: objects, index entries and the resume point in one batch.
+  batch.Put(db_->meta, MetaKey("rv", ks_), rv);
+  batch.Put(db_->meta, MetaKey("count", ks_), std::to_string(count));
+  batch.Put(db_->meta, MetaKey("time", ks_), db_->NowMillis());
+  if (Status st = Write(&batch, "commit to"); !st.ok()) {
+    done->clear();
+    return st;
   }
-  if (result)
-    result->successful_indices.insert(result->successful_indices.end(), done.begin(), done.end());
-  return first_error;
+  std::lock_guard l(state_mu_);
+  rv_ = rv;
+  count_ = count;
+  return Status::OK();
 }
 
 // Writes a relist chunk by chunk. Every listed key is also recorded under
@@ -532,7 +544,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     rocksdb::WriteBatch mark;
     mark.Put(ix_->db_->meta, MetaKey("relist", ix_->ks_), "1");
-    mark.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
+    mark.DeleteRange(ix_->db_->meta, SeenRange().start, SeenRange().limit);
     KCACHE_RETURN_IF_ERROR(ix_->Write(&mark, "start relist of"));
     std::lock_guard l(ix_->state_mu_);
     ix_->relist_incomplete_ = true;
@@ -562,7 +574,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
     rocksdb::WriteBatch done;
-    done.DeleteRange(ix_->db_->meta, SeenPrefix(), SeenEnd());
+    done.DeleteRange(ix_->db_->meta, SeenRange().start, SeenRange().limit);
     done.Put(ix_->db_->meta, MetaKey("rv", ix_->ks_), resource_version);
     done.Delete(ix_->db_->meta, MetaKey("relist", ix_->ks_));
     done.Put(ix_->db_->meta, MetaKey("time", ix_->ks_), ix_->db_->NowMillis());
@@ -581,8 +593,9 @@ class RocksReplaceSession final : public ReplaceSession {
     std::vector<IndexEntry> entries;
   };
 
-  std::string SeenPrefix() const { return MetaKey("seen", ix_->ks_) + std::string(1, '\0'); }
-  std::string SeenEnd() const { return MetaKey("seen", ix_->ks_) + std::string(1, '\1'); }
+  KeyRange SeenRange() const {
+    return PrefixRange(MetaKey("seen", ix_->ks_) + std::string(1, '\0'));
+  }
 
   Status Fail(Status st) {
     if (failed_.ok()) failed_ = st;
@@ -609,7 +622,7 @@ class RocksReplaceSession final : public ReplaceSession {
     db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
     rocksdb::WriteBatch batch;
     std::vector<StoreChange> changes;
-    const std::string seen = SeenPrefix();
+    const std::string seen = SeenRange().start;
     for (size_t i = 0; i < n; ++i) {
       Item& item = chunk_[i];
       if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ix_->ks_);
@@ -659,7 +672,8 @@ class RocksReplaceSession final : public ReplaceSession {
     size_t count = Count();
     const std::shared_ptr<Db>& db = ix_->db_;
     std::string oprefix = KeyspacePrefix(ix_->ks_), oend = KeyspaceEnd(ix_->ks_);
-    std::string sprefix = SeenPrefix(), send = SeenEnd();
+    KeyRange seen_range = SeenRange();
+    const std::string &sprefix = seen_range.start, &send = seen_range.limit;
     rocksdb::Slice oupper(oend), supper(send);
     rocksdb::ReadOptions oro, sro;
     oro.iterate_upper_bound = &oupper;
@@ -750,10 +764,8 @@ Status RocksIndexer::RebuildIndexesLocked() {
     rocksdb::WriteBatch clear;
     clear.DeleteRange(db_->index, prefix, end);
     clear.DeleteRange(db_->rindex, prefix, end);
-    std::string vprefix = IndexVersionKey(ks_, "");
-    std::string vend = vprefix;
-    vend.back() = '\1';
-    clear.DeleteRange(db_->meta, vprefix, vend);
+    KeyRange versions = PrefixRange(IndexVersionKey(ks_, ""));
+    clear.DeleteRange(db_->meta, versions.start, versions.limit);
     KCACHE_RETURN_IF_ERROR(Write(&clear, "clear indexes of"));
   }
   ChunkWriter rebuild([this](rocksdb::WriteBatch* b) { return Write(b, "rebuild indexes of"); });
@@ -852,15 +864,14 @@ std::unique_ptr<ObjectIterator> RocksIndexer::NewIndexIterator(std::string_view 
                                              KeyspaceEnd(ks_), strip, false, /*cluster_only=*/true,
                                              ks_, decode);
     }
-    return std::make_unique<RocksIterator>(
-        db_, db_->objects, ObjectKey(ks_, std::string(value) + "/"),
-        ObjectKey(ks_, std::string(value) + "0"), strip, false, false, ks_, decode);
+    KeyRange ns = NamespaceRange(ks_, value);
+    return std::make_unique<RocksIterator>(db_, db_->objects, std::move(ns.start),
+                                           std::move(ns.limit), strip, false, false, ks_, decode);
   }
-  std::string prefix = IndexValuePrefix(ks_, name, value);
-  std::string end = prefix;
-  end.back() = '\1';
-  size_t strip = prefix.size();
-  return std::make_unique<RocksIterator>(db_, db_->index, std::move(prefix), std::move(end), strip,
+  KeyRange range = PrefixRange(IndexValuePrefix(ks_, name, value));
+  size_t strip = range.start.size();
+  return std::make_unique<RocksIterator>(db_, db_->index, std::move(range.start),
+                                         std::move(range.limit), strip,
                                          /*via_index=*/true, false, ks_, decode);
 }
 
@@ -914,20 +925,17 @@ StatusOr<std::vector<std::string>> RocksIndexer::IndexKeys(std::string_view name
     return Status::OK();
   };
   if (FromKeys(name)) {
-    std::string prefix = KeyspacePrefix(ks_);
-    std::string from = value.empty() ? prefix : ObjectKey(ks_, std::string(value) + "/");
-    std::string end = value.empty() ? KeyspaceEnd(ks_) : ObjectKey(ks_, std::string(value) + "0");
-    KCACHE_RETURN_IF_ERROR(Scan(db_->objects, from, end, prefix.size(), collect));
+    KeyRange range = value.empty() ? KeyspaceRange(ks_) : NamespaceRange(ks_, value);
+    KCACHE_RETURN_IF_ERROR(
+        Scan(db_->objects, range.start, range.limit, KeyspacePrefix(ks_).size(), collect));
     return out;
   }
-  std::string prefix = IndexValuePrefix(ks_, name, value);
-  std::string end = prefix;
-  end.back() = '\1';
-  KCACHE_RETURN_IF_ERROR(
-      Scan(db_->index, prefix, end, prefix.size(), [&](std::string_view key, std::string_view) {
-        out.emplace_back(key);
-        return Status::OK();
-      }));
+  KeyRange range = PrefixRange(IndexValuePrefix(ks_, name, value));
+  KCACHE_RETURN_IF_ERROR(Scan(db_->index, range.start, range.limit, range.start.size(),
+                              [&](std::string_view key, std::string_view) {
+                                out.emplace_back(key);
+                                return Status::OK();
+                              }));
   return out;
 }
 
@@ -992,16 +1000,15 @@ StatusOr<std::vector<std::string>> RocksIndexer::ListIndexFuncValues(std::string
       }
       std::string ns(key.substr(0, slash));
       out.push_back(ns);
-      it->Seek(ObjectKey(ks_, ns + "0"));  // '0' follows '/'
+      it->Seek(NamespaceRange(ks_, ns).limit);
     }
     KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read keys of " + ks_));
     if (cluster_scoped) out.insert(out.begin(), "");
     return out;
   }
-  std::string prefix = IndexPrefix(ks_, name);
-  std::string end = prefix;
-  end.back() = '\1';
-  rocksdb::Slice upper(end);
+  KeyRange range = PrefixRange(IndexPrefix(ks_, name));
+  const std::string& prefix = range.start;
+  rocksdb::Slice upper(range.limit);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->index));
@@ -1010,9 +1017,7 @@ StatusOr<std::vector<std::string>> RocksIndexer::ListIndexFuncValues(std::string
     std::string_view rest = View(it->key()).substr(prefix.size());
     std::string value(rest.substr(0, rest.find('\0')));
     out.push_back(value);
-    std::string next = prefix + value;
-    next.push_back('\1');  // past every key of this value
-    it->Seek(next);
+    it->Seek(PrefixRange(IndexValuePrefix(ks_, name, value)).limit);  // past this value's keys
   }
   KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index of " + ks_));
   return out;

@@ -102,7 +102,26 @@ class RocksIndexer final : public Indexer {
                  const std::vector<IndexEntry>& now) const;
   void DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
                     const std::vector<IndexEntry>& old) const;
+  // A commit in three steps, under write_mu_: plan (keys and index entries
+  // of each op), read (the stored reverse records of the keys touched), and
+  // write (one WriteBatch with the resume point).
+  struct PlannedOp {
+    size_t index;  // in Transaction::ops
+    std::string key;
+    std::vector<IndexEntry> entries;  // empty for a delete
+  };
   Status CommitLocked(const Transaction& txn, TransactionResult* result, bool single);
+  // Plans every op that can be; returns the first op's error (OK if none),
+  // named "op <i>" unless `single`.
+  Status PlanCommit(const Transaction& txn, const Defs& defs, bool single,
+                    std::vector<PlannedOp>* planned) const;
+  // The stored reverse records of the planned keys (nullopt: no object).
+  // An error here leaves the outcome unknown, so the commit writes nothing.
+  StatusOr<Pending> ReadStoredEntries(const std::vector<PlannedOp>& planned) const;
+  // Applies `planned` over `current` into one batch and writes it; `done`
+  // gets the indices of the ops written (none if the write fails).
+  Status WriteCommit(const Transaction& txn, std::vector<PlannedOp>* planned, Pending* current,
+                     std::vector<size_t>* done);
   Status Write(rocksdb::WriteBatch* batch, std::string_view what);
   StatusOr<ObjectPtr> Decode(std::string_view record) const;
   // Rebuilds every index of the keyspace from its objects.

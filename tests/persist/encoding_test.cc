@@ -1,0 +1,42 @@
+// Key ranges of the storage format (docs/storage-format.md).
+
+#include "persist/encoding.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace kcache::storage {
+namespace {
+
+bool In(const KeyRange& r, const std::string& key) { return key >= r.start && key < r.limit; }
+
+TEST(EncodingTest, NamespaceRangeHoldsExactlyThatNamespacesKeys) {
+  KeyRange r = NamespaceRange("pods", "ns");
+  EXPECT_TRUE(In(r, ObjectKey("pods", "ns/a")));
+  EXPECT_TRUE(In(r, ObjectKey("pods", "ns/zzz")));
+  EXPECT_FALSE(In(r, ObjectKey("pods", "ns-b/a")));  // '-' sorts before '/'
+  EXPECT_FALSE(In(r, ObjectKey("pods", "ns0/a")));
+  EXPECT_FALSE(In(r, ObjectKey("pods", "nsa/a")));
+  EXPECT_FALSE(In(r, ObjectKey("pods", "ns")));  // a cluster-scoped name
+  EXPECT_FALSE(In(r, ObjectKey("podsx", "ns/a")));
+}
+
+TEST(EncodingTest, PrefixRangesStopAtTheirKeyspaceAndIndexValue) {
+  KeyRange ks = KeyspaceRange("pods");
+  EXPECT_TRUE(In(ks, ObjectKey("pods", "a/b")));
+  EXPECT_FALSE(In(ks, ObjectKey("pods.apps", "a/b")));
+  EXPECT_EQ(ks.limit, KeyspaceEnd("pods"));
+
+  KeyRange value = PrefixRange(IndexValuePrefix("pods", "node", "n1"));
+  EXPECT_TRUE(In(value, IndexKey("pods", "node", "n1", "ns/a")));
+  EXPECT_FALSE(In(value, IndexKey("pods", "node", "n10", "ns/a")));
+  EXPECT_FALSE(In(value, IndexKey("pods", "nodes", "n1", "ns/a")));
+
+  KeyRange index = PrefixRange(IndexPrefix("pods", "node"));
+  EXPECT_TRUE(In(index, IndexKey("pods", "node", "n10", "ns/a")));
+  EXPECT_FALSE(In(index, IndexKey("pods", "nodes", "n1", "ns/a")));
+}
+
+}  // namespace
+}  // namespace kcache::storage
