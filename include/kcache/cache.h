@@ -117,17 +117,21 @@ struct KCACHE_EXPORT KeyspaceOptions {
 
 class KCACHE_EXPORT Cache {
  public:
+  // A Cache is shared (informers, their factory and listers keep it open),
+  // so it is returned as a shared_ptr: the database closes with its last
+  // user.
+  //
   // Opens (or creates) the cache in `dir`. Errors: Busy if another process
   // has it open for writing; Corruption for damaged files or a missing
   // column family; Unimplemented for a newer format version; NotFound if
   // absent and !create_if_missing.
-  static StatusOr<std::unique_ptr<Cache>> Open(const std::string& dir,
+  static StatusOr<std::shared_ptr<Cache>> Open(const std::string& dir,
                                                const CacheOptions& options = {});
 
   // Opens `dir` for reading only, also while another process writes it
   // (a RocksDB secondary instance). Reads see the cache as of opening or
   // of the last Refresh(). Writes fail with FailedPrecondition.
-  static StatusOr<std::unique_ptr<Cache>> OpenReadOnly(const std::string& dir,
+  static StatusOr<std::shared_ptr<Cache>> OpenReadOnly(const std::string& dir,
                                                        const CacheOptions& options = {});
 
   virtual ~Cache() = default;

@@ -74,8 +74,9 @@ struct KCACHE_EXPORT MemoryIndexerOptions {
 };
 
 // A thread-safe in-memory Indexer (client-go's NewIndexer over a
-// ThreadSafeStore).
-KCACHE_EXPORT std::unique_ptr<Indexer> NewMemoryIndexer(MemoryIndexerOptions options = {});
+// ThreadSafeStore). Shared, like every Indexer: listers and informers keep
+// it.
+KCACHE_EXPORT std::shared_ptr<Indexer> NewMemoryIndexer(MemoryIndexerOptions options = {});
 
 }  // namespace kcache
 

@@ -135,7 +135,7 @@ Status RunDemo(const DemoOptions& o, std::ostream& out) {
   out << "\npersistent cache in " << dir << "\n";
   {
     start = Clock::now();
-    KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::Open(dir));
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir));
     KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> on_disk, cache->OpenKeyspace("pods"));
     KCACHE_ASSIGN_OR_RETURN(std::vector<ObjectPtr> all, store->List());
     Transaction txn;
@@ -149,7 +149,7 @@ Status RunDemo(const DemoOptions& o, std::ostream& out) {
     out << line;
   }  // closed, as a process that exits
   start = Clock::now();
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::Open(dir));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> on_disk, cache->OpenKeyspace("pods"));
   double reopen = Since(start);
   Lister reopened(on_disk, {"", "pods"});

@@ -86,7 +86,7 @@ Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
   // The cache: pods in commits of 1,000, as a sync writes them.
   {
     auto start = Clock::now();
-    KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::Open(cache_dir));
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(cache_dir));
     KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, cache->OpenKeyspace("pods"));
     KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}));
     synth::PodOptions po{.seed = 3, .namespaces = 10};
@@ -110,7 +110,7 @@ Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
   const std::string file = root + "/cache.kcs";
   for (int run = 0; run < o.runs; ++run) {
     {
-      KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::OpenReadOnly(cache_dir));
+      KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::OpenReadOnly(cache_dir));
       ExportOptions eo;
       eo.zstd_level = o.zstd_level;
       eo.progress = [&](const SnapshotProgress& p) { raw_bytes = p.raw_bytes; };

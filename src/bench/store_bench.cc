@@ -120,7 +120,7 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   // 2. kcache: parse, index (namespace and labels) and commit.
   double cache_seconds = 0;
   const std::string cache_dir = root + "/cache";
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::Open(cache_dir, copts));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(cache_dir, copts));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods,
                           cache->OpenKeyspace("pods", {.label_index = o.label_index}));
   for (int first = 0; first < o.objects; first += o.batch) {

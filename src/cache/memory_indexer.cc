@@ -452,7 +452,7 @@ StatusOr<std::unique_ptr<ReplaceSession>> MemoryIndexer::BeginReplace(ChangeSink
 
 }  // namespace
 
-std::unique_ptr<Indexer> NewMemoryIndexer(MemoryIndexerOptions options) {
+std::shared_ptr<Indexer> NewMemoryIndexer(MemoryIndexerOptions options) {
   return std::make_unique<MemoryIndexer>(std::move(options));
 }
 

@@ -132,7 +132,7 @@ class CacheImpl final : public Cache {
 
   Status Verify() const override {
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, ListKeyspaces());
-    for (const std::string& ks : names) KCACHE_RETURN_IF_ERROR(storage::VerifyKeyspace(*db_, ks));
+    for (const std::string& ks : names) KCACHE_RETURN_IF_ERROR(storage::VerifyKeyspace(db_, ks));
     return Status::OK();
   }
 
@@ -154,15 +154,15 @@ const std::shared_ptr<Db>& DbOf(const Cache& cache) {
 }
 }  // namespace storage
 
-StatusOr<std::unique_ptr<Cache>> Cache::Open(const std::string& dir, const CacheOptions& options) {
+StatusOr<std::shared_ptr<Cache>> Cache::Open(const std::string& dir, const CacheOptions& options) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, storage::OpenDb(dir, options, false));
-  return std::unique_ptr<Cache>(new CacheImpl(std::move(db)));
+  return std::shared_ptr<Cache>(new CacheImpl(std::move(db)));
 }
 
-StatusOr<std::unique_ptr<Cache>> Cache::OpenReadOnly(const std::string& dir,
+StatusOr<std::shared_ptr<Cache>> Cache::OpenReadOnly(const std::string& dir,
                                                      const CacheOptions& options) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, storage::OpenDb(dir, options, true));
-  return std::unique_ptr<Cache>(new CacheImpl(std::move(db)));
+  return std::shared_ptr<Cache>(new CacheImpl(std::move(db)));
 }
 
 }  // namespace kcache

@@ -248,19 +248,18 @@ StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* 
   return out;
 }
 
-Status VerifyKeyspace(const Db& db, std::string_view ks) {
+DbSnapshot TakeSnapshot(const std::shared_ptr<Db>& db) {
+  if (db->read_only) return nullptr;
+  return DbSnapshot(db->db->GetSnapshot(),
+                    [db](const rocksdb::Snapshot* s) { db->db->ReleaseSnapshot(s); });
+}
+
+Status VerifyKeyspace(const std::shared_ptr<Db>& db_ptr, std::string_view ks) {
+  const Db& db = *db_ptr;
   const std::string prefix = KeyspacePrefix(ks), end = KeyspaceEnd(ks);
   rocksdb::ReadOptions ro;
-  // Secondary instances have no snapshots; they change only on Refresh().
-  const rocksdb::Snapshot* snap = db.read_only ? nullptr : db.db->GetSnapshot();
-  ro.snapshot = snap;
-  struct Release {
-    const Db& db;
-    const rocksdb::Snapshot* s;
-    ~Release() {
-      if (s) db.db->ReleaseSnapshot(s);
-    }
-  } release{db, snap};
+  DbSnapshot snap = TakeSnapshot(db_ptr);
+  ro.snapshot = snap.get();
   auto fail = [&](const std::string& what) {
     return Status::Corruption("keyspace " + std::string(ks) + ": " + what);
   };

@@ -62,7 +62,13 @@ StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* 
 const std::shared_ptr<Db>& DbOf(const Cache& cache);
 
 // Structural checks of one keyspace (Cache::Verify).
-Status VerifyKeyspace(const Db& db, std::string_view ks);
+Status VerifyKeyspace(const std::shared_ptr<Db>& db, std::string_view ks);
+
+// A consistent view of `db` for reads, released when the last copy goes
+// away (and keeping `db` open until then). Null for a read-only (secondary)
+// instance: it has no snapshots, and its view changes only on Refresh().
+using DbSnapshot = std::shared_ptr<const rocksdb::Snapshot>;
+DbSnapshot TakeSnapshot(const std::shared_ptr<Db>& db);
 
 }  // namespace kcache::storage
 

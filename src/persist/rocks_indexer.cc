@@ -21,14 +21,6 @@ constexpr size_t kChunk = 1000;
 
 Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
 
-// Releases a snapshot when the last user goes away. Read-only (secondary)
-// instances have no snapshots; their data changes only on Refresh().
-std::shared_ptr<const rocksdb::Snapshot> TakeSnapshot(const std::shared_ptr<Db>& db) {
-  if (db->read_only) return nullptr;
-  return std::shared_ptr<const rocksdb::Snapshot>(
-      db->db->GetSnapshot(), [db](const rocksdb::Snapshot* s) { db->db->ReleaseSnapshot(s); });
-}
-
 // Iterates the objects of a keyspace, or the objects one index value lists,
 // over a snapshot.
 class RocksIterator final : public ObjectIterator {
@@ -107,7 +99,7 @@ class RocksIterator final : public ObjectIterator {
   std::shared_ptr<Db> db_;
   size_t strip_;
   bool cluster_only_;
-  std::shared_ptr<const rocksdb::Snapshot> snapshot_;
+  DbSnapshot snapshot_;
   std::string prefix_, end_;
   rocksdb::Slice upper_;
   rocksdb::ReadOptions ro_;

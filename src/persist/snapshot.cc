@@ -14,6 +14,7 @@
 #include "persist/encoding.h"
 #include "persist/rocks_status.h"
 #include "persist/snapshot_format.h"
+#include "util/scope_guard.h"
 
 namespace kcache {
 namespace {
@@ -233,14 +234,8 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
   const storage::Db& db = *storage::DbOf(cache);
   // A writable cache is read through a RocksDB snapshot; a reader's view
   // changes only on Refresh(), and secondary instances have no snapshots.
-  const rocksdb::Snapshot* snap = db.read_only ? nullptr : db.db->GetSnapshot();
-  struct Release {
-    const storage::Db& db;
-    const rocksdb::Snapshot* s;
-    ~Release() {
-      if (s) db.db->ReleaseSnapshot(s);
-    }
-  } release{db, snap};
+  storage::DbSnapshot snapshot_view = storage::TakeSnapshot(storage::DbOf(cache));
+  const rocksdb::Snapshot* snap = snapshot_view.get();
 
   SnapshotManifest m;
   m.format_version = snapshot::kFormatVersion;
@@ -270,13 +265,7 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
   const std::string tmp = path + ".partial-" + std::to_string(getpid());
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<snapshot::FileWriter> out,
                           snapshot::FileWriter::Create(tmp, options.zstd_level));
-  struct Cleanup {
-    const std::string& tmp;
-    bool keep = false;
-    ~Cleanup() {
-      if (!keep) std::remove(tmp.c_str());
-    }
-  } cleanup{tmp};
+  util::ScopeGuard cleanup([&tmp] { std::remove(tmp.c_str()); });
   KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kManifest, snapshot::EncodeManifest(m)));
 
   uint64_t blocks = 1;
@@ -314,7 +303,7 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) return Status::IOError("rename " + tmp + " to " + path + ": " + ec.message());
-  cleanup.keep = true;
+  cleanup.Dismiss();
   return m;
 }
 

@@ -15,11 +15,15 @@
 #include <mutex>
 #include <string>
 
+#include "testserver/api_reply.h"
 #include "testserver/cluster_state.h"
 #include "testserver/faults.h"
 #include "testserver/http_server.h"
 
 namespace kcache::serve {
+
+struct Target;
+struct Query;
 
 struct ApiOptions {
   // How often a quiet watch that allows bookmarks gets one. The apiserver
@@ -44,18 +48,26 @@ class Api {
   std::string Metrics() const;
 
  private:
-  struct Target;
-  struct Query;
-
+  // Routing (api.cc) leads to a resource's verbs: list (api_list.cc), watch
+  // (api_watch.cc), get, create, update, delete (api.cc).
   void HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
   void Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
+  // The objects as ADDED events (then a bookmark if asked); advances `pos`
+  // to the list's resourceVersion. False if the client is gone.
+  bool SendInitialEvents(const Target& t, const Query& q, uint64_t* pos, http::ResponseWriter& w);
+  // Events after `pos` until the deadline, the client leaves, or a fault.
+  void StreamEvents(const Target& t, const Query& q, uint64_t n, uint64_t pos,
+                    std::chrono::steady_clock::time_point deadline, http::ResponseWriter& w);
   void Get(const Target& t, http::ResponseWriter& w);
   void Create(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Delete(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Count(const std::string& verb, const std::string& resource);
   void NoteFault(const char* kind);
+  // Throttles, slows or fails request `n` as the faults say; true if it
+  // answered the request.
+  bool InjectRequestFault(uint64_t n, http::ResponseWriter& w);
 
   ClusterState* const state_;
   const ApiOptions options_;
@@ -67,11 +79,6 @@ class Api {
   std::map<std::string, uint64_t> list_items_;                      // by resource
   std::map<std::string, uint64_t> faults_injected_;
 };
-
-// The body of a Status object as the apiserver writes it.
-std::string StatusJson(int code, std::string_view reason, std::string_view message,
-                       const std::string& details_json = "",
-                       const std::string& continue_token = "");
 
 }  // namespace kcache::serve
 

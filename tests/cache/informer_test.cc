@@ -64,7 +64,7 @@ struct CacheInformer {
     for (auto& o : *all) out.insert(o->name());
     return out;
   }
-  std::unique_ptr<Cache> cache;
+  std::shared_ptr<Cache> cache;
   std::shared_ptr<Indexer> indexer;
   std::shared_ptr<SharedIndexInformer> informer;
   std::vector<std::shared_ptr<HandlerRegistration>> registrations;

@@ -43,7 +43,7 @@ int FinalGen(int w, int k) {
 }
 
 TEST(MemoryIndexerConcurrencyTest, ReadersSeeConsistentIndexesWhileWritersRun) {
-  std::unique_ptr<Indexer> store = NewMemoryIndexer({.indexers = {{"gen", ByGen}}});
+  std::shared_ptr<Indexer> store = NewMemoryIndexer({.indexers = {{"gen", ByGen}}});
   std::atomic<int> writers_done{0};
   std::atomic<long> reads{0};
   std::vector<std::thread> threads;

@@ -59,10 +59,10 @@ void PrintManifest(const SnapshotManifest& m, std::ostream& out) {
 
 // Opens a cache to copy: writable if no sync holds it, else read-only (a
 // secondary instance, which sees the cache as of opening).
-StatusOr<std::unique_ptr<Cache>> OpenToCopy(const std::string& dir) {
+StatusOr<std::shared_ptr<Cache>> OpenToCopy(const std::string& dir) {
   CacheOptions o;
   o.create_if_missing = false;
-  StatusOr<std::unique_ptr<Cache>> cache = Cache::Open(dir, o);
+  StatusOr<std::shared_ptr<Cache>> cache = Cache::Open(dir, o);
   if (cache.ok() || cache.status().code() != StatusCode::kBusy) return cache;
   return Cache::OpenReadOnly(dir, o);
 }
@@ -84,7 +84,7 @@ Status RunSnapshotCreate(const SnapshotOptions& options, std::ostream& out, std:
   if (std::filesystem::exists(options.target))
     return Status::AlreadyExists(options.target + " already exists");
   auto start = Clock::now();
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, OpenToCopy(options.cache_dir));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, OpenToCopy(options.cache_dir));
   KCACHE_RETURN_IF_ERROR(cache->Checkpoint(options.target));
   out << "created " << options.target << " from " << options.cache_dir << " in " << Seconds(start)
       << "\n";
@@ -100,7 +100,7 @@ Status RunSnapshotExport(const SnapshotOptions& options, std::ostream& out,
   if (options.zstd_level < 1 || options.zstd_level > 19)
     return Status::InvalidArgument("--zstd-level must be between 1 and 19");
   auto start = Clock::now();
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, OpenToCopy(options.cache_dir));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, OpenToCopy(options.cache_dir));
   ExportOptions eo;
   eo.zstd_level = options.zstd_level;
   eo.progress = Progress(options, progress, "exporting");

@@ -46,7 +46,7 @@ class Source {
 
   std::string path_;
   std::unique_ptr<util::ScratchDir> temp_dir_;  // a snapshot's import
-  std::unique_ptr<Cache> cache_;
+  std::shared_ptr<Cache> cache_;
   std::vector<KeyspaceStats> keyspaces_;
   std::map<std::string, std::shared_ptr<Indexer>> open_;
 };

@@ -59,7 +59,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     KCACHE_ASSIGN_OR_RETURN(ApiResource r, discovery->Resolve(name));
     resources.push_back(std::move(r));
   }
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> opened, Cache::Open(options.cache_dir));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> opened, Cache::Open(options.cache_dir));
   std::shared_ptr<Cache> cache = std::move(opened);
   {
     // The server's version, for stats and snapshot manifests; a server that

@@ -1,0 +1,67 @@
+// The request side of the test server's API: what a resource path names,
+// the list and watch query parameters, and continue tokens.
+
+#ifndef KCACHE_SRC_TESTSERVER_API_QUERY_H_
+#define KCACHE_SRC_TESTSERVER_API_QUERY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "kcache/field_selector.h"
+#include "kcache/label_selector.h"
+#include "testserver/api_reply.h"
+#include "testserver/cluster_state.h"
+#include "testserver/http_server.h"
+
+namespace kcache::serve {
+
+// What a resource path names.
+struct Target {
+  int type = -1;
+  const ResourceType* rt = nullptr;
+  std::string namespace_;
+  std::string name;
+  bool legacy_watch = false;
+};
+
+// The query parameters of a list or watch.
+struct Query {
+  bool watch = false;
+  std::optional<std::string> rv;
+  std::string rv_match;
+  size_t limit = 0;
+  std::string continue_token;
+  LabelSelector labels;
+  FieldSelector fields;
+  std::optional<int64_t> timeout_seconds;
+  bool bookmarks = false;
+  std::optional<bool> send_initial_events;
+
+  bool has_selector() const { return !labels.Empty() || !fields.Empty(); }
+  bool Matches(const StoredObject& o) const {
+    return labels.Matches(o.object->labels()) && fields.Matches(o.fields);
+  }
+};
+
+// Reads the list and watch parameters of `req` for `t` into `q`; a 400
+// BadRequest (as the apiserver words it) for a bad limit, timeout or
+// selector.
+std::optional<Reply> ParseQuery(const http::Request& req, const Target& t, Query* q);
+
+// Query booleans as the apiserver reads them: anything but "0" and "false".
+bool ParseBool(std::string_view v);
+// A resourceVersion this server issued (a decimal integer).
+std::optional<uint64_t> ParseRv(std::string_view s);
+
+// Continue tokens carry the list's resourceVersion and the next key, as
+// the apiserver's: URL-safe unpadded base64 of {"v":..,"rv":..,"start":..}.
+std::string EncodeContinue(uint64_t rv, const std::string& start);
+std::optional<std::pair<uint64_t, std::string>> DecodeContinue(std::string token);
+
+}  // namespace kcache::serve
+
+#endif  // KCACHE_SRC_TESTSERVER_API_QUERY_H_
