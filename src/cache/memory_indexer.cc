@@ -353,7 +353,7 @@ class MemoryIndexer final : public Indexer {
     if (bucket == index->end()) return;
     auto k = bucket->second.find(key);
     if (k != bucket->second.end()) bucket->second.erase(k);
-    if (bucket->second.empty()) index->erase(bucket);  // no empty buckets (IX-04)
+    if (bucket->second.empty()) index->erase(bucket);  // no empty buckets, as client-go
   }
 
   std::vector<ObjectPtr> ObjectsLocked(const KeySet& keys) const {

@@ -29,8 +29,8 @@ std::optional<Reply> CheckListOptions(const Query& q) {
     }
     if (!q.rv || q.rv->empty()) {
       return ListOptionsInvalid(
-                           "resourceVersionMatch",
-                           "resourceVersionMatch is forbidden unless resourceVersion is provided");
+          "resourceVersionMatch",
+          "resourceVersionMatch is forbidden unless resourceVersion is provided");
     }
     if (!q.continue_token.empty()) {
       return ListOptionsInvalid("resourceVersionMatch",
@@ -38,8 +38,8 @@ std::optional<Reply> CheckListOptions(const Query& q) {
     }
     if (q.rv_match == "Exact" && *q.rv == "0") {
       return ListOptionsInvalid(
-                 "resourceVersionMatch",
-                 "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+          "resourceVersionMatch",
+          "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
     }
   }
   return std::nullopt;

@@ -32,7 +32,8 @@ std::optional<Reply> ParseQuery(const http::Request& req, const Target& t, Query
   if (auto s = req.Query("sendInitialEvents")) q->send_initial_events = ParseBool(*s);
   if (auto s = req.Query("limit"); s && !s->empty()) {
     std::optional<int64_t> v = ParseInt(*s);
-    if (!v) return Reply{400, "BadRequest", "limit: invalid value " + Quote(*s) + ": not an integer", ""};
+    if (!v)
+      return Reply{400, "BadRequest", "limit: invalid value " + Quote(*s) + ": not an integer", ""};
     q->limit = *v > 0 ? static_cast<size_t>(*v) : 0;
   }
   if (auto s = req.Query("timeoutSeconds"); s && !s->empty()) {

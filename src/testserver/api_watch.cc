@@ -34,7 +34,8 @@ std::optional<Reply> CheckWatchOptions(const Query& q) {
   }
   if (q.send_initial_events.value_or(false) && q.rv_match != "NotOlderThan") {
     return ListOptionsInvalid(
-        "sendInitialEvents", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+        "sendInitialEvents",
+        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
   }
   return std::nullopt;
 }
@@ -95,7 +96,8 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
                                             : options_.default_watch_timeout);
   ++watches_open_;
   util::ScopeGuard closing([this] { --watches_open_; });
-  if (!w.Begin(200, {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}})) {
+  if (!w.Begin(200,
+               {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}})) {
     return;
   }
   const Faults& f = options_.faults;

@@ -141,8 +141,6 @@ TEST(DeltaFIFOTest, TransformAppliedOnce) {
   ASSERT_OK(f.Resync());                      // a queued; k gone from the list but known
   EXPECT_EQ(calls, 2);
 }
-
-// KF-09.
 TEST(DeltaFIFOTest, KeyOf) {
   DeltaFIFO f(KeyedByName());
   EXPECT_EQ(*f.KeyOf(DeletedObject(TO("A", "x"))), "A");

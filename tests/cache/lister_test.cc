@@ -1,4 +1,4 @@
-// The lister cases LS-01..03 and IX-12 of client-go-cases.md.
+// client-go's lister behaviour: listing by selector with and without indexes.
 
 #include "kcache/lister.h"
 
@@ -19,7 +19,7 @@ using testing::Pod;
 
 LabelSelector Sel(const char* s) { return *LabelSelector::Parse(s); }
 
-// LS-01 (N scaled down from 100,000 and 1,000,000).
+// Listing a large store (N scaled down from 100,000 and 1,000,000).
 TEST(ListerTest, ListAllWithSelectors) {
   struct {
     int n, m;
@@ -42,8 +42,6 @@ TEST(ListerTest, ListAllWithSelectors) {
     EXPECT_EQ(count, c.want);
   }
 }
-
-// LS-02
 TEST(ListerTest, NothingSelector) {
   auto store = NewMemoryIndexer();
   ASSERT_OK(store->Add(Pod("a", "ns")));
@@ -52,8 +50,6 @@ TEST(ListerTest, NothingSelector) {
       ListAll(*store, LabelSelector::Nothing(), [&](const ObjectPtr&) { return ++count, true; }));
   EXPECT_EQ(count, 0u);
 }
-
-// LS-03
 TEST(ListerTest, GetAndNotFound) {
   std::shared_ptr<Indexer> store = NewMemoryIndexer();
   ASSERT_OK(store->Add(Pod("a", "ns1")));
@@ -72,7 +68,7 @@ TEST(ListerTest, GetAndNotFound) {
   EXPECT_TRUE(nodes.Get("node-2").status().IsNotFound());
 }
 
-// IX-12: ListAllByNamespace with and without the namespace and label indexes
+// ListAllByNamespace with and without the namespace and label indexes
 // gives the same answers.
 TEST(ListerTest, ListAllByNamespace) {
   for (int mode = 0; mode < 3; ++mode) {

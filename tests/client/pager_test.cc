@@ -1,4 +1,4 @@
-// The pager cases PG of client-go-cases.md, against a fake paging server.
+// client-go's ListPager behaviour, against a fake paging server.
 
 #include "kcache/pager.h"
 

@@ -1,4 +1,4 @@
-// The field selector cases FS-01 .. FS-04 of client-go-cases.md.
+// apimachinery's field selector behaviour: parsing, escaping and matching.
 
 #include "kcache/field_selector.h"
 
@@ -10,8 +10,6 @@
 
 namespace kcache {
 namespace {
-
-// FS-01
 TEST(FieldSelectorTest, Parse) {
   for (const char* s : {"x=a,y=b,z=c", "", "x!=a,y=b", R"(x=a||y\=b)", R"(x=a\=\=b)"}) {
     auto sel = FieldSelector::Parse(s);
@@ -32,8 +30,6 @@ TEST(FieldSelectorTest, ErrorsSayWhatIsWrong) {
   EXPECT_EQ(FieldSelector::Parse(R"(x=\a)").status().message(),
             R"(invalid field selector: invalid escape sequence: \a)");
 }
-
-// FS-02
 TEST(FieldSelectorTest, Matches) {
   auto M = [](const char* s, const Fields& f) {
     auto sel = FieldSelector::Parse(s);
@@ -58,8 +54,6 @@ TEST(FieldSelectorTest, Matches) {
   EXPECT_FALSE(M("baz=bar", f));
   EXPECT_FALSE(M("foo=bar,foobar=bar,baz=blah", f));
 }
-
-// FS-03
 TEST(FieldSelectorTest, Escaping) {
   struct {
     const char* raw;
@@ -76,8 +70,6 @@ TEST(FieldSelectorTest, Escaping) {
     EXPECT_NE(r.status().message().find("invalid escape sequence"), std::string_view::npos);
   }
 }
-
-// FS-04
 TEST(FieldSelectorTest, SplitTerms) {
   using V = std::vector<std::string>;
   EXPECT_EQ(fields::SplitTerms("a"), V{"a"});

@@ -11,16 +11,12 @@ namespace {
 
 using testing::MakeObject;
 using testing::Pod;
-
-// KF-01
 TEST(KeyTest, NamespacedObject) {
   EXPECT_EQ(*MetaNamespaceKeyFunc(*Pod("testname", "testnamespace")), "testnamespace/testname");
 }
-
-// KF-02
 TEST(KeyTest, ClusterScopedObject) { EXPECT_EQ(*MetaNamespaceKeyFunc(*Pod("node-a")), "node-a"); }
 
-// KF-04: an object without metadata has no key, and a store says so.
+// an object without metadata has no key, and a store says so.
 TEST(KeyTest, ObjectWithoutMetadata) {
   ObjectPtr bare = MakeObject(R"({"kind":"Status","code":100})");
   StatusOr<std::string> key = MetaNamespaceKeyFunc(*bare);
@@ -35,7 +31,7 @@ TEST(KeyTest, ObjectWithoutMetadata) {
   EXPECT_EQ(*store->Size(), 0u);
 }
 
-// KF-05: the key error keeps the cause's code and message.
+// the key error keeps the cause's code and message.
 TEST(KeyTest, KeyErrorKeepsTheCause) {
   auto store = NewMemoryIndexer({.key_func = [](const Object&) -> StatusOr<std::string> {
     return Status::Unavailable("error");
@@ -44,8 +40,6 @@ TEST(KeyTest, KeyErrorKeepsTheCause) {
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
   EXPECT_EQ(st.message(), "couldn't create key for object Pod a: error");
 }
-
-// KF-06
 TEST(KeyTest, DeletionHandlingKeyFunc) {
   ObjectPtr cm = Pod("testname", "testnamespace");
   EXPECT_EQ(
@@ -56,8 +50,6 @@ TEST(KeyTest, DeletionHandlingKeyFunc) {
       "whatever/key");
   EXPECT_EQ(*DeletionHandlingMetaNamespaceKeyFunc(cm), "testnamespace/testname");
 }
-
-// KF-07
 TEST(KeyTest, DeletionHandlingObjectToName) {
   ObjectPtr cm = Pod("testname", "testnamespace");
   DeletedObject deleted = DeletedFinalStateUnknown{*MetaNamespaceKeyFunc(*cm), cm};
@@ -65,8 +57,6 @@ TEST(KeyTest, DeletionHandlingObjectToName) {
   EXPECT_EQ(*DeletionHandlingObjectToName(deleted), want);
   EXPECT_EQ(*ObjectToName(*cm), want);
 }
-
-// KF-08
 TEST(KeyTest, SplitMetaNamespaceKey) {
   EXPECT_EQ(*SplitMetaNamespaceKey("name"), (ObjectName{"", "name"}));
   EXPECT_EQ(*SplitMetaNamespaceKey("ns/name"), (ObjectName{"ns", "name"}));
@@ -80,7 +70,7 @@ TEST(KeyTest, SplitMetaNamespaceKey) {
   EXPECT_FALSE(SplitMetaNamespaceKey("//").ok());
 }
 
-// KF-08: round trip over random keys made of "abcdefghi/".
+// round trip over random keys made of "abcdefghi/".
 TEST(KeyTest, SplitRoundTripsRandomKeys) {
   uint64_t state = 12345;
   auto next = [&] { return state = state * 6364136223846793005ULL + 1442695040888963407ULL; };

@@ -1,4 +1,4 @@
-// The label selector cases LB-01 .. LB-19 of client-go-cases.md.
+// apimachinery's label selector behaviour: parsing, matching, validation and strings.
 
 #include "kcache/label_selector.h"
 
@@ -32,8 +32,6 @@ bool Match(std::string_view selector, const Labels& labels) {
   EXPECT_OK(sel) << selector << ": " << sel.status();
   return sel.ok() && sel->Matches(labels);
 }
-
-// LB-01
 TEST(LabelSelectorTest, ValidStringsRoundTrip) {
   struct {
     const char* in;
@@ -50,27 +48,19 @@ TEST(LabelSelectorTest, ValidStringsRoundTrip) {
                {"x>1,z<5", "x>1,z<5"}};
   for (const auto& c : cases) EXPECT_EQ(Canonical(c.in), c.out) << c.in;
 }
-
-// LB-02
 TEST(LabelSelectorTest, InvalidStrings) {
   for (const char* s : {"x=a||y=b", "x==a==b", "!x=a", "x<a"}) {
     EXPECT_FALSE(LabelSelector::Parse(s).ok()) << s;
   }
 }
-
-// LB-03
 TEST(LabelSelectorTest, DeterministicOrder) {
   EXPECT_EQ(Canonical("x=a,a=x"), Canonical("a=x,x=a"));
   EXPECT_EQ(Canonical("x=a,a=x"), "a=x,x=a");
 }
-
-// LB-04
 TEST(LabelSelectorTest, Everything) {
   EXPECT_TRUE(LabelSelector::Everything().Matches({{"x", "y"}}));
   EXPECT_TRUE(LabelSelector::Everything().Empty());
 }
-
-// LB-05
 TEST(LabelSelectorTest, Matching) {
   EXPECT_TRUE(Match("", {{"x", "y"}}));
   EXPECT_TRUE(Match("x=y", {{"x", "y"}}));
@@ -99,8 +89,6 @@ TEST(LabelSelectorTest, Matching) {
   EXPECT_FALSE(Match("baz=bar", l));
   EXPECT_FALSE(Match("foo=bar,foobar=bar,baz=blah", l));
 }
-
-// LB-06
 TEST(LabelSelectorTest, FromSet) {
   Labels l = {{"foo", "bar"}, {"baz", "blah"}};
   for (const Labels& set : {Labels{}, Labels{{"foo", "bar"}}, Labels{{"baz", "blah"}},
@@ -111,8 +99,6 @@ TEST(LabelSelectorTest, FromSet) {
   EXPECT_TRUE(LabelSelector::FromSet({}).Empty());
   EXPECT_TRUE(LabelSelector().Empty());
 }
-
-// LB-07
 TEST(LexerTest, SingleTokens) {
   struct {
     const char* in;
@@ -129,8 +115,6 @@ TEST(LexerTest, SingleTokens) {
     EXPECT_EQ(lit, c.in);
   }
 }
-
-// LB-08
 TEST(LexerTest, Sequences) {
   using T = Token;
   struct {
@@ -169,8 +153,6 @@ TEST(LexerTest, UnknownSymbolRun) {
   EXPECT_EQ(lexer.Lex(&lit), Token::kEquals);
   EXPECT_EQ(lexer.Lex(&lit), Token::kLessThan);
 }
-
-// LB-09
 TEST(ParserTest, Operators) {
   for (const char* s : {"in", "=", "==", ">", "<", "notin", "!="}) {
     EXPECT_OK(Parser(s).ParseOperator()) << s;
@@ -182,8 +164,6 @@ TEST(ParserTest, Operators) {
   EXPECT_EQ(Parser("(").ParseOperator().status().message(),
             "found '(', expected: in, notin, =, ==, !=, gt, lt");
 }
-
-// LB-10
 TEST(RequirementTest, Validation) {
   using Op = SelectionOperator;
   struct {
@@ -224,8 +204,6 @@ TEST(RequirementTest, Validation) {
         << c.key << ": " << r.status();
   }
 }
-
-// LB-11
 TEST(LabelSelectorTest, StringOfConstructedSelectors) {
   using Op = SelectionOperator;
   auto S = [](std::vector<Requirement> r) {
@@ -248,8 +226,6 @@ TEST(LabelSelectorTest, StringOfConstructedSelectors) {
       S({Req("x", Op::kGreaterThan, {"2"}), Req("y", Op::kLessThan, {"8"}), Req("z", Op::kExists)}),
       "x>2,y<8,z");
 }
-
-// LB-12
 TEST(RequirementTest, SelectorMatching) {
   using Op = SelectionOperator;
   auto M = [](const Labels& l, std::vector<Requirement> r) {
@@ -267,8 +243,6 @@ TEST(RequirementTest, SelectorMatching) {
   EXPECT_TRUE(M({{"z", "2"}}, {Req("z", Op::kGreaterThan, {"1"})}));
   EXPECT_FALSE(M({{"z", "v2"}}, {Req("z", Op::kGreaterThan, {"1"})}));
 }
-
-// LB-13
 TEST(LabelSelectorTest, ParserAcceptanceAndCanonicalForm) {
   struct {
     const char* in;
@@ -325,8 +299,6 @@ TEST(LabelSelectorTest, ParseErrorsSayWhatIsWrong) {
   EXPECT_EQ(bad_key.status().message().substr(0, 57),
             "unable to parse requirement: key: Invalid value: \"-x\": na");
 }
-
-// LB-14
 TEST(LabelSelectorTest, AddKeepsKeyOrder) {
   using Op = SelectionOperator;
   LabelSelector s = LabelSelector().Add(Req("key", Op::kIn, {"value"}));
@@ -334,15 +306,11 @@ TEST(LabelSelectorTest, AddKeepsKeyOrder) {
   EXPECT_EQ(s.Add(Req("key2", Op::kEquals, {"value2"})).String(), "key in (value),key2=value2");
   EXPECT_EQ(LabelSelector().Add(Req("b", Op::kExists)).Add(Req("a", Op::kExists)).String(), "a,b");
 }
-
-// LB-15
 TEST(LabelSelectorTest, SetString) {
   EXPECT_EQ(LabelSelector::FromSet({}).String(), "");
   EXPECT_EQ(LabelSelector::FromSet({{"app", "foo"}}).String(), "app=foo");
   EXPECT_EQ(LabelSelector::FromSet({{"app", "foo"}, {"a", "b"}}).String(), "a=b,app=foo");
 }
-
-// LB-16
 TEST(LabelSelectorTest, RequiresExactMatch) {
   using Op = SelectionOperator;
   auto one = [](std::vector<Requirement> r) {
@@ -361,8 +329,6 @@ TEST(LabelSelectorTest, RequiresExactMatch) {
                 .RequiresExactMatch("key"),
             "value");
 }
-
-// LB-17
 TEST(LabelSelectorTest, ValidatedFromSet) {
   auto ok = LabelSelector::ValidatedFromSet({{"key", "val"}});
   ASSERT_OK(ok);
@@ -373,8 +339,6 @@ TEST(LabelSelectorTest, ValidatedFromSet) {
   EXPECT_NE(bad.status().message().find("values[0][Key]: Invalid value"), std::string_view::npos)
       << bad.status();
 }
-
-// LB-18
 TEST(LabelSelectorTest, MatchesNothing) {
   EXPECT_TRUE(LabelSelector::Nothing().MatchesNothing());
   EXPECT_FALSE(LabelSelector::Nothing().Matches({}));
@@ -389,8 +353,6 @@ TEST(LabelSelectorTest, MatchesNothing) {
     EXPECT_FALSE(sel->MatchesNothing()) << s;
   }
 }
-
-// LB-19
 TEST(LabelsTest, SetHelpers) {
   EXPECT_EQ(LabelsToString({{"foo", "bar"}, {"baz", "qup"}}), "baz=qup,foo=bar");
   EXPECT_TRUE(LabelsConflict({{"env", "test"}}, {{"env", "dev"}}));

@@ -37,8 +37,6 @@ StatusOr<std::vector<std::string>> SplitVal(const Object& obj) {
   }
   return out;
 }
-
-// ST-01
 TEST_P(IndexerConformanceTest, BasicStoreSemantics) {
   auto store = Make({.key_func = KeyTO});
   ASSERT_OK(store->Add(TO("foo", "bar")));
@@ -65,8 +63,6 @@ TEST_P(IndexerConformanceTest, BasicStoreSemantics) {
   EXPECT_EQ(list->size(), 2u);
   EXPECT_EQ(Vals(*list), (std::set<std::string>{"foo", "bar"}));
 }
-
-// ST-03
 TEST_P(IndexerConformanceTest, Misses) {
   auto store = Make();
   auto got = store->GetByKey("nope");
@@ -77,7 +73,7 @@ TEST_P(IndexerConformanceTest, Misses) {
   EXPECT_EQ(*store->Size(), 0u);
 }
 
-// ST-04: the resume resourceVersion is the last one written, never compared.
+// the resume resourceVersion is the last one written, never compared.
 TEST_P(IndexerConformanceTest, LastSyncResourceVersion) {
   auto store = Make();
   EXPECT_EQ(store->LastSyncResourceVersion(), "");
@@ -137,8 +133,6 @@ TEST_P(IndexerConformanceTest, CommitWithExplicitResumePoint) {
   EXPECT_THAT(*store->ListIndexFuncValues(kNamespaceIndex), IsEmpty());
   EXPECT_EQ(store->LastSyncResourceVersion(), "10");
 }
-
-// ST-05
 TEST_P(IndexerConformanceTest, TransactionPartialFailure) {
   auto store = Make({.key_func = [](const Object& o) -> StatusOr<std::string> {
     if (o.name() == "3" || o.name() == "4") return Status::InvalidArgument("test error");
@@ -162,8 +156,6 @@ TEST_P(IndexerConformanceTest, TransactionPartialFailure) {
   EXPECT_FALSE(run({"1", "3", "2", "4"}, &r3).ok());
   EXPECT_THAT(r3.successful_indices, ElementsAre(0, 2));
 }
-
-// IX-01
 TEST_P(IndexerConformanceTest, IndexByObject) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"by_val", ByVal}}});
   for (auto [id, val] : {std::pair{"a", "b"}, {"c", "b"}, {"e", "f"}, {"g", "h"}}) {
@@ -192,8 +184,6 @@ StatusOr<std::vector<std::string>> ByUser(const Object& o) {
     start = comma + 1;
   }
 }
-
-// IX-02
 TEST_P(IndexerConformanceTest, ListIndexFuncValues) {
   auto store = Make({.indexers = {{"testmodes", LabelFoo}}});
   ASSERT_OK(store->Add(Pod("one", "", "", {{"foo", "bar"}})));
@@ -201,8 +191,6 @@ TEST_P(IndexerConformanceTest, ListIndexFuncValues) {
   ASSERT_OK(store->Add(Pod("tre", "", "", {{"foo", "biz"}})));
   EXPECT_THAT(*store->ListIndexFuncValues("testmodes"), UnorderedElementsAre("bar", "biz"));
 }
-
-// IX-03
 TEST_P(IndexerConformanceTest, MultiValuedIndex) {
   auto store = Make({.indexers = {{"byUser", ByUser}}});
   ASSERT_OK(store->Add(Pod("one", "", "", {}, {{"users", "ernie,bert"}})));
@@ -226,8 +214,6 @@ TEST_P(IndexerConformanceTest, MultiValuedIndex) {
 StatusOr<std::vector<std::string>> WholeVal(const Object& o) {
   return std::vector<std::string>{o.annotations().at("val")};
 }
-
-// IX-04
 TEST_P(IndexerConformanceTest, EmptyBucketsAreRemoved) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"testIndexer", WholeVal}}});
   ASSERT_OK(store->Add(Str("testKey", "testKey")));
@@ -236,8 +222,6 @@ TEST_P(IndexerConformanceTest, EmptyBucketsAreRemoved) {
   EXPECT_THAT(*store->IndexKeys("testIndexer", "testKey"), IsEmpty());
   EXPECT_THAT(*store->ListIndexFuncValues("testIndexer"), IsEmpty());
 }
-
-// IX-05
 TEST_P(IndexerConformanceTest, NonEmptyBucketSurvivesPartialDelete) {
   auto constant = [](const Object&) -> StatusOr<std::vector<std::string>> {
     return std::vector<std::string>{"testIndex"};
@@ -250,7 +234,7 @@ TEST_P(IndexerConformanceTest, NonEmptyBucketSurvivesPartialDelete) {
   EXPECT_THAT(*store->IndexKeys("testIndexer", "testIndex"), ElementsAre("retain"));
 }
 
-// IX-06 and IX-08: exact buckets as indexed values change; IndexKeys sorted.
+// exact buckets as indexed values change; IndexKeys sorted.
 TEST_P(IndexerConformanceTest, IndexMaintenanceWithMultipleValues) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"testIndexer", SplitVal}}});
   using V = std::vector<std::string>;
@@ -269,7 +253,7 @@ TEST_P(IndexerConformanceTest, IndexMaintenanceWithMultipleValues) {
   expect({"key1", "key2"}, {"key1", "key2"}, {}, "update key1");
   ASSERT_OK(store->Add(Str("key3", "foo,bar,baz")));
   expect({"key1", "key2", "key3"}, {"key1", "key2", "key3"}, {"key3"}, "add key3");
-  EXPECT_EQ(keys("foo"), (V{"key1", "key2", "key3"}));  // IX-08: sorted
+  EXPECT_EQ(keys("foo"), (V{"key1", "key2", "key3"}));  // sorted
   ASSERT_OK(store->Update(Str("key1", "foo")));
   expect({"key1", "key2", "key3"}, {"key2", "key3"}, {"key3"}, "update key1 again");
   ASSERT_OK(store->Update(Str("key2", "bar")));
@@ -279,8 +263,6 @@ TEST_P(IndexerConformanceTest, IndexMaintenanceWithMultipleValues) {
   ASSERT_OK(store->Delete(Str("key3", "foo,bar,baz")));
   expect({}, {"key2"}, {}, "delete key3");
 }
-
-// IX-07
 TEST_P(IndexerConformanceTest, UnknownIndex) {
   auto store = Make();
   const char* want = "Index with name nope does not exist";
@@ -302,7 +284,7 @@ StatusOr<std::vector<std::string>> LabelKeys(const Object& o) {
   return out;
 }
 
-// IX-09 (store part): AddIndexers on a store with data builds the index now.
+// AddIndexers on a store with data builds the index now.
 TEST_P(IndexerConformanceTest, AddIndexersAfterData) {
   auto store = Make();
   ASSERT_OK(store->Add(Pod("pod1", "", "", {{"a", "a-val"}, {"b", "b-val1"}})));
@@ -317,8 +299,6 @@ TEST_P(IndexerConformanceTest, AddIndexersAfterData) {
   EXPECT_THAT(*store->ListIndexFuncValues("labels-again"), ElementsAre("a", "b"));
   EXPECT_EQ(store->GetIndexers().count("labels-again"), 1u);
 }
-
-// IX-10
 TEST_P(IndexerConformanceTest, AddIndexersConflict) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"by_val", ByVal}}});
   ASSERT_OK(store->Add(TO("a", "x")));
@@ -329,8 +309,6 @@ TEST_P(IndexerConformanceTest, AddIndexersConflict) {
   EXPECT_EQ(store->GetIndexers().count("other"), 0u);  // nothing added
   EXPECT_THAT(Names(*store->ByIndex("by_val", "x")), ElementsAre("a"));
 }
-
-// IX-11
 TEST_P(IndexerConformanceTest, ReplaceRebuildsIndices) {
   auto store = Make({.key_func = KeyTO, .indexers = {{"by_val", ByVal}}});
   ASSERT_OK(store->Add(TO("a", "x")));
@@ -340,7 +318,7 @@ TEST_P(IndexerConformanceTest, ReplaceRebuildsIndices) {
   EXPECT_THAT(*store->ListIndexFuncValues("by_val"), ElementsAre("y"));
 }
 
-// IX-12 (store part): the built-in namespace index.
+// the built-in namespace index.
 TEST_P(IndexerConformanceTest, NamespaceIndex) {
   auto store = Make();
   ASSERT_OK(store->Add(Pod("a", "ns1")));
