@@ -93,9 +93,8 @@ class CacheImpl final : public Cache {
       return Status::NotFound("the cache has no keyspace " + std::string(keyspace));
     }
     KCACHE_ASSIGN_OR_RETURN(KeyspaceStats out, storage::ReadKeyspaceMeta(*db_, nullptr, keyspace));
-    const std::string begin = storage::KeyspacePrefix(keyspace),
-                      end = storage::KeyspaceEnd(keyspace);
-    rocksdb::Range range(begin, end);
+    const storage::KeyRange keys = storage::KeyspaceRange(keyspace);
+    rocksdb::Range range(keys.start, keys.limit);
     rocksdb::SizeApproximationOptions so;
     so.include_memtables = true;
     so.include_files = true;

@@ -256,7 +256,7 @@ DbSnapshot TakeSnapshot(const std::shared_ptr<Db>& db) {
 
 Status VerifyKeyspace(const std::shared_ptr<Db>& db_ptr, std::string_view ks) {
   const Db& db = *db_ptr;
-  const std::string prefix = KeyspacePrefix(ks), end = KeyspaceEnd(ks);
+  const auto [prefix, end] = KeyspaceRange(ks);
   rocksdb::ReadOptions ro;
   DbSnapshot snap = TakeSnapshot(db_ptr);
   ro.snapshot = snap.get();

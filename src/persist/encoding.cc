@@ -39,8 +39,6 @@ std::string ObjectKey(std::string_view ks, std::string_view key) {
 
 std::string KeyspacePrefix(std::string_view ks) { return Join({ks}); }
 
-std::string KeyspaceEnd(std::string_view ks) { return PrefixRange(KeyspacePrefix(ks)).limit; }
-
 KeyRange PrefixRange(std::string prefix) {
   assert(!prefix.empty() && prefix.back() == '\0');
   std::string limit = prefix;

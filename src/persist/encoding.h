@@ -29,9 +29,8 @@ Status CheckNoZero(std::string_view what, std::string_view s);
 
 // ks + \0 + key: keys of `objects` and `rindex`.
 std::string ObjectKey(std::string_view ks, std::string_view key);
-// ks + \0, and the first key after the keyspace (ks + \1).
+// ks + \0.
 std::string KeyspacePrefix(std::string_view ks);
-std::string KeyspaceEnd(std::string_view ks);
 
 // A half-open range of keys [start, limit).
 struct KeyRange {
@@ -41,7 +40,7 @@ struct KeyRange {
 // Every key that begins with `prefix`. REQUIRES: `prefix` ends in the \0
 // separator, so that raising it to \1 gives the first key past the range.
 KeyRange PrefixRange(std::string prefix);
-// The object (and reverse index) keys of keyspace `ks`.
+// The object (and reverse index) keys of keyspace `ks`: [ks + \0, ks + \1).
 KeyRange KeyspaceRange(std::string_view ks);
 // The object keys "<ns>/<name>" of namespace `ns` in keyspace `ks`: from
 // "<ns>/" up to "<ns>0" ('0' is the byte after '/').

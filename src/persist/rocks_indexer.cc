@@ -253,8 +253,8 @@ Status RocksIndexer::Scan(rocksdb::ColumnFamilyHandle* cf, const std::string& be
 }
 
 Status RocksIndexer::ScanObjects(const ScanFn& fn) const {
-  std::string prefix = KeyspacePrefix(ks_);
-  return Scan(db_->objects, prefix, KeyspaceEnd(ks_), prefix.size(), fn);
+  KeyRange keys = KeyspaceRange(ks_);
+  return Scan(db_->objects, keys.start, keys.limit, keys.start.size(), fn);
 }
 
 Status RocksIndexer::CheckWritable() const {
@@ -536,7 +536,8 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     rocksdb::WriteBatch mark;
     mark.Put(ix_->db_->meta, MetaKey("relist", ix_->ks_), "1");
-    mark.DeleteRange(ix_->db_->meta, SeenRange().start, SeenRange().limit);
+    KeyRange seen = SeenRange();
+    mark.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
     KCACHE_RETURN_IF_ERROR(ix_->Write(&mark, "start relist of"));
     std::lock_guard l(ix_->state_mu_);
     ix_->relist_incomplete_ = true;
@@ -566,7 +567,8 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
     rocksdb::WriteBatch done;
-    done.DeleteRange(ix_->db_->meta, SeenRange().start, SeenRange().limit);
+    KeyRange seen = SeenRange();
+    done.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
     done.Put(ix_->db_->meta, MetaKey("rv", ix_->ks_), resource_version);
     done.Delete(ix_->db_->meta, MetaKey("relist", ix_->ks_));
     done.Put(ix_->db_->meta, MetaKey("time", ix_->ks_), ix_->db_->NowMillis());
@@ -663,9 +665,8 @@ class RocksReplaceSession final : public ReplaceSession {
   Status DeleteUnseen() {
     size_t count = Count();
     const std::shared_ptr<Db>& db = ix_->db_;
-    std::string oprefix = KeyspacePrefix(ix_->ks_), oend = KeyspaceEnd(ix_->ks_);
-    KeyRange seen_range = SeenRange();
-    const std::string &sprefix = seen_range.start, &send = seen_range.limit;
+    const auto [oprefix, oend] = KeyspaceRange(ix_->ks_);
+    const auto [sprefix, send] = SeenRange();
     rocksdb::Slice oupper(oend), supper(send);
     rocksdb::ReadOptions oro, sro;
     oro.iterate_upper_bound = &oupper;
@@ -751,7 +752,7 @@ Status RocksIndexer::RebuildIndexesLocked() {
     std::shared_lock l(defs_mu_);
     defs = defs_;
   }
-  std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+  const auto [prefix, end] = KeyspaceRange(ks_);
   {
     rocksdb::WriteBatch clear;
     clear.DeleteRange(db_->index, prefix, end);
@@ -836,11 +837,11 @@ StatusOr<ObjectPtr> RocksIndexer::GetByKey(std::string_view key) const {
 }
 
 std::unique_ptr<ObjectIterator> RocksIndexer::NewIterator() const {
-  std::string prefix = KeyspacePrefix(ks_);
-  size_t strip = prefix.size();
-  return std::make_unique<RocksIterator>(db_, db_->objects, std::move(prefix), KeyspaceEnd(ks_),
-                                         strip, /*via_index=*/false, /*cluster_only=*/false, ks_,
-                                         [this](std::string_view r) { return Decode(r); });
+  KeyRange keys = KeyspaceRange(ks_);
+  size_t strip = keys.start.size();
+  return std::make_unique<RocksIterator>(
+      db_, db_->objects, std::move(keys.start), std::move(keys.limit), strip, /*via_index=*/false,
+      /*cluster_only=*/false, ks_, [this](std::string_view r) { return Decode(r); });
 }
 
 std::unique_ptr<ObjectIterator> RocksIndexer::NewIndexIterator(std::string_view name,
@@ -852,9 +853,10 @@ std::unique_ptr<ObjectIterator> RocksIndexer::NewIndexIterator(std::string_view 
     // (namespace "") are the keys without '/'.
     size_t strip = KeyspacePrefix(ks_).size();
     if (value.empty()) {
-      return std::make_unique<RocksIterator>(db_, db_->objects, KeyspacePrefix(ks_),
-                                             KeyspaceEnd(ks_), strip, false, /*cluster_only=*/true,
-                                             ks_, decode);
+      KeyRange keys = KeyspaceRange(ks_);
+      return std::make_unique<RocksIterator>(db_, db_->objects, std::move(keys.start),
+                                             std::move(keys.limit), strip, false,
+                                             /*cluster_only=*/true, ks_, decode);
     }
     KeyRange ns = NamespaceRange(ks_, value);
     return std::make_unique<RocksIterator>(db_, db_->objects, std::move(ns.start),
@@ -975,7 +977,7 @@ StatusOr<std::vector<std::string>> RocksIndexer::ListIndexFuncValues(std::string
   if (!HasIndex(name).ok()) return out;
   if (FromKeys(name)) {
     // Skip from one namespace to the next; keys without '/' mean "".
-    std::string prefix = KeyspacePrefix(ks_), end = KeyspaceEnd(ks_);
+    const auto [prefix, end] = KeyspaceRange(ks_);
     rocksdb::Slice upper(end);
     rocksdb::ReadOptions ro;
     ro.iterate_upper_bound = &upper;

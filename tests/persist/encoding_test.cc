@@ -26,7 +26,7 @@ TEST(EncodingTest, PrefixRangesStopAtTheirKeyspaceAndIndexValue) {
   KeyRange ks = KeyspaceRange("pods");
   EXPECT_TRUE(In(ks, ObjectKey("pods", "a/b")));
   EXPECT_FALSE(In(ks, ObjectKey("pods.apps", "a/b")));
-  EXPECT_EQ(ks.limit, KeyspaceEnd("pods"));
+  EXPECT_EQ(ks.limit, std::string("pods\1"));
 
   KeyRange value = PrefixRange(IndexValuePrefix("pods", "node", "n1"));
   EXPECT_TRUE(In(value, IndexKey("pods", "node", "n1", "ns/a")));
