@@ -45,12 +45,16 @@ class KCACHE_EXPORT ListPager {
   StatusOr<Result> List(ListOptions options) const;
 
   // Streams every item to `fn` page by page, holding one page at a time.
-  // An expired continue token is returned as an Expired error: items
-  // already delivered cannot be taken back, so the caller restarts.
   // `fn` returning an error stops the walk with that error. On success,
   // `*resource_version` is the list's resourceVersion.
+  //
+  // An expired continue token: with full_list_if_expired and `restart`
+  // given, `restart()` is called (the caller drops what `fn` was given so
+  // far) and one unpaginated list at the requested resourceVersion is
+  // streamed to `fn`. Otherwise the Expired error is returned.
   Status EachListItem(ListOptions options, const std::function<Status(const ObjectPtr&)>& fn,
-                      std::string* resource_version, bool* paginated = nullptr) const;
+                      std::string* resource_version, bool* paginated = nullptr,
+                      const std::function<Status()>& restart = nullptr) const;
 
  private:
   ListPageFunc page_fn_;

@@ -8,10 +8,14 @@
 //   written into the sink as it arrives and diffed against what it holds.
 // - With a resume point: no LIST. One limit=1 probe learns the collection's
 //   current resourceVersion, and the watch starts from the resume point.
+// - A streaming list that fails (other than for 429, a connection failure
+//   or an expired resourceVersion) is followed at once by a paginated LIST.
 // - A watch that ends cleanly is reopened from the last resourceVersion
-//   seen. 410 Expired leads to a relist at that resourceVersion, then at ""
-//   if that one is expired too. 429 and connection failures back off and
-//   watch again without a relist.
+//   seen. 410 Expired, or a resourceVersion the server has not reached,
+//   leads to a relist at that resourceVersion, then at "" if that one is
+//   unavailable too. 429 and connection failures back off and watch again
+//   without a relist. A 500 InternalError relists unless
+//   max_internal_error_retry allows another watch.
 // - Between failures: exponential backoff with jitter, 800 ms to 30 s,
 //   reset after 2 minutes without one.
 //
@@ -73,6 +77,11 @@ class KCACHE_EXPORT ReflectorSink {
   // Called once, when the sink first holds the server's state (see
   // Reflector::HasSynced).
   virtual void Synced() {}
+  // Called every ReflectorOptions::resync_period while a watch is open
+  // (client-go's Store.Resync), from the reflector's resync thread: unlike
+  // the other calls, it may overlap them. An error is reported as a
+  // kError event.
+  virtual Status Resync() { return Status::OK(); }
 };
 
 // A sink writing straight into `store`, with no notifications.
@@ -86,6 +95,7 @@ struct KCACHE_EXPORT ReflectorEvent {
     kSynced,   // caught up with the server
     kRelist,   // the watch expired: a relist follows
     kError,    // a list or watch failed; a retry follows after backoff
+    kSkipped,  // a watch event was not applied (not of the expected kind)
   };
   Type type;
   std::string message;
@@ -101,15 +111,36 @@ struct KCACHE_EXPORT ReflectorOptions {
   // then listed with LIST for the rest of the reflector's life.
   // Default: true.
   bool streaming_list = true;
-  // Watches ask for timeoutSeconds drawn from [min, 2 * min]. Default: 5 min.
+  // Watches ask for timeoutSeconds of min * U[1, 2), rounded down. Values
+  // below 5 minutes are raised to 5 minutes, as client-go does, so that a
+  // fleet of watchers cannot make the server reopen watches more often.
+  // Default: 5 min.
   std::chrono::seconds min_watch_timeout{300};
-  // Backoff between failed attempts. Defaults: client-go's.
+  // Backoff between failed attempts (client-go's wait.Backoff): the delay
+  // starts at `backoff_initial` and is multiplied by `backoff_factor` after
+  // each of the first `backoff_steps` delays, up to `backoff_max`; each
+  // delay is stretched by up to `backoff_jitter` times itself. It starts
+  // over after `backoff_reset` without a failure. Defaults: client-go's.
   std::chrono::milliseconds backoff_initial{800};
   std::chrono::milliseconds backoff_max{30000};
   std::chrono::milliseconds backoff_reset{120000};
-  // A watch ending in a 500 is reopened (no relist) while the errors last
-  // less than this. Default: 0, never (client-go's default).
+  double backoff_factor = 2.0;
+  double backoff_jitter = 1.0;
+  int backoff_steps = 38;
+  // A watch ending in a 500 InternalError is reopened (no relist) while
+  // less than this has passed since the first of the current run of such
+  // errors; a run ends after a minute without one. 0: never, every such
+  // error relists. Default: 0 (client-go's).
   std::chrono::milliseconds max_internal_error_retry{0};
+  // Every period while a watch is open, the sink's Resync() is called if
+  // `should_resync` (when set) says so. 0: never. Default: 0.
+  std::chrono::milliseconds resync_period{0};
+  std::function<bool()> should_resync;
+  // When set, watch events whose object has another apiVersion or kind are
+  // not applied but reported as kSkipped (client-go's expected GVK).
+  // Default: empty, any.
+  std::string expected_api_version;
+  std::string expected_kind;
   // Starting from a resume point, the reflector counts as synced once the
   // watch is quiet for this long (the server sends the backlog since the
   // resume point at once), or once it reaches the probe's resourceVersion.
@@ -136,6 +167,7 @@ struct KCACHE_EXPORT ReflectorStats {
   uint64_t events = 0;          // ADDED/MODIFIED/DELETED events applied
   uint64_t listed_objects = 0;  // objects received by full lists
   uint64_t bytes = 0;           // JSON bytes of listed objects and events
+  uint64_t skipped = 0;         // watch events not applied (kSkipped)
 };
 
 class KCACHE_EXPORT Reflector {

@@ -16,6 +16,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kcache/export.h"
 
@@ -47,6 +48,14 @@ enum class StatusCode : int {
 // Returns the name of `code` as printed by Status::ToString(), e.g. "NotFound".
 KCACHE_EXPORT std::string_view StatusCodeName(StatusCode code);
 
+// One cause in a metav1.Status's details.causes.
+struct KCACHE_EXPORT StatusCause {
+  std::string type;     // "reason" in JSON: "ResourceVersionTooLarge", "FieldValueInvalid", ...
+  std::string message;  // human-readable, may be empty
+  std::string field;    // the field at fault, may be empty
+  friend bool operator==(const StatusCause&, const StatusCause&) = default;
+};
+
 // What an API server said about a failed request, carried by the Status it
 // became. Kept apart from the message so callers decide on code and reason,
 // never on text.
@@ -57,6 +66,15 @@ struct KCACHE_EXPORT HttpError {
   std::optional<int64_t> retry_after_seconds;
   // metadata.continue of a 410 for an expired continue token, when given.
   std::string continue_token;
+  // details.causes, in the server's order.
+  std::vector<StatusCause> causes;
+  // True if a cause has `type` (client-go's HasStatusCause).
+  bool HasCause(std::string_view type) const {
+    for (const StatusCause& c : causes) {
+      if (c.type == type) return true;
+    }
+    return false;
+  }
   friend bool operator==(const HttpError&, const HttpError&) = default;
 };
 

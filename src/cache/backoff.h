@@ -1,7 +1,9 @@
 // Exponential backoff with jitter, reset after a healthy period (client-go's
-// reflector backoff manager): delay = base * (1 + jitter * U[0,1)), base
-// doubling from `initial` up to `cap`, back to `initial` when the previous
-// backoff started more than `reset_after` ago.
+// reflector backoff, wait.Backoff with DelayWithReset): each delay is
+// base * (1 + jitter * U[0,1)); base starts at `initial` and is multiplied by
+// `factor` after each of the first `steps` delays, up to `cap` (reaching the
+// cap ends the growth). It is back at `initial` when the previous delay was
+// asked for more than `reset_after` ago.
 
 #ifndef KCACHE_SRC_CACHE_BACKOFF_H_
 #define KCACHE_SRC_CACHE_BACKOFF_H_
@@ -21,6 +23,7 @@ struct BackoffOptions {
   std::chrono::milliseconds reset_after{120000};
   double factor = 2.0;
   double jitter = 1.0;
+  int steps = 38;  // client-go's: ceil(cap / initial)
 };
 
 // Thread-safety: not thread-safe; one per reflector thread.
@@ -35,6 +38,7 @@ class Backoff {
   BackoffOptions options_;
   std::mt19937_64 rng_;
   Clock::Duration base_;
+  int steps_left_;
   std::optional<Clock::TimePoint> last_;
 };
 

@@ -37,7 +37,12 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
                          resource.kind, resource.namespaced}));
   auto lw = NewListWatch(std::move(client), resource.Ref(options_.namespace_),
                          options_.label_selector, options_.field_selector);
-  auto informer = SharedIndexInformer::Create(std::move(lw), std::move(indexer), options_.informer);
+  InformerOptions io = options_.informer;
+  // Watch events of another kind are skipped, as client-go's typed
+  // informers do.
+  io.reflector.expected_api_version = co.parse.default_api_version;
+  io.reflector.expected_kind = resource.kind;
+  auto informer = SharedIndexInformer::Create(std::move(lw), std::move(indexer), std::move(io));
   if (started_) KCACHE_RETURN_IF_ERROR(informer->Start());
   informers_[name] = informer;
   return informer;

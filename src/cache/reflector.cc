@@ -9,6 +9,7 @@
 #include "cache/backoff.h"
 #include "cache/events.h"
 #include "cache/resource_version.h"
+#include "client/http_error.h"
 
 namespace kcache {
 namespace {
@@ -66,10 +67,46 @@ class StoreSink final : public ReflectorSink {
   std::shared_ptr<Store> store_;
 };
 
-bool IsTooLargeResourceVersion(const Status& st) {
-  return st.code() == StatusCode::kDeadlineExceeded &&
-         st.message().find("Too large resource version") != std::string_view::npos;
+// The resourceVersion asked for is gone (410) or not there yet: list again
+// from "".
+bool IsUnavailableResourceVersion(const Status& st) {
+  return st.IsExpired() || rest::IsTooLargeResourceVersion(st);
 }
+
+bool IsInternalError(const Status& st) {
+  const HttpError* h = st.http_error();
+  return h && h->reason == "InternalError";
+}
+
+// How long a run of 500s may be answered by watching again (client-go's
+// RetryWithDeadline): measured from the run's first error; a run ends when
+// the next error comes a minute or more after the previous one.
+class InternalErrorRetry {
+ public:
+  InternalErrorRetry(Clock* clock, Clock::Duration max) : clock_(clock), max_(max) {}
+
+  // Records the outcome of a watch.
+  void After(const Status& st) {
+    if (!IsInternalError(st)) return;
+    Clock::TimePoint now = clock_->Now();
+    if (running_ && now - last_ >= std::chrono::minutes(1)) running_ = false;
+    if (!running_) first_ = now;
+    running_ = true;
+    last_ = now;
+  }
+  bool ShouldRetry() {
+    if (max_ <= Clock::Duration::zero()) return false;
+    if (running_ && clock_->Now() - first_ <= max_) return true;
+    running_ = false;
+    return false;
+  }
+
+ private:
+  Clock* clock_;
+  Clock::Duration max_;
+  bool running_ = false;  // first_ and last_ hold a run of errors
+  Clock::TimePoint first_, last_;
+};
 
 // Watch-open failures after which client-go watches again without a relist:
 // 429, and a connection that could not be made (no HTTP answer).
@@ -96,8 +133,8 @@ class ReflectorImpl final : public Reflector {
         clock_(o_.clock ? o_.clock : Clock::Real()),
         rng_(o_.seed ? o_.seed : std::random_device{}()),
         backoff_(clock_,
-                 informer::BackoffOptions{o_.backoff_initial, o_.backoff_max, o_.backoff_reset, 2.0,
-                                          1.0},
+                 informer::BackoffOptions{o_.backoff_initial, o_.backoff_max, o_.backoff_reset,
+                                          o_.backoff_factor, o_.backoff_jitter, o_.backoff_steps},
                  rng_()),
         streaming_(o_.streaming_list) {}
 
@@ -106,6 +143,10 @@ class ReflectorImpl final : public Reflector {
       std::lock_guard l(active_mu_);
       if (active_) active_->Cancel();
     });
+    std::jthread resync;
+    if (o_.resync_period.count() > 0) {
+      resync = std::jthread([this, stop](std::stop_token own) { ResyncLoop(stop, own); });
+    }
     while (!stop.stop_requested()) {
       Status st = ListAndWatch(stop);
       if (stop.stop_requested()) break;
@@ -118,6 +159,22 @@ class ReflectorImpl final : public Reflector {
     if (sync_timer_.joinable()) {
       sync_timer_.request_stop();
       sync_timer_.join();
+    }
+  }
+
+  // Calls the sink's Resync every period while a watch is open (client-go
+  // resyncs only while watching, not during a list).
+  void ResyncLoop(std::stop_token outer, std::stop_token own) {
+    while (clock_->SleepFor(o_.resync_period, own) && !outer.stop_requested()) {
+      bool open;
+      {
+        std::lock_guard l(mu_);
+        open = watching_;
+      }
+      if (!open || (o_.should_resync && !o_.should_resync())) continue;
+      Status st = sink_->Resync();
+      if (!st.ok())
+        Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": resync: " + st.ToString());
     }
   }
 
@@ -195,28 +252,44 @@ class ReflectorImpl final : public Reflector {
   }
 
   // A full list into a replace session, following client-go's ladder:
-  // the last resourceVersion seen, then "" once that is expired. Returns
-  // the open watch stream when the list was a streaming one.
+  // the last resourceVersion seen, then "" once that is unavailable. A
+  // streaming list that fails for another reason than 429 or a lost
+  // connection is followed by a paginated LIST at once. Returns the open
+  // watch stream when the list was a streaming one.
   StatusOr<std::unique_ptr<WatchStream>> ListAll(std::stop_token stop) {
+    bool fall_back = false;
     for (;;) {
       std::string rv = unavailable_ ? "" : LastSyncResourceVersion();
       StatusOr<std::unique_ptr<WatchStream>> result = Status::OK();
-      if (streaming_) {
+      if (streaming_ && !fall_back) {
         bool refused = false;
         result = StreamingList(rv, stop, &refused);
-        if (refused) {
-          streaming_ = false;
-          continue;
+        if (!result.ok() && !stop.stop_requested()) {
+          const Status& st = result.status();
+          if (refused) {
+            streaming_ = false;
+            continue;
+          }
+          if (!rv.empty() && IsUnavailableResourceVersion(st)) {
+            unavailable_ = true;  // retry at once from ""
+            continue;
+          }
+          if (!IsRetriableWatchError(st)) {
+            Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": the streaming list failed (" +
+                                                   std::string(st.message()) +
+                                                   "): falling back to LIST");
+            fall_back = true;
+            continue;
+          }
         }
       } else {
-        Status st = PagedList(rv);
+        Status st = PagedList(rv, stop);
         result = st.ok() ? StatusOr<std::unique_ptr<WatchStream>>(nullptr)
                          : StatusOr<std::unique_ptr<WatchStream>>(st);
-      }
-      if (!result.ok() && !rv.empty() &&
-          (result.status().IsExpired() || IsTooLargeResourceVersion(result.status()))) {
-        unavailable_ = true;  // retry at once from ""
-        continue;
+        if (!st.ok() && !rv.empty() && IsUnavailableResourceVersion(st)) {
+          unavailable_ = true;  // retry at once from ""
+          continue;
+        }
       }
       if (result.ok()) {
         need_list_ = false;
@@ -227,16 +300,17 @@ class ReflectorImpl final : public Reflector {
     }
   }
 
-  Status PagedList(const std::string& rv) {
+  Status PagedList(const std::string& rv, std::stop_token stop) {
     ListPager pager(
-        [this](const ListOptions& o) -> StatusOr<ObjectList> {
+        [this, &stop](const ListOptions& o) -> StatusOr<ObjectList> {
+          if (stop.stop_requested()) return Status::Cancelled("stopped");
           {
             std::lock_guard l(mu_);
             ++stats_.list_requests;
           }
           return lw_->List(o);
         },
-        ListPagerOptions{o_.page_size, false});
+        ListPagerOptions{o_.page_size, true});
     KCACHE_ASSIGN_OR_RETURN(auto session, sink_->BeginReplace());
     ListOptions o;
     o.resource_version = rv;
@@ -250,7 +324,15 @@ class ReflectorImpl final : public Reflector {
           bytes += obj->byte_size();
           return session->Put(obj);
         },
-        &list_rv));
+        &list_rv, nullptr,
+        [&]() -> Status {
+          // A continue token expired: the pager lists everything again in
+          // one request, into a new session (the old one is dropped unfinished).
+          session.reset();
+          n = bytes = 0;
+          KCACHE_ASSIGN_OR_RETURN(session, sink_->BeginReplace());
+          return Status::OK();
+        }));
     KCACHE_ASSIGN_OR_RETURN(size_t unchanged, session->Finish(list_rv));
     Listed("LIST", n, bytes, unchanged, list_rv);
     return Status::OK();
@@ -298,6 +380,7 @@ class ReflectorImpl final : public Reflector {
         Listed("streaming list", n, bytes, unchanged, list_rv);
         return stream;  // the same stream goes on as a watch
       }
+      if (e.type == WatchEventType::kAdded && !Expected(e)) continue;
       if (e.type != WatchEventType::kAdded) {
         // A server that ignores sendInitialEvents sends ordinary events
         // with no end bookmark.
@@ -327,7 +410,7 @@ class ReflectorImpl final : public Reflector {
   }
 
   Status WatchLoop(std::unique_ptr<WatchStream> stream, std::stop_token stop) {
-    std::optional<Clock::TimePoint> first_internal_error;
+    InternalErrorRetry retry(clock_.get(), o_.max_internal_error_retry);
     for (;;) {
       if (stop.stop_requested()) return Status::OK();
       if (!stream) {
@@ -360,12 +443,13 @@ class ReflectorImpl final : public Reflector {
       if (st.ok()) {
         if (events == 0 && clock_->Now() - start < std::chrono::seconds(1)) {
           need_list_ = true;
-          return Status::Unavailable(lw_->Describe() +
-                                     ": very short watch: the watch lasted less than a second and "
-                                     "received nothing");
+          return Status::Unavailable("very short watch: " + lw_->Describe() +
+                                     ": Unexpected watch close - watch lasted less than a second "
+                                     "and no items received");
         }
         continue;  // the server's timeout: watch again from the last RV
       }
+      retry.After(st);
       if (st.IsExpired()) {
         need_list_ = true;
         Emit(ReflectorEvent::Type::kRelist, lw_->Describe() + ": the watch from resourceVersion " +
@@ -380,11 +464,7 @@ class ReflectorImpl final : public Reflector {
       if (st.code() == StatusCode::kUnavailable && st.http_error() == nullptr) {
         continue;  // the stream broke (client-go: unexpected EOF): watch again
       }
-      if (st.code() == StatusCode::kInternal && st.http_error() != nullptr) {
-        Clock::TimePoint now = clock_->Now();
-        if (!first_internal_error) first_internal_error = now;
-        if (now - *first_internal_error <= o_.max_internal_error_retry) continue;
-      }
+      if (IsInternalError(st) && retry.ShouldRetry()) continue;
       need_list_ = true;
       return st;
     }
@@ -405,6 +485,7 @@ class ReflectorImpl final : public Reflector {
       uint64_t received = 0;  // bookmarks included
       auto take = [&](WatchEvent e) {
         ++received;
+        if (!Expected(e)) return;
         rv = e.object->resource_version();
         if (e.type == WatchEventType::kBookmark) return;
         bytes += e.object->byte_size();
@@ -424,6 +505,12 @@ class ReflectorImpl final : public Reflector {
         take(std::move(**next));
       }
       size_t n = batch.size();
+      if (rv.empty()) {  // only skipped events
+        *count += received;
+        if (!end.ok()) return end;
+        if (ended) return Status::OK();
+        continue;
+      }
       KCACHE_RETURN_IF_ERROR(sink_->Apply(std::move(batch), rv));
       *count += received;
       {
@@ -463,10 +550,31 @@ class ReflectorImpl final : public Reflector {
     last_rv_ = std::move(rv);
   }
 
+  // min * U[1, 2) seconds, min at least 5 minutes (client-go's).
   int64_t WatchTimeout() {
-    int64_t min = o_.min_watch_timeout.count();
-    std::uniform_int_distribution<int64_t> d(min, 2 * min);
-    return d(rng_);
+    double min = static_cast<double>(std::max<int64_t>(o_.min_watch_timeout.count(), 300));
+    std::uniform_real_distribution<double> u(1.0, 2.0);
+    return static_cast<int64_t>(min * u(rng_));
+  }
+
+  // False, reporting it, for an event whose object is not of the expected
+  // apiVersion and kind; bookmarks carry no kind that matters.
+  bool Expected(const WatchEvent& e) {
+    if (e.type == WatchEventType::kBookmark) return true;
+    const Object& o = *e.object;
+    if ((o_.expected_kind.empty() || o.kind() == o_.expected_kind) &&
+        (o_.expected_api_version.empty() || o.api_version() == o_.expected_api_version)) {
+      return true;
+    }
+    {
+      std::lock_guard l(mu_);
+      ++stats_.skipped;
+    }
+    Emit(ReflectorEvent::Type::kSkipped,
+         lw_->Describe() + ": expected " + o_.expected_api_version + ", Kind=" + o_.expected_kind +
+             ", but watch event object had " + o.api_version() + ", Kind=" + o.kind() + " (" +
+             o.namespace_() + "/" + o.name() + " not applied)");
+    return false;
   }
 
   void MarkSynced() {

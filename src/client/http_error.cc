@@ -61,6 +61,7 @@ struct ParsedStatus {
   std::string message;
   std::optional<int64_t> retry_after;
   std::string continue_token;
+  std::vector<StatusCause> causes;
 };
 
 ParsedStatus ParseStatus(std::string_view json) {
@@ -82,6 +83,12 @@ ParsedStatus ParseStatus(std::string_view json) {
   if (auto d = doc.find("details"); d != doc.end() && d->is_object()) {
     if (auto r = d->find("retryAfterSeconds"); r != d->end() && r->is_number_integer()) {
       out.retry_after = r->get<int64_t>();
+    }
+    if (auto c = d->find("causes"); c != d->end() && c->is_array()) {
+      for (const nlohmann::json& cause : *c) {
+        if (!cause.is_object()) continue;
+        out.causes.push_back({str(cause, "reason"), str(cause, "message"), str(cause, "field")});
+      }
     }
   }
   if (auto m = doc.find("metadata"); m != doc.end() && m->is_object()) {
@@ -143,7 +150,8 @@ Status Build(int http_code, ParsedStatus parsed, std::optional<int64_t> retry_af
   HttpError http{.http_code = code,
                  .reason = reason,
                  .retry_after_seconds = retry_after ? retry_after : parsed.retry_after,
-                 .continue_token = parsed.continue_token};
+                 .continue_token = parsed.continue_token,
+                 .causes = std::move(parsed.causes)};
   return Status(CodeFor(code, reason), msg).WithHttpError(std::move(http));
 }
 
@@ -205,6 +213,19 @@ Status StatusFromErrorEvent(std::string_view status_json, std::string_view what)
         ": watch ERROR event does not carry a Status object: " + Trimmed(status_json));
   }
   return Build(0, std::move(parsed), std::nullopt, "", what);
+}
+
+bool IsTooLargeResourceVersion(const Status& st) {
+  const HttpError* h = st.http_error();
+  if (h == nullptr) return false;
+  if (h->HasCause("ResourceVersionTooLarge")) return true;
+  // Servers from before the cause type (1.17.0 to 1.18.5) said it in a
+  // cause's message, older ones in the message of a Timeout.
+  if (st.code() != StatusCode::kDeadlineExceeded) return false;
+  for (const StatusCause& c : h->causes) {
+    if (c.message == "Too large resource version") return true;
+  }
+  return st.message().find("Too large resource version") != std::string_view::npos;
 }
 
 }  // namespace kcache::rest

@@ -28,6 +28,13 @@ Status StatusFromResponse(int http_code, std::string_view body, std::optional<in
 // object that is not a metav1.Status still gives an error (Internal).
 Status StatusFromErrorEvent(std::string_view status_json, std::string_view what);
 
+// True if the server could not serve a resourceVersion because it has not
+// reached it yet: a cause of type ResourceVersionTooLarge, or, from servers
+// older than that cause (before 1.18.6), a Timeout whose cause or message
+// says "Too large resource version" (client-go's
+// isTooLargeResourceVersionError).
+bool IsTooLargeResourceVersion(const Status& st);
+
 }  // namespace kcache::rest
 
 #endif  // KCACHE_SRC_CLIENT_HTTP_ERROR_H_

@@ -38,6 +38,25 @@ TEST(BackoffTest, DoublesWithJitterUpToTheCapAndResets) {
   EXPECT_LT(d, milliseconds(1600));
 }
 
+// wait.Backoff's steps: the delay grows for `steps` delays, then stays.
+TEST(BackoffTest, StopsGrowingAfterItsSteps) {
+  auto clock = std::make_shared<testing::FakeClock>();
+  informer::BackoffOptions o;
+  o.initial = milliseconds(100);
+  o.cap = milliseconds(100000);
+  o.factor = 3.0;
+  o.jitter = 0;
+  o.steps = 2;
+  informer::Backoff b(clock, o, 1);
+  std::vector<milliseconds> got;
+  for (int i = 0; i < 4; ++i) {
+    got.push_back(std::chrono::duration_cast<milliseconds>(b.Next()));
+    clock->Advance(std::chrono::seconds(1));
+  }
+  EXPECT_EQ(got, (std::vector<milliseconds>{milliseconds(100), milliseconds(300), milliseconds(900),
+                                            milliseconds(900)}));
+}
+
 // Invariant 5: resourceVersions are compared as integers only where both are
 // decimal; otherwise there is no answer and callers fall back.
 TEST(ResourceVersionTest, ComparesDecimalsOfAnyLength) {
@@ -85,6 +104,22 @@ struct Rig {
     options.clock = clock;
     options.streaming_list = false;
     options.seed = 1;
+    options.on_event = [this](const ReflectorEvent& e) {
+      std::lock_guard l(mu);
+      events.push_back(e);
+    };
+  }
+  // Waits until the clock has been slept on `n` times in all.
+  void WaitForSleeps(size_t n) {
+    while (clock->sleeps().size() < n) std::this_thread::sleep_for(milliseconds(1));
+  }
+  std::vector<ReflectorEvent> Events(ReflectorEvent::Type type) {
+    std::lock_guard l(mu);
+    std::vector<ReflectorEvent> out;
+    for (const auto& e : events) {
+      if (e.type == type) out.push_back(e);
+    }
+    return out;
   }
   void Start() {
     reflector = Reflector::Create(lw, NewStoreSink(store), options);
@@ -100,7 +135,14 @@ struct Rig {
   ReflectorOptions options;
   std::unique_ptr<Reflector> reflector;
   std::jthread thread;
+  std::mutex mu;
+  std::vector<ReflectorEvent> events;  // guarded by mu
 };
+
+Status InternalError(const std::string& msg) {
+  return Status(StatusCode::kInternal, msg)
+      .WithHttpError(HttpError{.http_code = 500, .reason = "InternalError"});
+}
 
 std::vector<std::string> Versions(const std::vector<ListOptions>& calls) {
   std::vector<std::string> out;
@@ -191,6 +233,260 @@ TEST(ReflectorTest, ResumeProbesThenWatches) {
   EXPECT_TRUE(r.reflector->HasSynced());  // the probe's version is the resume point
   EXPECT_EQ(r.reflector->stats().probes, 1u);
   EXPECT_EQ(r.reflector->stats().lists, 0u);
+}
+
+// A 500 InternalError on the watch with no retry window (the default):
+// client-go relists, so an object deleted behind the watch's back goes.
+TEST(ReflectorTest, InternalErrorRelistsByDefault) {
+  Rig r;
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5"), testing::Pod("b", "ns", "6")}, "10"));
+  auto w1 = r.lw->QueueWatch();
+  r.lw->QueueList(ListOf({testing::Pod("b", "ns", "6")}, "12"));
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w1->Fail(InternalError("StorageReadError: corrupt object ns/a"));
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(2, 2);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "10"}));
+  EXPECT_EQ(*r.store->Size(), 1u);
+  EXPECT_EQ(*r.store->GetByKey("ns/a"), nullptr);
+}
+
+// With a retry window, a run of 500s is answered by watching again while
+// the run is younger than the window; a quiet minute starts a new run
+// (client-go's RetryWithDeadline).
+TEST(ReflectorTest, InternalErrorRetryWindowStartsOverAfterAQuietMinute) {
+  Rig r;
+  r.options.max_internal_error_retry = std::chrono::seconds(30);
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+  std::vector<std::shared_ptr<testing::FakeWatchStream>> w;
+  for (int i = 0; i < 5; ++i) w.push_back(r.lw->QueueWatch());
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w[0]->Fail(InternalError("e1"));  // t=0: a run starts, retry
+  r.lw->WaitForCalls(1, 2);
+  r.clock->Advance(std::chrono::seconds(20));
+  w[1]->Fail(InternalError("e2"));  // t=20: within 30 s of the run's start
+  r.lw->WaitForCalls(1, 3);
+  r.clock->Advance(std::chrono::seconds(70));
+  w[2]->Fail(InternalError("e3"));  // t=90: 70 s quiet, a new run, retry
+  r.lw->WaitForCalls(1, 4);
+  EXPECT_EQ(r.lw->list_calls().size(), 1u);
+  r.clock->Advance(std::chrono::seconds(40));
+  w[3]->Fail(InternalError("e4"));  // t=130: 40 s into the run: relist
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(2, 5);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "10"}));
+}
+
+// client-go skips (and reports) a watch event whose object is not of the
+// expected kind instead of storing it.
+TEST(ReflectorTest, WatchEventOfAnotherKindIsSkipped) {
+  Rig r;
+  r.options.expected_api_version = "v1";
+  r.options.expected_kind = "Pod";
+  r.lw->QueueList(ListOf({}, "10"));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w->Push(Event(WatchEventType::kAdded,
+                testing::MakeObject(R"({"kind":"Service","apiVersion":"v1","metadata":)"
+                                    R"({"name":"s","namespace":"ns","resourceVersion":"11"}})")));
+  w->Push(Event(WatchEventType::kAdded, testing::Pod("p", "ns", "12")));
+  while (r.store->LastSyncResourceVersion() != "12") std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_EQ(*r.store->Size(), 1u);
+  EXPECT_EQ(*r.store->GetByKey("ns/s"), nullptr);
+  EXPECT_EQ(r.reflector->stats().skipped, 1u);
+  auto skipped = r.Events(ReflectorEvent::Type::kSkipped);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].message.find("Kind=Service"), std::string::npos) << skipped[0].message;
+}
+
+// "Too large resource version" in each of the three forms servers have
+// used: client-go relists at "" for all of them.
+TEST(ReflectorTest, TooLargeResourceVersionInEveryFormRelistsFromEmpty) {
+  struct Form {
+    const char* name;
+    Status status;
+  };
+  auto timeout = [](std::string msg, std::vector<StatusCause> causes) {
+    return Status(StatusCode::kDeadlineExceeded, msg)
+        .WithHttpError(
+            HttpError{.http_code = 504, .reason = "Timeout", .causes = std::move(causes)});
+  };
+  std::vector<Form> forms = {
+      {"cause type",
+       Status(StatusCode::kDeadlineExceeded, "resourceVersion not reached")
+           .WithHttpError(HttpError{.http_code = 504,
+                                    .reason = "Timeout",
+                                    .causes = {{"ResourceVersionTooLarge", "", ""}}})},
+      {"cause message", timeout("wait timed out", {{"", "Too large resource version", ""}})},
+      {"message", timeout("Timeout: Too large resource version: 40, current: 30", {})},
+  };
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.name);
+    Rig r;
+    r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "40"));
+    auto w1 = r.lw->QueueWatch();
+    r.lw->QueueList(f.status);
+    r.lw->QueueList(ListOf({testing::Pod("b", "ns", "25")}, "30"));
+    auto w2 = r.lw->QueueWatch();
+    r.Start();
+    r.lw->WaitForCalls(1, 1);
+    w1->Fail(Status::Expired("too old resource version: 40 (41)"));
+    r.clock->WaitForSleepers(1);
+    r.clock->Advance(std::chrono::seconds(2));
+    r.lw->WaitForCalls(3, 2);
+    EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "40", ""}));
+    EXPECT_NE(*r.store->GetByKey("ns/b"), nullptr);
+    EXPECT_EQ(r.store->LastSyncResourceVersion(), "30");
+  }
+}
+
+// A Timeout that says nothing about resourceVersions is not "too large":
+// no relist from "" (which would drop the resume point for nothing).
+TEST(ReflectorTest, PlainTimeoutIsNotTooLargeResourceVersion) {
+  Rig r;
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "40"));
+  auto w1 = r.lw->QueueWatch();
+  r.lw->QueueList(Status(StatusCode::kDeadlineExceeded, "request timed out")
+                      .WithHttpError(HttpError{.http_code = 504, .reason = "Timeout"}));
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w1->Fail(Status::Expired("too old resource version: 40 (41)"));
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(2, 1);
+  r.WaitForSleeps(2);  // the failed list's backoff
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "40"}));
+}
+
+// 410 on a continuation page: client-go's pager lists once more, whole, at
+// the requested resourceVersion; what the first pages delivered is dropped
+// (an object deleted meanwhile does not stay).
+TEST(ReflectorTest, ExpiredContinueTokenFallsBackToOneFullList) {
+  Rig r;
+  r.options.page_size = 1;
+  ObjectList page1 = ListOf({testing::Pod("a", "ns", "5")}, "10");
+  page1.continue_token = "c1";
+  r.lw->QueueList(page1);
+  r.lw->QueueList(Status::Expired("The provided continue parameter is too old"));
+  r.lw->QueueList(ListOf({testing::Pod("b", "ns", "15")}, "20"));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(3, 1);
+  auto calls = r.lw->list_calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[1].continue_token, "c1");
+  EXPECT_EQ(calls[2].continue_token, "");
+  EXPECT_EQ(calls[2].limit, 0);
+  EXPECT_EQ(calls[2].resource_version, "");
+  EXPECT_EQ(*r.store->Size(), 1u);
+  EXPECT_EQ(*r.store->GetByKey("ns/a"), nullptr);
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "20");
+  EXPECT_EQ(r.lw->watch_calls()[0].resource_version, "20");
+}
+
+// A streaming list that fails (here a 500) is followed at once by a LIST,
+// and the next relist tries the streaming list again.
+TEST(ReflectorTest, FailedStreamingListFallsBackToList) {
+  Rig r;
+  r.options.streaming_list = true;
+  r.lw->QueueWatchError(InternalError("etcd unavailable"));
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 2);
+  EXPECT_TRUE(r.clock->sleeps().empty());  // no backoff before the LIST
+  EXPECT_TRUE(r.lw->watch_calls()[0].send_initial_events);
+  EXPECT_FALSE(r.lw->watch_calls()[1].send_initial_events);
+  EXPECT_EQ(r.lw->list_calls()[0].limit, 500);
+  EXPECT_TRUE(r.reflector->HasSynced());
+  auto again = r.lw->QueueWatch();
+  w->Fail(Status::Expired("too old resource version: 10 (11)"));
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(1, 3);
+  EXPECT_TRUE(r.lw->watch_calls()[2].send_initial_events);
+}
+
+// Watch timeouts are never under client-go's 5 minutes, whatever is asked.
+TEST(ReflectorTest, WatchTimeoutIsAtLeastFiveMinutes) {
+  Rig r;
+  r.options.min_watch_timeout = std::chrono::seconds(1);
+  r.lw->QueueList(ListOf({}, "10"));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  auto t = r.lw->watch_calls()[0].timeout_seconds;
+  ASSERT_TRUE(t.has_value());
+  EXPECT_GE(*t, 300);
+  EXPECT_LT(*t, 600);
+}
+
+// A watch that closes at once with nothing is an error in client-go's
+// words, and is followed by a relist.
+TEST(ReflectorTest, VeryShortWatchUsesClientGoWording) {
+  Rig r;
+  r.lw->QueueList(ListOf({}, "10"));
+  auto w = r.lw->QueueWatch();
+  r.lw->QueueList(ListOf({}, "10"));
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w->End();
+  r.clock->WaitForSleepers(1);
+  auto errors = r.Events(ReflectorEvent::Type::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message,
+            "very short watch: fakes: Unexpected watch close - watch lasted less than a second "
+            "and no items received");
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(2, 2);
+}
+
+// The reflector's resync calls the sink's Resync every period while
+// watching, if should_resync agrees.
+TEST(ReflectorTest, ResyncCallsTheSinkWhileWatching) {
+  class CountingSink final : public ReflectorSink {
+   public:
+    explicit CountingSink(std::shared_ptr<Store> s) : inner(NewStoreSink(std::move(s))) {}
+    Status Apply(std::vector<WatchEvent> e, std::string rv) override {
+      return inner->Apply(std::move(e), std::move(rv));
+    }
+    StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() override {
+      return inner->BeginReplace();
+    }
+    std::string ResumeResourceVersion() const override { return inner->ResumeResourceVersion(); }
+    Status Resync() override {
+      ++resyncs;
+      return Status::OK();
+    }
+    std::shared_ptr<ReflectorSink> inner;
+    std::atomic<int> resyncs{0};
+  };
+  Rig r;
+  r.options.resync_period = std::chrono::seconds(10);
+  std::atomic<bool> allow{false};
+  r.options.should_resync = [&] { return allow.load(); };
+  auto sink = std::make_shared<CountingSink>(r.store);
+  r.lw->QueueList(ListOf({}, "10"));
+  auto w = r.lw->QueueWatch();
+  r.reflector = Reflector::Create(r.lw, sink, r.options);
+  r.thread = std::jthread([&r](std::stop_token stop) { r.reflector->Run(stop); });
+  r.lw->WaitForCalls(1, 1);
+  r.WaitForSleeps(1);
+  r.clock->Advance(std::chrono::seconds(10));  // should_resync says no
+  r.WaitForSleeps(2);
+  EXPECT_EQ(sink->resyncs, 0);
+  allow = true;
+  r.clock->Advance(std::chrono::seconds(10));
+  r.WaitForSleeps(3);
+  EXPECT_EQ(sink->resyncs, 1);
 }
 
 }  // namespace

@@ -192,6 +192,41 @@ TEST(HttpErrorTest, PlainTextBodiesAndRetryAfter) {
   EXPECT_EQ(StatusFromResponse(422, "", std::nullopt, "w").code(), StatusCode::kInvalidArgument);
 }
 
+// details.causes are kept, so that decisions rest on them: the three forms
+// in which servers have said "too large resource version".
+TEST(HttpErrorTest, CausesAreKeptAndTooLargeResourceVersionIsRecognised) {
+  Status by_type = StatusFromErrorEvent(
+      R"({"kind":"Status","status":"Failure","message":"resourceVersion 40 not reached","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version","field":"metadata.resourceVersion"}],"retryAfterSeconds":1},"code":504})",
+      "watch pods");
+  ASSERT_NE(by_type.http_error(), nullptr);
+  ASSERT_EQ(by_type.http_error()->causes.size(), 1u);
+  EXPECT_EQ(by_type.http_error()->causes[0],
+            (StatusCause{"ResourceVersionTooLarge", "Too large resource version",
+                         "metadata.resourceVersion"}));
+  EXPECT_TRUE(by_type.http_error()->HasCause("ResourceVersionTooLarge"));
+  EXPECT_TRUE(IsTooLargeResourceVersion(by_type));
+
+  Status by_cause_message = StatusFromResponse(
+      504,
+      R"({"kind":"Status","reason":"Timeout","code":504,"message":"wait timed out","details":{"causes":[{"message":"Too large resource version"}]}})",
+      std::nullopt, "LIST pods");
+  EXPECT_TRUE(IsTooLargeResourceVersion(by_cause_message));
+  Status by_message = StatusFromResponse(
+      504,
+      R"({"kind":"Status","reason":"Timeout","code":504,"message":"Timeout: Too large resource version: 40, current: 30"})",
+      std::nullopt, "LIST pods");
+  EXPECT_TRUE(IsTooLargeResourceVersion(by_message));
+
+  // The text alone, without a Timeout, decides nothing.
+  Status not_timeout = StatusFromResponse(
+      500,
+      R"({"kind":"Status","reason":"InternalError","code":500,"message":"Too large resource version"})",
+      std::nullopt, "LIST pods");
+  EXPECT_FALSE(IsTooLargeResourceVersion(not_timeout));
+  EXPECT_FALSE(IsTooLargeResourceVersion(Status::Internal("Too large resource version")));
+  EXPECT_FALSE(IsTooLargeResourceVersion(StatusFromResponse(504, "", std::nullopt, "w")));
+}
+
 TEST(EncodeListOptionsTest, EscapesAndOmitsUnset) {
   ListOptions o;
   o.label_selector = "app=web,env in (a,b)";

@@ -137,11 +137,54 @@ TEST(ListPagerTest, EachListItemStreamsPages) {
   EXPECT_EQ(st.code(), StatusCode::kCancelled);
   EXPECT_EQ(seen, 3);
 
-  // An expired token is returned, not papered over.
+  // Without a restart callback, an expired token is returned, not papered
+  // over: what was delivered cannot be taken back.
   auto expiring = std::make_shared<FakePager>(25, 1);
   ListPager p2([expiring](const ListOptions& o) { return (*expiring)(o); }, {.page_size = 10});
   EXPECT_TRUE(p2.EachListItem(
                     {}, [](const ObjectPtr&) { return Status::OK(); }, &rv)
+                  .IsExpired());
+}
+
+// With a restart callback, an expired continue token restarts the walk as
+// one unpaginated list at the requested resourceVersion, as client-go's
+// pager does.
+TEST(ListPagerTest, EachListItemRestartsWithOneFullListOnExpiredToken) {
+  auto fake = std::make_shared<FakePager>(25, 2);
+  ListPager pager([fake](const ListOptions& o) { return (*fake)(o); }, {.page_size = 10});
+  std::vector<std::string> names;
+  int restarts = 0;
+  std::string rv;
+  ListOptions o;
+  o.resource_version = "7";
+  ASSERT_OK(pager.EachListItem(
+      o,
+      [&](const ObjectPtr& obj) {
+        names.push_back(obj->name());
+        return Status::OK();
+      },
+      &rv, nullptr,
+      [&] {
+        ++restarts;
+        names.clear();
+        return Status::OK();
+      }));
+  EXPECT_EQ(restarts, 1);
+  EXPECT_EQ(names.size(), 25u);
+  ASSERT_EQ(fake->calls_, 4);
+  EXPECT_EQ(fake->requests_[3].limit, 0);
+  EXPECT_EQ(fake->requests_[3].continue_token, "");
+  EXPECT_EQ(fake->requests_[3].resource_version, "7");
+  EXPECT_EQ(rv, "rv:20");
+
+  // Asked not to, the pager returns the expiry even with a callback.
+  auto fake2 = std::make_shared<FakePager>(25, 1);
+  ListPager strict([fake2](const ListOptions& o) { return (*fake2)(o); },
+                   {.page_size = 10, .full_list_if_expired = false});
+  EXPECT_TRUE(strict
+                  .EachListItem(
+                      {}, [](const ObjectPtr&) { return Status::OK(); }, &rv, nullptr,
+                      [] { return Status::OK(); })
                   .IsExpired());
 }
 
