@@ -3,9 +3,11 @@
 //
 // Each key is queued once, with every change (Delta) it had since it was
 // last popped, oldest first; consecutive deletions of a key collapse into
-// one. Replace (a relist) queues each listed object as Replaced and, for
-// each key the known objects (or the queue itself) have and the list does
-// not, a Deleted delta carrying a DeletedFinalStateUnknown tombstone.
+// one, keeping the older unless it is a tombstone. Replace (a relist)
+// queues each listed object as Replaced and, for each key the queue or the
+// known objects have and the list does not, a Deleted delta carrying a
+// DeletedFinalStateUnknown tombstone with the newest queued object, or the
+// known one if the key is not queued.
 //
 // kcache's informers do not use it: they commit each watch event to the
 // store and hand every event, in order, to each handler's queue, as
@@ -55,8 +57,9 @@ struct KCACHE_EXPORT DeltaFIFOOptions {
   std::shared_ptr<const Store> known_objects;
   // Queue listed objects as kReplaced rather than kSync. Default: true.
   bool emit_delta_type_replaced = true;
-  // Applied once per object entering the queue (not to tombstones, nor to
-  // kSync objects, which come from the known objects). Default: none.
+  // Applied once per object entering the queue: by Add, Update, Delete and
+  // Replace, not to tombstones nor to Resync's kSync objects, which come
+  // from the known objects. Default: none.
   TransformFunc transform;
 };
 
@@ -71,10 +74,18 @@ class KCACHE_EXPORT DeltaFIFO final : public ReflectorSink {
   // Queues `objects` as Replaced and tombstones for vanished keys.
   Status Replace(std::vector<ObjectPtr> objects, std::string resource_version);
   // Queues a kSync delta for each known object whose key is not queued.
-  Status Resync();
+  // Also the ReflectorSink's Resync: a reflector with a resync period
+  // calls it.
+  Status Resync() override;
+  // Queues `deltas` under their key unless the key is queued already, when
+  // they are dropped (client-go's AddIfNotPresent: to put back what Pop
+  // returned for a retry without undoing newer changes).
+  // InvalidArgument for empty Deltas.
+  Status AddIfNotPresent(Deltas deltas);
 
   // Blocks until a key is queued and returns its Deltas, removing it.
-  // Cancelled after Close().
+  // After Close(), what is still queued is returned, then Cancelled
+  // "DeltaFIFO: manipulating with closed queue" (client-go's ErrFIFOClosed).
   StatusOr<Deltas> Pop();
   void Close();
 
@@ -99,7 +110,7 @@ class KCACHE_EXPORT DeltaFIFO final : public ReflectorSink {
   std::string ResumeResourceVersion() const override;
 
  private:
-  Status QueueLocked(DeltaType type, DeletedObject object);
+  Status QueueLocked(DeltaType type, DeletedObject object, bool from_list = false);
 
   const DeltaFIFOOptions options_;
   mutable std::mutex mu_;

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kcache/clock.h"
@@ -68,8 +69,12 @@ enum class StartMode { kReplay, kChangesOnly };
 
 struct KCACHE_EXPORT HandlerOptions {
   // Every period, an OnUpdate(o, o) for every cached object, streamed from
-  // the store. 0: never. Default: 0.
-  std::chrono::milliseconds resync_period{0};
+  // the store. 0: never. Unset: the informer's default_resync_period.
+  // As in client-go, a period under 1 s is raised to 1 s, and resyncs come
+  // on the informer's resync checks: a period under the check period is
+  // raised to it when the informer has started, and lowers it before.
+  // Default: unset.
+  std::optional<std::chrono::milliseconds> resync_period;
   // Default: StartMode::kReplay.
   StartMode start_mode = StartMode::kReplay;
 };
@@ -99,6 +104,10 @@ struct KCACHE_EXPORT InformerOptions {
   // Applied once to every object before it is stored (client-go's
   // SetTransform). Default: none.
   TransformFunc transform;
+  // The resync period of handlers registered without one, and the first
+  // resync check period (client-go's defaultEventHandlerResyncPeriod).
+  // 0: handlers without a period never resync. Default: 0.
+  std::chrono::milliseconds default_resync_period{0};
 };
 
 class KCACHE_EXPORT SharedIndexInformer {

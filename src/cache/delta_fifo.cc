@@ -9,12 +9,12 @@ bool IsTombstone(const DeletedObject& o) {
   return std::holds_alternative<DeletedFinalStateUnknown>(o);
 }
 
-// Two deletions in a row are one; keep the one that knows more (not the
-// tombstone).
+// Two deletions in a row are one: the older is kept unless it is a
+// tombstone, which a real deletion replaces (client-go's isDeletionDup).
 void DedupDeletes(Deltas& d) {
   size_t n = d.size();
   if (n < 2 || d[n - 1].type != DeltaType::kDeleted || d[n - 2].type != DeltaType::kDeleted) return;
-  if (!IsTombstone(d[n - 1].object)) d[n - 2] = d[n - 1];
+  if (IsTombstone(d[n - 2].object)) d[n - 2] = std::move(d[n - 1]);
   d.pop_back();
 }
 
@@ -67,8 +67,10 @@ StatusOr<std::string> DeltaFIFO::KeyOf(const Deltas& deltas) const {
   return KeyOf(deltas.back().object);
 }
 
-Status DeltaFIFO::QueueLocked(DeltaType type, DeletedObject object) {
-  if (options_.transform && type != DeltaType::kSync && !IsTombstone(object)) {
+Status DeltaFIFO::QueueLocked(DeltaType type, DeletedObject object, bool from_list) {
+  // Sync deltas of Resync come from the known objects, which were
+  // transformed on the way in; a listed object is new, whatever its type.
+  if (options_.transform && (type != DeltaType::kSync || from_list) && !IsTombstone(object)) {
     KCACHE_ASSIGN_OR_RETURN(std::get<ObjectPtr>(object),
                             options_.transform(std::get<ObjectPtr>(object)));
   }
@@ -115,34 +117,34 @@ Status DeltaFIFO::Replace(std::vector<ObjectPtr> objects, std::string resource_v
     if (!o) return Status::InvalidArgument("Replace with a null object");
     KCACHE_ASSIGN_OR_RETURN(std::string key, options_.key_func(*o));
     keys.insert(std::move(key));
-    KCACHE_RETURN_IF_ERROR(QueueLocked(type, std::move(o)));
+    KCACHE_RETURN_IF_ERROR(QueueLocked(type, std::move(o), /*from_list=*/true));
   }
   size_t deletions = 0;
-  if (!options_.known_objects) {
-    // Deletion detection against the queue's own contents.
-    std::vector<std::pair<std::string, ObjectPtr>> gone;
-    for (const auto& [key, deltas] : items_) {
-      if (keys.count(key)) continue;
-      ObjectPtr last;
-      if (!deltas.empty()) {
-        const DeletedObject& newest = deltas.back().object;
-        if (auto* t = std::get_if<DeletedFinalStateUnknown>(&newest)) {
-          last = t->obj;
-        } else {
-          last = std::get<ObjectPtr>(newest);
-        }
+  // Keys queued and not listed: a tombstone with the newest queued object.
+  std::vector<std::pair<std::string, ObjectPtr>> gone;
+  for (const auto& [key, deltas] : items_) {
+    if (keys.count(key)) continue;
+    ObjectPtr last;
+    if (!deltas.empty()) {
+      const DeletedObject& newest = deltas.back().object;
+      if (auto* t = std::get_if<DeletedFinalStateUnknown>(&newest)) {
+        last = t->obj;
+      } else {
+        last = std::get<ObjectPtr>(newest);
       }
-      gone.emplace_back(key, std::move(last));
     }
-    for (auto& [key, last] : gone) {
-      ++deletions;
-      KCACHE_RETURN_IF_ERROR(
-          QueueLocked(DeltaType::kDeleted, DeletedFinalStateUnknown{key, std::move(last)}));
-    }
-  } else {
+    gone.emplace_back(key, std::move(last));
+  }
+  for (auto& [key, last] : gone) {
+    ++deletions;
+    KCACHE_RETURN_IF_ERROR(
+        QueueLocked(DeltaType::kDeleted, DeletedFinalStateUnknown{key, std::move(last)}));
+  }
+  // Keys known, not listed and not queued: a tombstone with the known object.
+  if (options_.known_objects) {
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> known, options_.known_objects->ListKeys());
     for (const std::string& key : known) {
-      if (keys.count(key)) continue;
+      if (keys.count(key) || items_.count(key)) continue;
       StatusOr<ObjectPtr> last = options_.known_objects->GetByKey(key);
       ++deletions;
       KCACHE_RETURN_IF_ERROR(QueueLocked(
@@ -173,7 +175,7 @@ Status DeltaFIFO::Resync() {
 StatusOr<Deltas> DeltaFIFO::Pop() {
   std::unique_lock l(mu_);
   cv_.wait(l, [&] { return !queue_.empty() || closed_; });
-  if (closed_) return Status::Cancelled("DeltaFIFO: Pop on a closed queue");
+  if (queue_.empty()) return Status::Cancelled("DeltaFIFO: manipulating with closed queue");
   std::string key = std::move(queue_.front());
   queue_.pop_front();
   if (initial_population_ > 0) --initial_population_;
@@ -181,6 +183,18 @@ StatusOr<Deltas> DeltaFIFO::Pop() {
   Deltas out = std::move(it->second);
   items_.erase(it);
   return out;
+}
+
+Status DeltaFIFO::AddIfNotPresent(Deltas deltas) {
+  KCACHE_ASSIGN_OR_RETURN(std::string key, KeyOf(deltas));
+  std::lock_guard l(mu_);
+  populated_ = true;
+  auto [it, fresh] = items_.try_emplace(key);
+  if (!fresh) return Status::OK();
+  it->second = std::move(deltas);
+  queue_.push_back(std::move(key));
+  cv_.notify_one();
+  return Status::OK();
 }
 
 void DeltaFIFO::Close() {

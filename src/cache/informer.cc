@@ -153,8 +153,12 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
   std::jthread worker_;
 
  public:
-  // Informer's resync bookkeeping; guarded by the informer's mutex.
+  // Guarded by the informer's mutex: the resync period in effect, when the
+  // next resync is due, and the relist chunks committed before the
+  // listener was added (its replay walk shows them).
+  std::chrono::milliseconds resync_period{0};
   Clock::TimePoint next_resync;
+  uint64_t added_after_chunk = 0;
 };
 
 class Informer;
@@ -174,7 +178,10 @@ class InformerSink final : public ReflectorSink {
 class Informer final : public SharedIndexInformer {
  public:
   Informer(std::shared_ptr<ListerWatcher> lw, std::shared_ptr<Indexer> indexer, InformerOptions o)
-      : lw_(std::move(lw)), indexer_(std::move(indexer)), o_(std::move(o)) {
+      : lw_(std::move(lw)),
+        indexer_(std::move(indexer)),
+        o_(std::move(o)),
+        check_period_(o_.default_resync_period) {
     if (!o_.clock) o_.clock = Clock::Real();
     if (!o_.reflector.clock) o_.reflector.clock = o_.clock;
   }
@@ -190,7 +197,9 @@ class Informer final : public SharedIndexInformer {
         return Status::FailedPrecondition(
             "handler was not added to shared informer because it has stopped already");
       }
-      listener->next_resync = o_.clock->Now() + options.resync_period;
+      listener->resync_period = ResyncPeriodLocked(options);
+      listener->next_resync = o_.clock->Now() + listener->resync_period;
+      listener->added_after_chunk = chunks_;
       // During the first list, PublishFirstList will walk the store for it.
       if (started_ && !first_list_ && options.start_mode == StartMode::kReplay) {
         KCACHE_RETURN_IF_ERROR(PushWalk(*listener, false));
@@ -345,9 +354,27 @@ class Informer final : public SharedIndexInformer {
     sync_cv_.notify_all();
   }
 
-  // Turns a relist's committed changes into notifications; called with mu_
-  // held (the session's calls take it).
-  void Publish(std::vector<StoreChange> changes) {
+  // A relist's committed changes: a chunk of adds and updates is held back
+  // until the relist ends, so that its deletions are announced first, as
+  // client-go's informers do. Called with mu_ held (the session's calls
+  // take it).
+  void HoldChunk(std::vector<StoreChange> changes) {
+    ++chunks_;
+    held_.push_back({chunks_, std::move(changes)});
+  }
+  // At the end of a relist: `deletions`, then the held chunks, each to the
+  // listeners that were there when it was committed (a listener added
+  // later saw it in its replay walk). REQUIRES: mu_ held.
+  void PublishRelist(std::vector<StoreChange> deletions) {
+    Publish(std::move(deletions), 0);
+    std::vector<HeldChunk> held;
+    held.swap(held_);
+    for (HeldChunk& c : held) Publish(std::move(c.changes), c.chunk);
+  }
+
+  // Turns committed changes into notifications for the listeners added
+  // before chunk `chunk` (0: all). REQUIRES: mu_ held.
+  void Publish(std::vector<StoreChange> changes, uint64_t chunk) {
     if (listeners_.empty()) return;
     for (StoreChange& c : changes) {
       auto n = std::make_shared<Notification>();
@@ -368,7 +395,11 @@ class Informer final : public SharedIndexInformer {
           break;
       }
       NotificationPtr shared = std::move(n);
-      for (auto& listener : listeners_) listener->Push(Entry{shared, nullptr, false});
+      for (auto& listener : listeners_) {
+        if (chunk == 0 || listener->added_after_chunk < chunk) {
+          listener->Push(Entry{shared, nullptr, false});
+        }
+      }
     }
   }
 
@@ -388,6 +419,10 @@ class Informer final : public SharedIndexInformer {
   std::mutex& mu() { return mu_; }
   // REQUIRES: mu_ held.
   void set_first_list(bool on) { first_list_ = on; }
+  // A first list into an empty store that did not finish leaves objects
+  // no handler heard of: the next list is a first list too.
+  // REQUIRES: mu_ held.
+  void set_first_list_pending(bool on) { first_list_pending_ = on; }
 
  private:
   // Set once by Start(); lives as long as the informer.
@@ -405,25 +440,44 @@ class Informer final : public SharedIndexInformer {
     return Status::OK();
   }
 
+  // The period in effect for a new handler (client-go's
+  // AddEventHandlerWithResyncPeriod). REQUIRES: mu_ held.
+  std::chrono::milliseconds ResyncPeriodLocked(const HandlerOptions& options) {
+    using std::chrono::milliseconds;
+    milliseconds period = options.resync_period.value_or(o_.default_resync_period);
+    if (period.count() <= 0) return milliseconds(0);
+    period = std::max(period, milliseconds(std::chrono::seconds(1)));
+    if (check_period_.count() == 0 || period < check_period_) {
+      if (started_ && check_period_.count() > 0) {
+        period = check_period_;
+      } else {
+        check_period_ = period;
+      }
+    }
+    return period;
+  }
+
+  // Every check period, a resync walk for each handler whose period has
+  // passed (client-go's reflector resync asking the processor
+  // shouldResync).
   void ResyncLoop(std::stop_token stop) {
-    while (!stop.stop_requested()) {
-      Clock::TimePoint next = o_.clock->Now() + std::chrono::seconds(1);
+    for (;;) {
+      std::chrono::milliseconds check;
       {
         std::lock_guard l(mu_);
-        Clock::TimePoint now = o_.clock->Now();
-        for (auto& listener : listeners_) {
-          auto period = listener->options().resync_period;
-          if (period.count() <= 0) continue;
-          if (now >= listener->next_resync) {
-            // A resync still streaming, or an informer not synced yet, skips
-            // this round.
-            if (synced_ && !listener->ResyncPending()) (void)PushWalk(*listener, true);
-            listener->next_resync = now + period;
-          }
-          next = std::min(next, listener->next_resync);
-        }
+        check = check_period_;
       }
-      if (!o_.clock->SleepUntil(next, stop)) return;
+      // No handler resyncs: look again in a second for one added later.
+      if (!o_.clock->SleepFor(check.count() > 0 ? check : std::chrono::seconds(1), stop)) return;
+      std::lock_guard l(mu_);
+      Clock::TimePoint now = o_.clock->Now();
+      for (auto& listener : listeners_) {
+        if (listener->resync_period.count() <= 0 || now < listener->next_resync) continue;
+        // A resync still streaming, or an informer not synced yet, skips
+        // this round.
+        if (synced_ && !listener->ResyncPending()) (void)PushWalk(*listener, true);
+        listener->next_resync = now + listener->resync_period;
+      }
     }
   }
 
@@ -438,6 +492,16 @@ class Informer final : public SharedIndexInformer {
   bool stopped_ = false;                            // guarded by mu_
   bool synced_ = false;                             // guarded by mu_
   bool first_list_ = false;                         // guarded by mu_
+  bool first_list_pending_ = false;                 // guarded by mu_
+  std::chrono::milliseconds check_period_;          // guarded by mu_
+  // The relist chunks committed so far, and those held back until the
+  // relist's deletions are announced.
+  struct HeldChunk {
+    uint64_t chunk;
+    std::vector<StoreChange> changes;
+  };
+  uint64_t chunks_ = 0;          // guarded by mu_
+  std::vector<HeldChunk> held_;  // guarded by mu_
 
   std::unique_ptr<Reflector> reflector_;  // guarded by mu_
   std::jthread reflector_thread_;
@@ -453,15 +517,30 @@ class InformerReplaceSession final : public ReplaceSession {
     std::lock_guard l(informer_->mu());
     inner_.reset();
     if (first_) informer_->set_first_list(false);
+    // Cut short: a first list leaves the next one first too (what it wrote
+    // is announced by that one's walk); a relist announces what it wrote,
+    // its deletions being unknown.
+    if (!finished_) informer_->PublishRelist({});
   }
   Status Open() {
     std::lock_guard l(informer_->mu());
-    if (first_) informer_->set_first_list(true);
+    if (first_) {
+      informer_->set_first_list(true);
+      informer_->set_first_list_pending(true);
+    }
     // The store's writer lock is taken inside, after ours: the same order
     // as Apply's commits.
     KCACHE_ASSIGN_OR_RETURN(
         inner_, informer_->GetIndexer()->BeginReplace([this](std::vector<StoreChange> changes) {
-          if (!first_) informer_->Publish(std::move(changes));
+          if (first_) return;
+          if (finishing_) {
+            for (StoreChange& c : changes) {
+              (c.type == StoreChange::Type::kDeleted ? deletions_ : last_chunk_)
+                  .push_back(std::move(c));
+            }
+          } else {
+            informer_->HoldChunk(std::move(changes));
+          }
         }));
     return Status::OK();
   }
@@ -472,10 +551,16 @@ class InformerReplaceSession final : public ReplaceSession {
   }
   StatusOr<size_t> Finish(std::string resource_version) override {
     std::lock_guard l(informer_->mu());
+    finishing_ = true;
     KCACHE_ASSIGN_OR_RETURN(size_t unchanged, inner_->Finish(std::move(resource_version)));
+    finished_ = true;
     if (first_) {
       informer_->set_first_list(false);
+      informer_->set_first_list_pending(false);
       KCACHE_RETURN_IF_ERROR(informer_->PublishFirstList());
+    } else {
+      if (!last_chunk_.empty()) informer_->HoldChunk(std::move(last_chunk_));
+      informer_->PublishRelist(std::move(deletions_));
     }
     return unchanged;
   }
@@ -484,6 +569,11 @@ class InformerReplaceSession final : public ReplaceSession {
   Informer* informer_;
   bool first_;
   std::unique_ptr<ReplaceSession> inner_;
+  // Set under the informer's mutex, inside Finish: changes reported from
+  // then on are the last chunk and the deletions.
+  bool finishing_ = false;
+  bool finished_ = false;
+  std::vector<StoreChange> last_chunk_, deletions_;
 };
 
 StatusOr<std::unique_ptr<ReplaceSession>> Informer::BeginReplace() {
@@ -491,7 +581,7 @@ StatusOr<std::unique_ptr<ReplaceSession>> Informer::BeginReplace() {
   {
     std::lock_guard l(mu_);
     KCACHE_ASSIGN_OR_RETURN(size_t size, indexer_->Size());
-    first = !synced_ && size == 0;
+    first = !synced_ && (size == 0 || first_list_pending_);
   }
   auto session = std::make_unique<InformerReplaceSession>(this, first);
   KCACHE_RETURN_IF_ERROR(session->Open());

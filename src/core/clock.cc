@@ -13,8 +13,9 @@ class RealClock final : public Clock {
     std::mutex mu;
     std::condition_variable_any cv;
     std::unique_lock l(mu);
-    // Returns the predicate: true only if stopped.
-    return !cv.wait_until(l, stop, deadline, [] { return false; });
+    // Nothing notifies cv: only the deadline or `stop` ends the wait.
+    cv.wait_until(l, stop, deadline, [] { return false; });
+    return !stop.stop_requested();
   }
 };
 

@@ -216,7 +216,9 @@ void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
 
 void Api::HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w) {
   const uint64_t n = ++requests_;
-  if (InjectRequestFault(n, w)) return;
+  const bool watch =
+      req.method == "GET" && (t.legacy_watch || ParseBool(req.Query("watch").value_or("false")));
+  if (InjectRequestFault(n, watch, w)) return;
   const std::string& m = req.method;
   if (!t.name.empty()) {
     if (t.legacy_watch) return SendNotFoundPage(w);
@@ -235,7 +237,7 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
                 "the server does not allow this method on the requested resource", ""});
 }
 
-bool Api::InjectRequestFault(uint64_t n, http::ResponseWriter& w) {
+bool Api::InjectRequestFault(uint64_t n, bool watch, http::ResponseWriter& w) {
   const Faults& f = options_.faults;
   if (f.slow_bytes_per_second > 0) w.SetRateLimit(f.slow_bytes_per_second);
   if (f.throttle.Contains(n)) {
@@ -244,7 +246,7 @@ bool Api::InjectRequestFault(uint64_t n, http::ResponseWriter& w) {
                   f.retry_after_seconds});
     return true;
   }
-  if (f.internal_error.Contains(n)) {
+  if (f.internal_error.Contains(n) && !watch) {  // a watch's comes in its stream
     NoteFault("internal-error");
     SendReply(w, {500, "InternalError",
                   "Internal error occurred: injected fault on request " + std::to_string(n), ""});

@@ -67,7 +67,7 @@ class Api {
   void NoteFault(const char* kind);
   // Throttles, slows or fails request `n` as the faults say; true if it
   // answered the request.
-  bool InjectRequestFault(uint64_t n, http::ResponseWriter& w);
+  bool InjectRequestFault(uint64_t n, bool watch, http::ResponseWriter& w);
 
   ClusterState* const state_;
   const ApiOptions options_;

@@ -106,6 +106,13 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
     w.Write(ErrorEvent(TooOld(q.rv.value_or("0"), state_->floor(t.type))));
     return;
   }
+  if (f.internal_error.Contains(n)) {
+    NoteFault("internal-error");
+    w.Write(ErrorEvent({500, "InternalError",
+                        "Internal error occurred: injected fault on request " + std::to_string(n),
+                        ""}));
+    return;
+  }
   const uint64_t current = state_->current_rv();
   if (from && *from > current) {
     ojson d = {

@@ -42,7 +42,9 @@ struct Faults {
   // 429 TooManyRequests with Retry-After: retry_after_seconds.
   RequestSet throttle;
   int64_t retry_after_seconds = 1;
-  // 500 InternalError.
+  // 500 InternalError: a list gets an HTTP 500, a watch a 200 stream with
+  // one ERROR event of code 500, as the apiserver reports errors (such as a
+  // storage read error) after a watch has started.
   RequestSet internal_error;
   // Invalid JSON in the body: a list's items are cut short, a watch gets
   // an event that does not parse.

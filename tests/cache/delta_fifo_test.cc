@@ -70,6 +70,20 @@ TEST(DeltaFIFOTest, ConsecutiveDeletesCollapseKeepingTheObject) {
   EXPECT_EQ(PopDescribe(f), "Added:a=1 Deleted:a=1");
 }
 
+// client-go's isDeletionDup: of two deletions the older stays, unless it
+// is a tombstone and the newer a real deletion.
+TEST(DeltaFIFOTest, ConsecutiveDeletesKeepTheOlderUnlessItIsATombstone) {
+  DeltaFIFO f(KeyedByName());
+  ASSERT_OK(f.Add(TO("a", "1")));
+  ASSERT_OK(f.Delete(TO("a", "2")));
+  ASSERT_OK(f.Delete(TO("a", "3")));
+  EXPECT_EQ(PopDescribe(f), "Added:a=1 Deleted:a=2");
+  ASSERT_OK(f.Add(TO("b", "1")));
+  ASSERT_OK(f.Delete(DeletedFinalStateUnknown{"b", TO("b", "1")}));
+  ASSERT_OK(f.Delete(TO("b", "4")));
+  EXPECT_EQ(PopDescribe(f), "Added:b=1 Deleted:b=4");
+}
+
 TEST(DeltaFIFOTest, DeleteOfAnUnknownKeyIsIgnored) {
   DeltaFIFO f(KeyedByName(Known({TO("k", "1")})));
   ASSERT_OK(f.Delete(TO("nope", "1")));
@@ -87,6 +101,20 @@ TEST(DeltaFIFOTest, ReplaceTombstonesKnownObjectsMissingFromTheList) {
   EXPECT_EQ(PopDescribe(f), "Deleted:baz=10");
   EXPECT_EQ(PopDescribe(f), "Replaced:foo=5");
   EXPECT_EQ(PopDescribe(f), "Deleted:bar(tombstone=6)");
+}
+
+// With known objects, keys that are only queued are tombstoned too, and a
+// tombstone for a queued key carries the newest queued object, not the
+// known one (client-go checks the queue first, then the known objects).
+TEST(DeltaFIFOTest, ReplaceWithKnownObjectsAlsoTombstonesQueuedKeys) {
+  DeltaFIFO f(KeyedByName(Known({TO("foo", "5"), TO("bar", "6")})));
+  ASSERT_OK(f.Add(TO("q", "1")));
+  ASSERT_OK(f.Update(TO("bar", "9")));
+  ASSERT_OK(f.Replace({TO("foo", "5")}, "1"));
+  EXPECT_EQ(PopDescribe(f), "Added:q=1 Deleted:q(tombstone=1)");
+  EXPECT_EQ(PopDescribe(f), "Updated:bar=9 Deleted:bar(tombstone=9)");
+  EXPECT_EQ(PopDescribe(f), "Replaced:foo=5");
+  EXPECT_EQ(f.Len(), 0u);
 }
 
 // Without known objects, the queue's own contents are the reference.
@@ -141,6 +169,49 @@ TEST(DeltaFIFOTest, TransformAppliedOnce) {
   ASSERT_OK(f.Resync());                      // a queued; k gone from the list but known
   EXPECT_EQ(calls, 2);
 }
+// Objects listed by Replace are new to the queue: transformed even when
+// queued as Sync (Replaced turned off).
+TEST(DeltaFIFOTest, ReplaceTransformsObjectsQueuedAsSync) {
+  int calls = 0;
+  DeltaFIFOOptions o = KeyedByName();
+  o.emit_delta_type_replaced = false;
+  o.transform = [&](ObjectPtr x) -> StatusOr<ObjectPtr> {
+    ++calls;
+    return x;
+  };
+  DeltaFIFO f(o);
+  ASSERT_OK(f.Replace({TO("a", "1"), TO("b", "1")}, "1"));
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(PopDescribe(f), "Sync:a=1");
+}
+
+// AddIfNotPresent puts back what Pop returned unless the key was queued
+// again meanwhile.
+TEST(DeltaFIFOTest, AddIfNotPresentQueuesOnlyAbsentKeys) {
+  DeltaFIFO f(KeyedByName());
+  ASSERT_OK(f.Add(TO("a", "1")));
+  StatusOr<Deltas> popped = f.Pop();
+  ASSERT_OK(popped);
+  ASSERT_OK(f.AddIfNotPresent(*popped));
+  EXPECT_EQ(f.ListKeys(), (std::vector<std::string>{"a"}));
+  ASSERT_OK(f.AddIfNotPresent(Deltas{{DeltaType::kAdded, TO("a", "0")}}));
+  EXPECT_EQ(PopDescribe(f), "Added:a=1");
+  ASSERT_OK(f.Update(TO("b", "2")));
+  ASSERT_OK(f.AddIfNotPresent(Deltas{{DeltaType::kAdded, TO("b", "1")}}));
+  EXPECT_EQ(PopDescribe(f), "Updated:b=2");
+  EXPECT_THAT(f.AddIfNotPresent(Deltas{}), testing::StatusIs(StatusCode::kInvalidArgument));
+}
+
+// After Close, what is queued still comes out; then client-go's error.
+TEST(DeltaFIFOTest, ClosedQueueDrainsThenSaysSoInClientGosWords) {
+  DeltaFIFO f(KeyedByName());
+  ASSERT_OK(f.Add(TO("a", "1")));
+  f.Close();
+  EXPECT_EQ(PopDescribe(f), "Added:a=1");
+  EXPECT_THAT(f.Pop().status(), testing::StatusIs(StatusCode::kCancelled,
+                                                  "DeltaFIFO: manipulating with closed queue"));
+}
+
 TEST(DeltaFIFOTest, KeyOf) {
   DeltaFIFO f(KeyedByName());
   EXPECT_EQ(*f.KeyOf(DeletedObject(TO("A", "x"))), "A");

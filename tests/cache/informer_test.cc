@@ -13,6 +13,7 @@
 
 #include "kcache/cache.h"
 #include "kcache/lister.h"
+#include "testing/fake_clock.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/status_matchers.h"
@@ -219,7 +220,35 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
                                        "delete cm-2 tombstone", "delete cm-3 tombstone"};
   for (int i = 0; i < 10; ++i) expected.push_back("add pad-" + std::to_string(i) + " initial");
   EXPECT_THAT(calls, ::testing::UnorderedElementsAreArray(expected));
+  // As client-go's informers: a relist announces its deletions first.
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_THAT(std::vector<std::string>(calls.begin(), calls.begin() + 2),
+              UnorderedElementsAre("delete cm-2 tombstone", "delete cm-3 tombstone"));
   EXPECT_EQ(c.Names().size(), 38u + 1u + 10u);
+}
+
+// A first list cut short after some pages leaves objects in the store that
+// no handler has heard of: the next list is announced as a first list, so
+// every handler still hears of every object.
+TEST(InformerTest, FirstListCutShortIsAnnouncedWhole) {
+  serve::ServeOptions o = testing::QuietCluster();
+  // Requests 1-2000 create; 2001 and 2002 are the first two pages (one
+  // store chunk of 1,000 objects, written), 2003 the third fails.
+  o.api.faults.internal_error = *serve::RequestSet::Parse("fault", "2003");
+  ServeFixture f(o);
+  for (int i = 0; i < 2000; ++i) f.Create("cm-" + std::to_string(i));
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path(), Fast(false));
+  auto h = c.Handler();
+  ASSERT_OK(c.informer->Start());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  ASSERT_TRUE(Eventually([&] { return c.registrations[0]->HasSynced(); }));
+  EXPECT_EQ(f.Metric("kcache_serve_faults_total{fault=\"internal-error\"}"), 1);
+  EXPECT_EQ(c.informer->stats().list_requests, 3u + 4u);
+  EXPECT_EQ(h->size(), 2000u);
+  std::vector<std::string> calls = h->calls();
+  std::set<std::string> added(calls.begin(), calls.end());
+  EXPECT_EQ(added.size(), 2000u);
 }
 
 // A stream cut mid-event is reopened from the last resourceVersion with no
@@ -233,6 +262,8 @@ TEST(InformerTest, WatchFaults) {
   for (const Case& k :
        {Case{"cut", &serve::Faults::cut, 1}, Case{"throttle", &serve::Faults::throttle, 1},
         Case{"expire", &serve::Faults::expire, 2},
+        // An ERROR event of code 500: with no retry window, client-go relists.
+        Case{"internal error", &serve::Faults::internal_error, 2},
         Case{"malformed", &serve::Faults::malformed, 2}}) {
     SCOPED_TRACE(k.name);
     serve::ServeOptions o = testing::QuietCluster();
@@ -329,6 +360,66 @@ TEST(InformerTest, ResyncDeliversUpdatesOfEveryObject) {
               UnorderedElementsAre("add a initial", "add b initial"));
   EXPECT_THAT(std::vector<std::string>(calls.begin() + 2, calls.begin() + 4),
               UnorderedElementsAre("update a v>v", "update b v>v"));
+}
+
+// client-go's resync periods: a handler without one takes the informer's
+// default; periods under 1 s are raised to 1 s; resyncs come on the check
+// period, which a handler added before Start lowers and one added after
+// cannot.
+TEST(InformerTest, ResyncPeriodsFollowClientGo) {
+  ServeFixture f;
+  f.Create("a");
+  testing::TempDir dir;
+  auto clock = std::make_shared<testing::FakeClock>();
+  auto resyncs = [](const std::shared_ptr<Recorder>& r) {
+    size_t n = 0;
+    for (const std::string& call : r->calls()) n += call == "update a v>v";
+    return n;
+  };
+  // The resync loop sleeps on the fake clock between checks.
+  auto advance = [&](std::chrono::milliseconds d) {
+    size_t before = clock->sleeps().size();
+    clock->Advance(d);
+    // Either it woke and slept again, or its deadline is still ahead.
+    for (int i = 0; i < 50 && clock->sleeps().size() == before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  };
+  {
+    InformerOptions o = Fast();
+    o.clock = clock;
+    o.default_resync_period = std::chrono::seconds(10);
+    CacheInformer c(f, dir.Sub("default"), o);
+    auto by_default = std::make_shared<Recorder>();
+    ASSERT_OK(c.informer->AddEventHandler(by_default, {}));
+    ASSERT_OK(c.informer->Start());
+    ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+    auto late = std::make_shared<Recorder>();
+    HandlerOptions two_seconds;
+    two_seconds.resync_period = std::chrono::seconds(2);
+    ASSERT_OK(c.informer->AddEventHandler(late, two_seconds));
+    ASSERT_TRUE(Eventually([&] { return by_default->size() == 1 && late->size() == 1; }));
+    clock->WaitForSleepers(1);
+    advance(std::chrono::seconds(2));
+    EXPECT_EQ(resyncs(late), 0u) << "raised to the 10 s check period";
+    advance(std::chrono::seconds(8));
+    ASSERT_TRUE(Eventually([&] { return resyncs(by_default) == 1 && resyncs(late) == 1; }));
+  }
+  {
+    InformerOptions o = Fast();
+    o.clock = clock;
+    CacheInformer c(f, dir.Sub("minimum"), o);
+    auto fast = std::make_shared<Recorder>();
+    HandlerOptions tiny;
+    tiny.resync_period = std::chrono::milliseconds(100);
+    ASSERT_OK(c.informer->AddEventHandler(fast, tiny));
+    ASSERT_OK(c.informer->Start());
+    ASSERT_TRUE(Eventually([&] { return fast->size() == 1; }));
+    advance(std::chrono::milliseconds(500));
+    EXPECT_EQ(resyncs(fast), 0u) << "raised to 1 s";
+    advance(std::chrono::milliseconds(500));
+    ASSERT_TRUE(Eventually([&] { return resyncs(fast) == 1; }));
+  }
 }
 
 TEST(InformerTest, TransformAppliesBeforeStoreAndHandlers) {

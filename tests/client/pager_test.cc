@@ -179,7 +179,7 @@ TEST(ListPagerTest, EachListItemRestartsWithOneFullListOnExpiredToken) {
 
   // Asked not to, the pager returns the expiry even with a callback.
   auto fake2 = std::make_shared<FakePager>(25, 1);
-  ListPager strict([fake2](const ListOptions& o) { return (*fake2)(o); },
+  ListPager strict([fake2](const ListOptions& lo) { return (*fake2)(lo); },
                    {.page_size = 10, .full_list_if_expired = false});
   EXPECT_TRUE(strict
                   .EachListItem(
