@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "client/http_error.h"
 #include "integration/cluster.h"
 #include "kcache/discovery.h"
 #include "kcache/rest_client.h"
@@ -251,6 +252,24 @@ TEST(RestIntegrationTest, WatchesShareAConnection) {
     ASSERT_TRUE(ev.ok() && *ev) << ev.status();
     EXPECT_EQ((*ev)->object->name(), "shared");
   }
+}
+
+// A LIST from the watch cache at a resourceVersion it has not reached: the
+// apiserver waits 3 s, then answers 504 with details.causes, which are kept
+// and decide that the version is "too large".
+TEST(RestIntegrationTest, TooLargeResourceVersionIsRecognisedByItsCause) {
+  RestClientOptions o;
+  o.max_retries = 0;  // the answer carries Retry-After: 1
+  auto c = RestClient::Create(Cluster::Get().AdminConfig(), o);
+  ASSERT_OK(c);
+  auto list = (*c)->List(ResourceRef{{"", "v1", "secrets"}, true, "default"},
+                         {.resource_version = "999999999"});
+  ASSERT_FALSE(list.ok());
+  const HttpError* h = list.status().http_error();
+  ASSERT_NE(h, nullptr) << list.status();
+  EXPECT_EQ(h->http_code, 504) << list.status();
+  EXPECT_TRUE(h->HasCause("ResourceVersionTooLarge")) << list.status();
+  EXPECT_TRUE(rest::IsTooLargeResourceVersion(list.status())) << list.status();
 }
 
 TEST(RestIntegrationTest, ServerErrorsAsStatuses) {
