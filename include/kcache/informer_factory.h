@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
@@ -56,6 +57,9 @@ class KCACHE_EXPORT InformerFactory {
 
   // The informers by keyspace name.
   std::map<std::string, std::shared_ptr<SharedIndexInformer>> informers() const;
+  // Response bytes its informers' clients received over the network
+  // (RestClient::BytesReceived, summed).
+  uint64_t BytesReceived() const;
 
  private:
   InformerFactory(RestConfig config, std::shared_ptr<Cache> cache, InformerFactoryOptions options);
@@ -65,6 +69,7 @@ class KCACHE_EXPORT InformerFactory {
   const InformerFactoryOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<SharedIndexInformer>> informers_;  // guarded by mu_
+  std::vector<std::shared_ptr<RestClient>> clients_;                       // guarded by mu_
   bool started_ = false;                                                   // guarded by mu_
 };
 

@@ -79,6 +79,10 @@ class KCACHE_EXPORT RestClient {
   ListPager Pager(const ResourceRef& resource, ListPagerOptions options = {});
 
   virtual const RestConfig& config() const = 0;
+  // Response body bytes of finished requests as they came over the network:
+  // compressed where the server compressed them (see
+  // RestConfig::disable_compression).
+  virtual uint64_t BytesReceived() const = 0;
 };
 
 // Encodes `options` as a query string (without '?'); `watch` adds watch=true.

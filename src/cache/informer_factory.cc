@@ -29,6 +29,7 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
                                      ? resource.gvr.version
                                      : resource.gvr.group + "/" + resource.gvr.version;
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client, RestClient::Create(config_, co));
+  clients_.push_back(client);
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer,
                           cache_->OpenKeyspace(name, options_.keyspace));
   // Offline readers (kcache get, tree, snapshots) learn kinds and scopes here.
@@ -69,6 +70,13 @@ bool InformerFactory::WaitForCacheSync(std::chrono::milliseconds timeout) {
 
 void InformerFactory::Shutdown() {
   for (auto& [name, informer] : informers()) informer->Stop();
+}
+
+uint64_t InformerFactory::BytesReceived() const {
+  std::lock_guard l(mu_);
+  uint64_t n = 0;
+  for (const auto& c : clients_) n += c->BytesReceived();
+  return n;
 }
 
 std::map<std::string, std::shared_ptr<SharedIndexInformer>> InformerFactory::informers() const {

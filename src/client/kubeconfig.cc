@@ -133,6 +133,7 @@ Status ReadCluster(const Entry& e, RestConfig* c) {
   KCACHE_RETURN_IF_ERROR(Scalar(e.node, "server", f, &c->server));
   KCACHE_RETURN_IF_ERROR(Scalar(e.node, "tls-server-name", f, &c->tls_server_name));
   KCACHE_RETURN_IF_ERROR(Bool(e.node, "insecure-skip-tls-verify", f, &c->insecure_skip_tls_verify));
+  KCACHE_RETURN_IF_ERROR(Bool(e.node, "disable-compression", f, &c->disable_compression));
   KCACHE_RETURN_IF_ERROR(Scalar(e.node, "certificate-authority", f, &c->ca_file));
   c->ca_file = Resolve(c->ca_file, f);
   KCACHE_RETURN_IF_ERROR(Base64(e.node, "certificate-authority-data", f, &c->ca_data));

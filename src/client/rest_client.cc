@@ -209,6 +209,7 @@ class CurlRestClient final : public RestClient {
   }
 
   const RestConfig& config() const override { return config_; }
+  uint64_t BytesReceived() const override { return transport_->bytes_received(); }
 
  private:
   Status Prepare(rest::Request* req, std::string_view method, std::string_view path,
@@ -246,6 +247,9 @@ class CurlRestClient final : public RestClient {
       KCACHE_RETURN_IF_ERROR(Prepare(&req, method, path, body));
       req.timeout = options_.request_timeout;
       req.max_buffered = SIZE_MAX;
+      // kube-apiserver compresses bodies over 128 KiB when asked; watches
+      // are never compressed, so only these requests ask.
+      req.accept_gzip = !config_.disable_compression;
       auto transfer = transport_->Start(std::move(req));
       auto code = transfer->WaitHeaders();
       if (!code.ok()) return code.status().WithContext(what);

@@ -217,6 +217,7 @@ void Transport::Configure(Transfer* t) {
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
   }
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (r.accept_gzip) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip");
   if (r.method != "GET") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
   if (!r.body.empty() || r.method == "POST" || r.method == "PUT" || r.method == "PATCH") {
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
@@ -291,6 +292,10 @@ void Transport::Finish(Transfer* done, Status result) {
   if (it == active_.end()) return;  // already finished
   std::shared_ptr<Transfer> t = std::move(*it);
   active_.erase(it);
+  curl_off_t wire = 0;
+  if (curl_easy_getinfo(Easy(t->easy_), CURLINFO_SIZE_DOWNLOAD_T, &wire) == CURLE_OK && wire > 0) {
+    bytes_received_ += static_cast<uint64_t>(wire);
+  }
   curl_multi_remove_handle(multi_, Easy(t->easy_));
   std::lock_guard<std::mutex> lock(t->mu_);
   t->done_ = true;

@@ -6,6 +6,7 @@
 #ifndef KCACHE_SRC_CLIENT_TRANSPORT_H_
 #define KCACHE_SRC_CLIENT_TRANSPORT_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -45,6 +46,8 @@ struct Request {
   // Read-ahead bound: the transfer pauses while this much is unread.
   size_t max_buffered = 4 << 20;
   std::shared_ptr<const TlsSettings> tls;  // null: curl's defaults
+  // Ask for a gzip-compressed body (Accept-Encoding: gzip); curl inflates it.
+  bool accept_gzip = false;
 };
 
 class Transfer : public std::enable_shared_from_this<Transfer> {
@@ -108,6 +111,10 @@ class Transport : public std::enable_shared_from_this<Transport> {
   // Starts `request`. Failures to set it up arrive through the Transfer.
   std::shared_ptr<Transfer> Start(Request request);
 
+  // Body bytes of finished transfers as they came over the network
+  // (compressed when the server compressed them).
+  uint64_t bytes_received() const { return bytes_received_; }
+
  private:
   friend class Transfer;
   Transport() = default;
@@ -126,6 +133,7 @@ class Transport : public std::enable_shared_from_this<Transport> {
 
   // Loop thread only.
   std::vector<std::shared_ptr<Transfer>> active_;
+  std::atomic<uint64_t> bytes_received_{0};
 };
 
 }  // namespace kcache::rest

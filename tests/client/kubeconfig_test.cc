@@ -44,6 +44,7 @@ clusters:
     server: https://prod:443
     certificate-authority-data: aGVsbG8=
     insecure-skip-tls-verify: true
+    disable-compression: true
     proxy-url: http://proxy:3128
 users:
 - name: dev-user
@@ -91,6 +92,7 @@ TEST_F(KubeconfigTest, NamedContextWithExecPlugin) {
   EXPECT_EQ(c->server, "https://prod:443");
   EXPECT_EQ(c->ca_data, "hello");
   EXPECT_TRUE(c->insecure_skip_tls_verify);
+  EXPECT_TRUE(c->disable_compression);
   EXPECT_EQ(c->proxy_url, "http://proxy:3128");
   EXPECT_EQ(c->namespace_, "override");
   ASSERT_TRUE(c->exec.has_value());

@@ -184,11 +184,11 @@ TEST(InformerIntegrationTest, ExpiredContinueTokenRelistsInOneRequest) {
   ASSERT_OK(cache);
   auto ks = (*cache)->OpenKeyspace("configmaps");
   ASSERT_OK(ks);
-  auto lw = std::make_shared<HookedListWatch>(NewListWatch(api.client(), ConfigMaps(api.ns())),
-                                              [&] {
-                                                api.Delete("cm-0");  // on the first page
-                                                Cluster::Get().CompactEtcd();
-                                              });
+  auto lw =
+      std::make_shared<HookedListWatch>(NewListWatch(api.client(), ConfigMaps(api.ns())), [&] {
+        api.Delete("cm-0");  // on the first page
+        Cluster::Get().CompactEtcd();
+      });
   InformerOptions o = Options();
   o.reflector.streaming_list = false;
   o.reflector.page_size = 10;

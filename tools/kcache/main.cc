@@ -248,6 +248,8 @@ int Sync(const std::vector<std::string>& args) {
   flags.Bool("drop-managed-fields", '\0', &o.drop_managed_fields,
              "store objects without metadata.managedFields");
   flags.Bool("until-synced", '\0', &o.until_synced, "exit once every resource has synced");
+  flags.Bool("disable-compression", '\0', &o.disable_compression,
+             "do not ask the server to compress list responses");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "sync", &positional); rc >= 0) return rc;
   o.resources = positional;

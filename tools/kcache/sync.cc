@@ -78,6 +78,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     if (options.progress) progress << "\r\033[K" << std::flush;
     log << TimeOfDay() << " " << line << std::endl;
   };
+  if (options.disable_compression) config.disable_compression = true;
   InformerFactoryOptions fo;
   fo.namespace_ = options.all_namespaces ? "" : config.namespace_;
   fo.label_selector = options.label_selector;
@@ -134,6 +135,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   say(sig == 0 ? std::string("synced: stopping (--until-synced)")
                : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
   factory->Shutdown();
+  say("received " + Megabytes(factory->BytesReceived()) + " of responses over the network" +
+      (config.disable_compression ? " (compression disabled)" : ""));
   for (auto& [name, informer] : factory->informers()) {
     say(name + ": stopped at resourceVersion " + informer->GetIndexer()->LastSyncResourceVersion() +
         " (the next start resumes from it)");

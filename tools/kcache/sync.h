@@ -21,6 +21,8 @@ struct SyncOptions {
   std::string label_selector;
   std::string field_selector;
   bool drop_managed_fields = false;
+  // Do not ask for compressed LIST responses (kubectl's flag).
+  bool disable_compression = false;
   // A progress line on `progress` (a terminal) every second while syncing.
   bool progress = false;
   // Stop once every resource has synced, instead of at SIGINT/SIGTERM.
