@@ -146,6 +146,12 @@ struct KCACHE_EXPORT ReflectorOptions {
   // resume point at once), or once it reaches the probe's resourceVersion.
   // Default: 100 ms.
   std::chrono::milliseconds sync_quiet_period{100};
+  // Compare decimal resourceVersions as integers (KEP-5504: kube-apiserver
+  // and the custom resources it serves promise that order). Set false for
+  // an aggregated API server whose versions are opaque: a resumed reflector
+  // then counts as synced by the quiet rule alone (invariant 5).
+  // Default: true.
+  bool ordered_resource_versions = true;
   // Watch events committed per write, at most. Default: 1,000.
   size_t max_batch = 1000;
   // Seeds the jitter of backoff and watch timeouts. Default: random.

@@ -220,7 +220,7 @@ class ReflectorImpl final : public Reflector {
     if (!list.ok()) return list.status();
     probed_ = true;
     target_ = list->resource_version;
-    std::optional<int> cmp = CompareResourceVersions(resume, target_);
+    std::optional<int> cmp = Compare(resume, target_);
     if (cmp && *cmp >= 0) {
       MarkSynced();
       return Status::OK();
@@ -521,7 +521,7 @@ class ReflectorImpl final : public Reflector {
         last_activity_ = clock_->Now();
       }
       if (!synced_ && probed_) {
-        std::optional<int> cmp = CompareResourceVersions(rv, target_);
+        std::optional<int> cmp = Compare(rv, target_);
         if (cmp && *cmp >= 0) MarkSynced();
       }
       if (!end.ok()) return end;
@@ -548,6 +548,12 @@ class ReflectorImpl final : public Reflector {
   void SetLastRV(std::string rv) {
     std::lock_guard l(mu_);
     last_rv_ = std::move(rv);
+  }
+
+  // The order of two resourceVersions, when this server promises one.
+  std::optional<int> Compare(const std::string& a, const std::string& b) const {
+    if (!o_.ordered_resource_versions) return std::nullopt;
+    return CompareResourceVersions(a, b);
   }
 
   // min * U[1, 2) seconds, min at least 5 minutes (client-go's).

@@ -306,6 +306,33 @@ TEST(ReflectorTest, WatchEventOfAnotherKindIsSkipped) {
   EXPECT_NE(skipped[0].message.find("Kind=Service"), std::string::npos) << skipped[0].message;
 }
 
+// Without the ordering promise (an aggregated API), a resume point past the
+// probe's version proves nothing: the reflector waits for a quiet watch.
+TEST(ReflectorTest, UnorderedResourceVersionsSyncByTheQuietRuleOnly) {
+  for (bool ordered : {true, false}) {
+    SCOPED_TRACE(ordered ? "ordered" : "opaque");
+    Rig r;
+    r.options.ordered_resource_versions = ordered;
+    r.options.sync_quiet_period = std::chrono::seconds(5);
+    Transaction txn;
+    txn.Add(testing::Pod("a", "ns", "5"));
+    txn.resource_version = "30";
+    ASSERT_OK(r.store->Commit(txn, nullptr));
+    r.lw->QueueList(ListOf({}, "20"));
+    auto w = r.lw->QueueWatch();
+    r.Start();
+    r.lw->WaitForCalls(1, 1);
+    if (ordered) {
+      EXPECT_TRUE(r.reflector->HasSynced());
+      continue;
+    }
+    EXPECT_FALSE(r.reflector->HasSynced());
+    r.WaitForSleeps(1);  // the quiet-period timer
+    r.clock->Advance(std::chrono::seconds(6));
+    while (!r.reflector->HasSynced()) std::this_thread::sleep_for(milliseconds(1));
+  }
+}
+
 // "Too large resource version" in each of the three forms servers have
 // used: client-go relists at "" for all of them.
 TEST(ReflectorTest, TooLargeResourceVersionInEveryFormRelistsFromEmpty) {
