@@ -20,11 +20,13 @@
 #ifndef KCACHE_INFORMER_H_
 #define KCACHE_INFORMER_H_
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kcache/clock.h"
 #include "kcache/export.h"
@@ -77,6 +79,9 @@ struct KCACHE_EXPORT HandlerOptions {
   std::optional<std::chrono::milliseconds> resync_period;
   // Default: StartMode::kReplay.
   StartMode start_mode = StartMode::kReplay;
+  // Names the handler in metrics. Default: "handler-N", N counting the
+  // informer's registrations from 1.
+  std::string name;
 };
 
 // One AddEventHandler call (client-go's ResourceEventHandlerRegistration).
@@ -95,6 +100,35 @@ class KCACHE_EXPORT HandlerRegistration {
   virtual uint64_t Delivered() const = 0;
   // False once removed or the informer stopped.
   virtual bool IsActive() const = 0;
+};
+
+// One handler's share of InformerMetrics.
+struct KCACHE_EXPORT HandlerMetrics {
+  // Upper bounds, in seconds, of the latency histogram's buckets; a last
+  // bucket holds the slower calls.
+  static constexpr std::array<double, 6> kLatencyBounds = {0.0001, 0.001, 0.01, 0.1, 1, 10};
+  std::string name;
+  // Notifications queued and not yet handled (HandlerRegistration::Backlog).
+  size_t queued = 0;
+  // Handler calls made, and how long they took (client-go's processing
+  // latency): calls per bucket (not cumulative), and their sum.
+  uint64_t calls = 0;
+  std::array<uint64_t, kLatencyBounds.size() + 1> latency_buckets{};
+  double latency_seconds_sum = 0;
+};
+
+// What an informer reports about itself (client-go's informer metrics: queue
+// depth per handler, processing latency, the store's resourceVersion and
+// last sync time).
+struct KCACHE_EXPORT InformerMetrics {
+  bool synced = false;
+  // The store's committed resourceVersion (its resume point).
+  std::string resource_version;
+  // How long ago the store was last known current (ReflectorStats::
+  // last_applied), on the informer's clock; unset if never.
+  std::optional<std::chrono::milliseconds> since_last_sync;
+  ReflectorStats reflector;
+  std::vector<HandlerMetrics> handlers;  // in registration order
 };
 
 struct KCACHE_EXPORT InformerOptions {
@@ -149,6 +183,9 @@ class KCACHE_EXPORT SharedIndexInformer {
 
   virtual std::string LastSyncResourceVersion() const = 0;
   virtual ReflectorStats stats() const = 0;
+  // A consistent-enough reading of every counter, for dashboards: each
+  // value is read under its own lock.
+  virtual InformerMetrics Metrics() const = 0;
 };
 
 }  // namespace kcache

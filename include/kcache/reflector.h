@@ -174,6 +174,10 @@ struct KCACHE_EXPORT ReflectorStats {
   uint64_t listed_objects = 0;  // objects received by full lists
   uint64_t bytes = 0;           // JSON bytes of listed objects and events
   uint64_t skipped = 0;         // watch events not applied (kSkipped)
+  // When the sink was last known current: a list, watch batch or bookmark
+  // applied, or a resumed sink found synced. On the reflector's clock; the
+  // clock's epoch if never.
+  Clock::TimePoint last_applied{};
 };
 
 class KCACHE_EXPORT Reflector {

@@ -34,8 +34,20 @@ struct Entry {
 
 class Listener final : public HandlerRegistration, public std::enable_shared_from_this<Listener> {
  public:
-  Listener(std::shared_ptr<ResourceEventHandler> handler, HandlerOptions options)
-      : handler_(std::move(handler)), options_(options) {}
+  Listener(std::shared_ptr<ResourceEventHandler> handler, HandlerOptions options,
+           std::shared_ptr<Clock> clock)
+      : handler_(std::move(handler)), options_(std::move(options)), clock_(std::move(clock)) {}
+
+  HandlerMetrics Metrics() const {
+    HandlerMetrics m;
+    m.name = options_.name;
+    std::lock_guard l(mu_);
+    m.queued = queue_.size();
+    m.calls = delivered_;
+    m.latency_buckets = latency_buckets_;
+    m.latency_seconds_sum = latency_sum_;
+    return m;
+  }
 
   bool HasSynced() const override {
     std::lock_guard l(mu_);
@@ -103,12 +115,13 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
         // One object per turn, so that Stop() is heard mid-walk.
         if (e.walk->Valid()) {
           const ObjectPtr& o = e.walk->object();
+          Clock::TimePoint start = clock_->Now();
           if (e.resync) {
             handler_->OnUpdate(o, o);
           } else {
             handler_->OnAdd(o, true);
           }
-          ++delivered_;
+          Observe(start);
           e.walk->Next();
         }
         if (!e.walk->Valid()) {
@@ -120,6 +133,7 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
         continue;
       }
       const Notification& n = *e.notification;
+      Clock::TimePoint start = clock_->Now();
       switch (n.type) {
         case Notification::Type::kAdd:
           handler_->OnAdd(n.object, n.initial);
@@ -131,14 +145,29 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
           handler_->OnDelete(n.deleted);
           break;
       }
-      ++delivered_;
+      Observe(start);
       std::lock_guard l(mu_);
       ++done_;
     }
   }
 
+  // Counts a handler call that began at `start`.
+  void Observe(Clock::TimePoint start) {
+    double seconds = std::chrono::duration<double>(clock_->Now() - start).count();
+    size_t b = 0;
+    while (b < HandlerMetrics::kLatencyBounds.size() &&
+           seconds > HandlerMetrics::kLatencyBounds[b]) {
+      ++b;
+    }
+    ++delivered_;
+    std::lock_guard l(mu_);
+    ++latency_buckets_[b];
+    latency_sum_ += seconds;
+  }
+
   const std::shared_ptr<ResourceEventHandler> handler_;
   const HandlerOptions options_;
+  const std::shared_ptr<Clock> clock_;
   std::atomic<bool> active_{true};
   std::atomic<uint64_t> delivered_{0};
 
@@ -149,6 +178,8 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
   uint64_t done_ = 0;                  // guarded by mu_
   std::optional<uint64_t> sync_mark_;  // guarded by mu_
   bool resync_pending_ = false;        // guarded by mu_
+  std::array<uint64_t, HandlerMetrics::kLatencyBounds.size() + 1> latency_buckets_{};  // mu_
+  double latency_sum_ = 0;                                                             // mu_
 
   std::jthread worker_;
 
@@ -190,7 +221,12 @@ class Informer final : public SharedIndexInformer {
   StatusOr<std::shared_ptr<HandlerRegistration>> AddEventHandler(
       std::shared_ptr<ResourceEventHandler> handler, HandlerOptions options) override {
     if (!handler) return Status::InvalidArgument("AddEventHandler with a null handler");
-    auto listener = std::make_shared<Listener>(std::move(handler), options);
+    {
+      std::lock_guard l(mu_);
+      ++registrations_;
+      if (options.name.empty()) options.name = "handler-" + std::to_string(registrations_);
+    }
+    auto listener = std::make_shared<Listener>(std::move(handler), options, o_.clock);
     {
       std::lock_guard l(mu_);
       if (stopped_) {
@@ -295,6 +331,19 @@ class Informer final : public SharedIndexInformer {
   ReflectorStats stats() const override {
     const Reflector* r = reflector();
     return r ? r->stats() : ReflectorStats{};
+  }
+  InformerMetrics Metrics() const override {
+    InformerMetrics m;
+    m.reflector = stats();
+    m.resource_version = indexer_->LastSyncResourceVersion();
+    if (m.reflector.last_applied != Clock::TimePoint{}) {
+      m.since_last_sync = std::chrono::duration_cast<std::chrono::milliseconds>(
+          o_.clock->Now() - m.reflector.last_applied);
+    }
+    std::lock_guard l(mu_);
+    m.synced = synced_;
+    for (const auto& listener : listeners_) m.handlers.push_back(listener->Metrics());
+    return m;
   }
 
   // --- the sink side, on the reflector's thread ---
@@ -493,6 +542,7 @@ class Informer final : public SharedIndexInformer {
   bool synced_ = false;                             // guarded by mu_
   bool first_list_ = false;                         // guarded by mu_
   bool first_list_pending_ = false;                 // guarded by mu_
+  uint64_t registrations_ = 0;                      // guarded by mu_
   std::chrono::milliseconds check_period_;          // guarded by mu_
   // The relist chunks committed so far, and those held back until the
   // relist's deletions are announced.

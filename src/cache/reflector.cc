@@ -400,6 +400,7 @@ class ReflectorImpl final : public Reflector {
       ++stats_.lists;
       stats_.listed_objects += n;
       stats_.bytes += bytes;
+      stats_.last_applied = clock_->Now();
       last_rv_ = rv;
     }
     Emit(ReflectorEvent::Type::kListed, lw_->Describe() + ": " + how + " of " + std::to_string(n) +
@@ -519,6 +520,7 @@ class ReflectorImpl final : public Reflector {
         stats_.events += n;
         stats_.bytes += bytes;
         last_activity_ = clock_->Now();
+        stats_.last_applied = last_activity_;
       }
       if (!synced_ && probed_) {
         std::optional<int> cmp = Compare(rv, target_);
@@ -585,6 +587,10 @@ class ReflectorImpl final : public Reflector {
 
   void MarkSynced() {
     if (synced_.exchange(true)) return;
+    {
+      std::lock_guard l(mu_);
+      stats_.last_applied = clock_->Now();  // a resumed store is current now
+    }
     sink_->Synced();
     Emit(ReflectorEvent::Type::kSynced,
          lw_->Describe() + ": synced at resourceVersion " + LastSyncResourceVersion());

@@ -422,6 +422,44 @@ TEST(InformerTest, ResyncPeriodsFollowClientGo) {
   }
 }
 
+// Metrics as client-go's informers keep them: per-handler queue depth and
+// processing latency, the store's resourceVersion and the last sync.
+TEST(InformerTest, MetricsReportHandlersStoreAndLastSync) {
+  ServeFixture f;
+  for (int i = 0; i < 5; ++i) f.Create("cm-" + std::to_string(i));
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path());
+  auto named = std::make_shared<Recorder>();
+  HandlerOptions o;
+  o.name = "reconciler";
+  ASSERT_OK(c.informer->AddEventHandler(named, o));
+  auto unnamed = c.Handler();
+  InformerMetrics before = c.informer->Metrics();
+  EXPECT_FALSE(before.synced);
+  EXPECT_FALSE(before.since_last_sync.has_value());
+  ASSERT_OK(c.informer->Start());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  f.Create("cm-5");
+  ASSERT_TRUE(Eventually([&] { return named->size() == 6 && unnamed->size() == 6; }));
+  InformerMetrics m = c.informer->Metrics();
+  EXPECT_TRUE(m.synced);
+  EXPECT_EQ(m.resource_version, c.indexer->LastSyncResourceVersion());
+  ASSERT_TRUE(m.since_last_sync.has_value());
+  EXPECT_LT(*m.since_last_sync, std::chrono::seconds(20));
+  EXPECT_EQ(m.reflector.lists, 1u);
+  ASSERT_EQ(m.handlers.size(), 2u);
+  EXPECT_EQ(m.handlers[0].name, "reconciler");
+  EXPECT_EQ(m.handlers[1].name, "handler-2");
+  for (const HandlerMetrics& h : m.handlers) {
+    EXPECT_EQ(h.queued, 0u) << h.name;
+    EXPECT_EQ(h.calls, 6u) << h.name;
+    uint64_t in_buckets = 0;
+    for (uint64_t n : h.latency_buckets) in_buckets += n;
+    EXPECT_EQ(in_buckets, h.calls) << h.name;
+    EXPECT_GE(h.latency_seconds_sum, 0) << h.name;
+  }
+}
+
 TEST(InformerTest, TransformAppliesBeforeStoreAndHandlers) {
   ServeFixture f;
   f.Create("a");

@@ -250,6 +250,8 @@ int Sync(const std::vector<std::string>& args) {
   flags.Bool("until-synced", '\0', &o.until_synced, "exit once every resource has synced");
   flags.Bool("disable-compression", '\0', &o.disable_compression,
              "do not ask the server to compress list responses");
+  flags.String("metrics-listen", '\0', &o.metrics_listen,
+               "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "sync", &positional); rc >= 0) return rc;
   o.resources = positional;

@@ -15,6 +15,8 @@
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
 #include "kcache/informer_factory.h"
+#include "testserver/http_server.h"
+#include "tools/kcache/metrics.h"
 
 namespace kcache::tool {
 namespace {
@@ -93,6 +95,22 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +
       " into " + options.cache_dir);
   KCACHE_RETURN_IF_ERROR(factory->Start());
+  std::unique_ptr<http::Server> metrics;
+  if (!options.metrics_listen.empty()) {
+    InformerFactory* f = factory.get();
+    auto started = http::Server::Start(
+        options.metrics_listen, [f](const http::Request& req, http::ResponseWriter& w) {
+          if (req.path != "/metrics") {
+            w.Send(404, {{"Content-Type", "text/plain"}}, "404 page not found\n");
+            return;
+          }
+          w.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+                 RenderPrometheus(f->informers()));
+        });
+    if (!started.ok()) return started.status().WithContext("--metrics-listen");
+    metrics = std::move(started).value();
+    say("serving metrics on " + metrics->url() + "/metrics");
+  }
 
   std::jthread ticker;
   if (options.progress) {
@@ -134,6 +152,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   }
   say(sig == 0 ? std::string("synced: stopping (--until-synced)")
                : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
+  if (metrics) metrics->Stop();
   factory->Shutdown();
   say("received " + Megabytes(factory->BytesReceived()) + " of responses over the network" +
       (config.disable_compression ? " (compression disabled)" : ""));

@@ -23,6 +23,9 @@ struct SyncOptions {
   bool drop_managed_fields = false;
   // Do not ask for compressed LIST responses (kubectl's flag).
   bool disable_compression = false;
+  // "HOST:PORT": serve the informers' metrics at http://HOST:PORT/metrics
+  // in the Prometheus text format. Empty: no server.
+  std::string metrics_listen;
   // A progress line on `progress` (a terminal) every second while syncing.
   bool progress = false;
   // Stop once every resource has synced, instead of at SIGINT/SIGTERM.

@@ -20,6 +20,13 @@ namespace {
 
 using Result = kcache::testing::CommandResult;
 
+// The kcache binary, for commands that run it in a shell pipeline.
+std::string KcachePath() {
+  const char* bin = std::getenv("KCACHE_BIN");
+  if (!bin) ADD_FAILURE() << "KCACHE_BIN is not set";
+  return bin ? bin : "false";
+}
+
 Result Kcache(const std::string& args) {
   const char* bin = std::getenv("KCACHE_BIN");
   if (!bin) {
@@ -279,6 +286,26 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   EXPECT_NE(again.output.find("pods: resuming the watch from resourceVersion"), std::string::npos)
       << again.output;
   EXPECT_EQ(again.output.find("streaming list"), std::string::npos) << again.output;
+
+  // --metrics-listen serves the informers' metrics in the Prometheus text
+  // format while the sync runs.
+  kcache::testing::CommandResult scraped = kcache::testing::RunCommand(
+      "log=" + std::string(tmpl) + "/metrics.log; " + KcachePath() + " sync pods --server " + url +
+      " --cache " + cache + " --metrics-listen 127.0.0.1:0 2>$log & p=$!; " +
+      "for i in $(seq 200); do grep -q 'pods: synced' $log && grep -q 'metrics on' $log && break; "
+      "sleep 0.05; done; "
+      R"(m=$(sed -n 's/.*serving metrics on \(http[^ ]*\).*/\1/p' $log); )"
+      R"(curl -sS "$m"; curl -s -o /dev/null -w '%{http_code}\n' "${m%/metrics}/other"; )"
+      "kill $p; wait $p");
+  EXPECT_EQ(scraped.exit_code, 0) << scraped.output;
+  for (const char* line :
+       {"# TYPE kcache_informer_synced gauge", "kcache_informer_synced{resource=\"pods\"} 1",
+        "# TYPE kcache_reflector_watches_total counter",
+        "kcache_informer_store_resource_version{resource=\"pods\"} ",
+        "kcache_informer_seconds_since_last_sync{resource=\"pods\"} "}) {
+    EXPECT_NE(scraped.output.find(line), std::string::npos) << line << "\n" << scraped.output;
+  }
+  EXPECT_NE(scraped.output.find("\n404\n"), std::string::npos) << scraped.output;
 
   Result bad = Kcache("sync gizmos --server " + url + " --cache " + cache);
   EXPECT_NE(bad.output.find("the server doesn't have a resource type \"gizmos\""),
