@@ -499,20 +499,30 @@ TEST(ReflectorTest, ResyncCallsTheSinkWhileWatching) {
   Rig r;
   r.options.resync_period = std::chrono::seconds(10);
   std::atomic<bool> allow{false};
-  r.options.should_resync = [&] { return allow.load(); };
+  std::atomic<int> asked{0};
+  r.options.should_resync = [&] {
+    ++asked;
+    return allow.load();
+  };
   auto sink = std::make_shared<CountingSink>(r.store);
   r.lw->QueueList(ListOf({}, "10"));
   auto w = r.lw->QueueWatch();
   r.reflector = Reflector::Create(r.lw, sink, r.options);
   r.thread = std::jthread([&r](std::stop_token stop) { r.reflector->Run(stop); });
   r.lw->WaitForCalls(1, 1);
-  r.WaitForSleeps(1);
-  r.clock->Advance(std::chrono::seconds(10));  // should_resync says no
-  r.WaitForSleeps(2);
+  // Period by period until the watch is open and should_resync is asked
+  // (it says no); the resync thread sleeps once per period.
+  size_t sleeps = 1;
+  r.WaitForSleeps(sleeps);
+  for (int i = 0; asked == 0 && i < 1000; ++i) {
+    r.clock->Advance(std::chrono::seconds(10));
+    r.WaitForSleeps(++sleeps);
+  }
+  ASSERT_GT(asked, 0);
   EXPECT_EQ(sink->resyncs, 0);
   allow = true;
   r.clock->Advance(std::chrono::seconds(10));
-  r.WaitForSleeps(3);
+  r.WaitForSleeps(++sleeps);
   EXPECT_EQ(sink->resyncs, 1);
 }
 
