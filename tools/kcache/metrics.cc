@@ -56,8 +56,9 @@ std::string RenderPrometheus(
   auto each = [&](Family f, const std::function<double(const InformerMetrics&)>& value) {
     for (const auto& [labels, m] : all) f.Sample(labels, value(m));
   };
-  each(Family(&out, "kcache_informer_synced", "gauge", "1 once the store holds the server's state."),
-       [](const InformerMetrics& m) { return m.synced ? 1 : 0; });
+  each(
+      Family(&out, "kcache_informer_synced", "gauge", "1 once the store holds the server's state."),
+      [](const InformerMetrics& m) { return m.synced ? 1 : 0; });
   {
     Family f(&out, "kcache_informer_store_resource_version", "gauge",
              "The store's committed resourceVersion, where it is a decimal integer.");
@@ -71,7 +72,8 @@ std::string RenderPrometheus(
   }
   {
     Family f(&out, "kcache_informer_seconds_since_last_sync", "gauge",
-             "Seconds since the store was last known current (a list, watch batch or bookmark applied, or a resume found current).");
+             "Seconds since the store was last known current (a list, watch batch or bookmark "
+             "applied, or a resume found current).");
     for (const auto& [labels, m] : all) {
       if (m.since_last_sync) f.Sample(labels, m.since_last_sync->count() / 1000.0);
     }
@@ -113,8 +115,8 @@ std::string RenderPrometheus(
         for (size_t b = 0; b < h.latency_buckets.size(); ++b) {
           cumulative += h.latency_buckets[b];
           std::string le = b < HandlerMetrics::kLatencyBounds.size()
-                                ? Number(HandlerMetrics::kLatencyBounds[b])
-                                : "+Inf";
+                               ? Number(HandlerMetrics::kLatencyBounds[b])
+                               : "+Inf";
           f.Sample(hl + ",le=\"" + le + "\"", cumulative, "_bucket");
         }
         f.Sample(hl, h.latency_seconds_sum, "_sum");
