@@ -568,9 +568,9 @@ class InformerReplaceSession final : public ReplaceSession {
     inner_.reset();
     if (first_) informer_->set_first_list(false);
     // Cut short: a first list leaves the next one first too (what it wrote
-    // is announced by that one's walk); a relist announces what it wrote,
-    // its deletions being unknown.
-    if (!finished_) informer_->PublishRelist({});
+    // is announced by that one's walk); a relist announces what it
+    // committed (reported changes are committed ones).
+    if (!finished_) Announce();
   }
   Status Open() {
     std::lock_guard l(informer_->mu());
@@ -609,8 +609,7 @@ class InformerReplaceSession final : public ReplaceSession {
       informer_->set_first_list_pending(false);
       KCACHE_RETURN_IF_ERROR(informer_->PublishFirstList());
     } else {
-      if (!last_chunk_.empty()) informer_->HoldChunk(std::move(last_chunk_));
-      informer_->PublishRelist(std::move(deletions_));
+      Announce();
     }
     return unchanged;
   }
@@ -619,6 +618,13 @@ class InformerReplaceSession final : public ReplaceSession {
   Informer* informer_;
   bool first_;
   std::unique_ptr<ReplaceSession> inner_;
+  // The relist's deletions, then its held adds and updates.
+  // REQUIRES: the informer's mutex held.
+  void Announce() {
+    if (!last_chunk_.empty()) informer_->HoldChunk(std::move(last_chunk_));
+    informer_->PublishRelist(std::move(deletions_));
+  }
+
   // Set under the informer's mutex, inside Finish: changes reported from
   // then on are the last chunk and the deletions.
   bool finishing_ = false;
