@@ -6,6 +6,7 @@
 #include "kcache/delta_fifo.h"
 #include "kcache/discovery.h"
 #include "kcache/field_selector.h"
+#include "kcache/histogram.h"
 #include "kcache/indexer.h"
 #include "kcache/informer.h"
 #include "kcache/informer_factory.h"
@@ -16,6 +17,7 @@
 #include "kcache/lister.h"
 #include "kcache/object.h"
 #include "kcache/pager.h"
+#include "kcache/rate_limiter.h"
 #include "kcache/reflector.h"
 #include "kcache/resource.h"
 #include "kcache/rest_client.h"
@@ -25,6 +27,7 @@
 #include "kcache/status_or.h"
 #include "kcache/store.h"
 #include "kcache/watch.h"
+#include "kcache/workqueue.h"
 
 #include <gtest/gtest.h>
 

@@ -30,6 +30,7 @@
 
 #include "kcache/clock.h"
 #include "kcache/export.h"
+#include "kcache/histogram.h"
 #include "kcache/indexer.h"
 #include "kcache/key.h"
 #include "kcache/reflector.h"
@@ -104,17 +105,12 @@ class KCACHE_EXPORT HandlerRegistration {
 
 // One handler's share of InformerMetrics.
 struct KCACHE_EXPORT HandlerMetrics {
-  // Upper bounds, in seconds, of the latency histogram's buckets; a last
-  // bucket holds the slower calls.
-  static constexpr std::array<double, 6> kLatencyBounds = {0.0001, 0.001, 0.01, 0.1, 1, 10};
   std::string name;
   // Notifications queued and not yet handled (HandlerRegistration::Backlog).
   size_t queued = 0;
-  // Handler calls made, and how long they took (client-go's processing
-  // latency): calls per bucket (not cumulative), and their sum.
-  uint64_t calls = 0;
-  std::array<uint64_t, kLatencyBounds.size() + 1> latency_buckets{};
-  double latency_seconds_sum = 0;
+  // How long handler calls took (client-go's processing latency); its
+  // count is the calls made.
+  LatencyHistogram latency;
 };
 
 // What an informer reports about itself (client-go's informer metrics: queue

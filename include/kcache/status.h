@@ -97,6 +97,17 @@ class [[nodiscard]] KCACHE_EXPORT Status {
   }
   static Status NotFound(std::string_view msg) { return {StatusCode::kNotFound, msg}; }
   static Status AlreadyExists(std::string_view msg) { return {StatusCode::kAlreadyExists, msg}; }
+  static Status PermissionDenied(std::string_view msg) {
+    return {StatusCode::kPermissionDenied, msg};
+  }
+  static Status Unauthenticated(std::string_view msg) {
+    return {StatusCode::kUnauthenticated, msg};
+  }
+  static Status ResourceExhausted(std::string_view msg) {
+    return {StatusCode::kResourceExhausted, msg};
+  }
+  // A write lost to a concurrent one (HTTP 409 Conflict): read again, retry.
+  static Status Aborted(std::string_view msg) { return {StatusCode::kAborted, msg}; }
   static Status FailedPrecondition(std::string_view msg) {
     return {StatusCode::kFailedPrecondition, msg};
   }
@@ -104,6 +115,9 @@ class [[nodiscard]] KCACHE_EXPORT Status {
   static Status Unimplemented(std::string_view msg) { return {StatusCode::kUnimplemented, msg}; }
   static Status Internal(std::string_view msg) { return {StatusCode::kInternal, msg}; }
   static Status Unavailable(std::string_view msg) { return {StatusCode::kUnavailable, msg}; }
+  static Status DeadlineExceeded(std::string_view msg) {
+    return {StatusCode::kDeadlineExceeded, msg};
+  }
   static Status Corruption(std::string_view msg) { return {StatusCode::kCorruption, msg}; }
   static Status IOError(std::string_view msg) { return {StatusCode::kIOError, msg}; }
   static Status Busy(std::string_view msg) { return {StatusCode::kBusy, msg}; }
@@ -120,6 +134,10 @@ class [[nodiscard]] KCACHE_EXPORT Status {
   bool IsInvalidArgument() const { return code() == StatusCode::kInvalidArgument; }
   bool IsExpired() const { return code() == StatusCode::kExpired; }
   bool IsCorruption() const { return code() == StatusCode::kCorruption; }
+  bool IsAlreadyExists() const { return code() == StatusCode::kAlreadyExists; }
+  // An update or patch whose resourceVersion precondition failed (client-go's
+  // errors.IsConflict).
+  bool IsConflict() const { return code() == StatusCode::kAborted; }
 
   // The server's account of the error, or null when it did not come from a
   // server response. Valid as long as this Status is neither changed nor

@@ -43,9 +43,7 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
     m.name = options_.name;
     std::lock_guard l(mu_);
     m.queued = queue_.size();
-    m.calls = delivered_;
-    m.latency_buckets = latency_buckets_;
-    m.latency_seconds_sum = latency_sum_;
+    m.latency = latency_;
     return m;
   }
 
@@ -154,15 +152,9 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
   // Counts a handler call that began at `start`.
   void Observe(Clock::TimePoint start) {
     double seconds = std::chrono::duration<double>(clock_->Now() - start).count();
-    size_t b = 0;
-    while (b < HandlerMetrics::kLatencyBounds.size() &&
-           seconds > HandlerMetrics::kLatencyBounds[b]) {
-      ++b;
-    }
     ++delivered_;
     std::lock_guard l(mu_);
-    ++latency_buckets_[b];
-    latency_sum_ += seconds;
+    latency_.Observe(seconds);
   }
 
   const std::shared_ptr<ResourceEventHandler> handler_;
@@ -178,8 +170,7 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
   uint64_t done_ = 0;                  // guarded by mu_
   std::optional<uint64_t> sync_mark_;  // guarded by mu_
   bool resync_pending_ = false;        // guarded by mu_
-  std::array<uint64_t, HandlerMetrics::kLatencyBounds.size() + 1> latency_buckets_{};  // mu_
-  double latency_sum_ = 0;                                                             // mu_
+  LatencyHistogram latency_;           // guarded by mu_
 
   std::jthread worker_;
 

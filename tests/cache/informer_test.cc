@@ -452,11 +452,11 @@ TEST(InformerTest, MetricsReportHandlersStoreAndLastSync) {
   EXPECT_EQ(m.handlers[1].name, "handler-2");
   for (const HandlerMetrics& h : m.handlers) {
     EXPECT_EQ(h.queued, 0u) << h.name;
-    EXPECT_EQ(h.calls, 6u) << h.name;
+    EXPECT_EQ(h.latency.count, 6u) << h.name;
     uint64_t in_buckets = 0;
-    for (uint64_t n : h.latency_buckets) in_buckets += n;
-    EXPECT_EQ(in_buckets, h.calls) << h.name;
-    EXPECT_GE(h.latency_seconds_sum, 0) << h.name;
+    for (uint64_t n : h.latency.buckets) in_buckets += n;
+    EXPECT_EQ(in_buckets, h.latency.count) << h.name;
+    EXPECT_GE(h.latency.sum_seconds, 0) << h.name;
   }
 }
 

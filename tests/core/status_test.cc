@@ -3,6 +3,9 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "kcache/status_or.h"
 #include "testing/status_matchers.h"
 
@@ -26,6 +29,36 @@ TEST(StatusTest, ErrorCarriesCodeAndMessage) {
   EXPECT_EQ(copy, s);
   EXPECT_EQ(s.WithContext("lister").message(), "lister: pods \"a\" not found");
   EXPECT_OK(Status().WithContext("x"));
+}
+
+TEST(StatusTest, EveryCodeHasAFactory) {
+  const std::vector<std::pair<Status, StatusCode>> made = {
+      {Status::Cancelled("m"), StatusCode::kCancelled},
+      {Status::InvalidArgument("m"), StatusCode::kInvalidArgument},
+      {Status::NotFound("m"), StatusCode::kNotFound},
+      {Status::AlreadyExists("m"), StatusCode::kAlreadyExists},
+      {Status::PermissionDenied("m"), StatusCode::kPermissionDenied},
+      {Status::Unauthenticated("m"), StatusCode::kUnauthenticated},
+      {Status::ResourceExhausted("m"), StatusCode::kResourceExhausted},
+      {Status::FailedPrecondition("m"), StatusCode::kFailedPrecondition},
+      {Status::Aborted("m"), StatusCode::kAborted},
+      {Status::Expired("m"), StatusCode::kExpired},
+      {Status::Unimplemented("m"), StatusCode::kUnimplemented},
+      {Status::Internal("m"), StatusCode::kInternal},
+      {Status::Unavailable("m"), StatusCode::kUnavailable},
+      {Status::DeadlineExceeded("m"), StatusCode::kDeadlineExceeded},
+      {Status::Corruption("m"), StatusCode::kCorruption},
+      {Status::IOError("m"), StatusCode::kIOError},
+      {Status::Busy("m"), StatusCode::kBusy},
+  };
+  ASSERT_EQ(made.size(), static_cast<size_t>(StatusCode::kBusy));
+  for (const auto& [s, code] : made) {
+    EXPECT_EQ(s.code(), code) << s;
+    EXPECT_EQ(s.message(), "m");
+  }
+  EXPECT_TRUE(Status::Aborted("m").IsConflict());
+  EXPECT_TRUE(Status::AlreadyExists("m").IsAlreadyExists());
+  EXPECT_FALSE(Status::AlreadyExists("m").IsConflict());
 }
 
 Status FailIfNegative(int v) { return v < 0 ? Status::InvalidArgument("negative") : Status::OK(); }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "kcache/rest_client.h"
+#include "testing/eventually.h"
 #include "testing/status_matchers.h"
 #include "testserver/server.h"
 
@@ -85,16 +86,6 @@ struct ServeFixture {
   std::unique_ptr<serve::Server> server;
   std::shared_ptr<RestClient> client;
 };
-
-// Polls `done` until it holds or 20 s pass.
-inline bool Eventually(const std::function<bool()>& done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
 
 }  // namespace kcache::testing
 

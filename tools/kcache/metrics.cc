@@ -112,15 +112,14 @@ std::string RenderPrometheus(
       for (const HandlerMetrics& h : m.handlers) {
         std::string hl = labels + ",handler=\"" + Escape(h.name) + "\"";
         uint64_t cumulative = 0;
-        for (size_t b = 0; b < h.latency_buckets.size(); ++b) {
-          cumulative += h.latency_buckets[b];
-          std::string le = b < HandlerMetrics::kLatencyBounds.size()
-                               ? Number(HandlerMetrics::kLatencyBounds[b])
-                               : "+Inf";
+        for (size_t b = 0; b < h.latency.buckets.size(); ++b) {
+          cumulative += h.latency.buckets[b];
+          std::string le =
+              b < LatencyHistogram::kBounds.size() ? Number(LatencyHistogram::kBounds[b]) : "+Inf";
           f.Sample(hl + ",le=\"" + le + "\"", cumulative, "_bucket");
         }
-        f.Sample(hl, h.latency_seconds_sum, "_sum");
-        f.Sample(hl, h.calls, "_count");
+        f.Sample(hl, h.latency.sum_seconds, "_sum");
+        f.Sample(hl, h.latency.count, "_count");
       }
     }
   }
