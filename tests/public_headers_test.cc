@@ -28,6 +28,7 @@
 #include "kcache/store.h"
 #include "kcache/watch.h"
 #include "kcache/workqueue.h"
+#include "kcache/write_options.h"
 
 #include <gtest/gtest.h>
 

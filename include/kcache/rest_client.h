@@ -24,6 +24,7 @@
 #include "kcache/rest_config.h"
 #include "kcache/status_or.h"
 #include "kcache/watch.h"
+#include "kcache/write_options.h"
 
 namespace kcache {
 
@@ -61,9 +62,44 @@ class KCACHE_EXPORT RestClient {
   // Sends `method` to `path` (from the server's root, with its query) and
   // returns the body of a 2xx answer; otherwise the server's error as a
   // Status (e.g. NotFound, Expired, ResourceExhausted with retry_after).
+  // `content_type` of a body: default application/json, or
+  // application/merge-patch+json for PATCH.
   virtual StatusOr<std::string> Do(std::string_view method, std::string_view path,
-                                   std::string_view body = "") = 0;
+                                   std::string_view body = "",
+                                   std::string_view content_type = "") = 0;
   StatusOr<std::string> Get(std::string_view path) { return Do("GET", path); }
+
+  // Writes and reads of single objects (client-go's typed clients).
+  // `resource` names the collection; for a namespaced resource its
+  // namespace_ is the object's, or, when empty, Create and Update take the
+  // namespace from the object's metadata. Errors are the server's: NotFound,
+  // AlreadyExists, Conflict (Status::IsConflict(), a failed
+  // resourceVersion or uid precondition, or an apply conflict),
+  // InvalidArgument (422 Invalid, with the causes in http_error()).
+
+  // GET of one object.
+  virtual StatusOr<ObjectPtr> Get(const ResourceRef& resource, std::string_view name) = 0;
+  // POST of `object` (JSON; metadata.name or generateName set). Returns the
+  // object as stored.
+  virtual StatusOr<ObjectPtr> Create(const ResourceRef& resource, std::string_view object,
+                                     const WriteOptions& options = {}) = 0;
+  // PUT of `object` (JSON) to its metadata.name. With a
+  // metadata.resourceVersion the write happens only if the stored object
+  // still has it, else Conflict; without one it overwrites.
+  virtual StatusOr<ObjectPtr> Update(const ResourceRef& resource, std::string_view object,
+                                     const WriteOptions& options = {}) = 0;
+  // PUT to the status subresource: only .status changes.
+  virtual StatusOr<ObjectPtr> UpdateStatus(const ResourceRef& resource, std::string_view object,
+                                           const WriteOptions& options = {}) = 0;
+  // PATCH of object `name` with `patch` in `type`'s format. kApply needs
+  // options.field_manager.
+  virtual StatusOr<ObjectPtr> Patch(const ResourceRef& resource, std::string_view name,
+                                    PatchType type, std::string_view patch,
+                                    const PatchOptions& options = {}) = 0;
+  // DELETE of object `name`. OK once the server accepted it (an object with
+  // finalizers or a grace period is gone later).
+  virtual Status Delete(const ResourceRef& resource, std::string_view name,
+                        const DeleteOptions& options = {}) = 0;
 
   // One LIST request (one page when options.limit is set).
   virtual StatusOr<ObjectList> List(const ResourceRef& resource, const ListOptions& options) = 0;

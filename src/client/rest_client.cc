@@ -4,6 +4,8 @@
 #include <random>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "client/credentials.h"
 #include "client/decode.h"
 #include "client/http_error.h"
@@ -171,16 +173,84 @@ class CurlRestClient final : public RestClient {
         credentials_(std::move(credentials)),
         transport_(std::move(transport)) {}
 
-  StatusOr<std::string> Do(std::string_view method, std::string_view path,
-                           std::string_view body) override {
-    return Send(method, path, body, "");
+  StatusOr<std::string> Do(std::string_view method, std::string_view path, std::string_view body,
+                           std::string_view content_type) override {
+    return Send(method, path, body, content_type, "");
+  }
+
+  StatusOr<ObjectPtr> Get(const ResourceRef& resource, std::string_view name) override {
+    KCACHE_ASSIGN_OR_RETURN(std::string path, ObjectPath(resource, resource.namespace_, name));
+    return Decode(Send("GET", path, "", "", ""), "GET " + path);
+  }
+
+  StatusOr<ObjectPtr> Create(const ResourceRef& resource, std::string_view object,
+                             const WriteOptions& options) override {
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr parsed, ParseBody(object, "create"));
+    ResourceRef collection = resource;
+    if (collection.namespaced && collection.namespace_.empty()) {
+      if (parsed->namespace_().empty()) {
+        return Status::InvalidArgument("create " + resource.gvr.resource +
+                                       ": a namespaced object needs a namespace");
+      }
+      collection.namespace_ = parsed->namespace_();
+    }
+    std::string path = collection.CollectionPath() + WriteQuery(options);
+    return Decode(Send("POST", path, object, "", ""), "POST " + path);
+  }
+
+  StatusOr<ObjectPtr> Update(const ResourceRef& resource, std::string_view object,
+                             const WriteOptions& options) override {
+    return Put(resource, object, "", options);
+  }
+
+  StatusOr<ObjectPtr> UpdateStatus(const ResourceRef& resource, std::string_view object,
+                                   const WriteOptions& options) override {
+    return Put(resource, object, "/status", options);
+  }
+
+  StatusOr<ObjectPtr> Patch(const ResourceRef& resource, std::string_view name, PatchType type,
+                            std::string_view patch, const PatchOptions& options) override {
+    if (type == PatchType::kApply && options.field_manager.empty()) {
+      return Status::InvalidArgument("server-side apply of " + std::string(name) +
+                                     " needs a field manager");
+    }
+    KCACHE_ASSIGN_OR_RETURN(std::string path, ObjectPath(resource, resource.namespace_, name));
+    if (!options.subresource.empty()) path += "/" + options.subresource;
+    std::string query;
+    auto add = [&](std::string_view k, std::string_view v) {
+      query += query.empty() ? '?' : '&';
+      query.append(k).append("=").append(QueryEscape(v));
+    };
+    if (!options.field_manager.empty()) add("fieldManager", options.field_manager);
+    if (options.force) add("force", "true");
+    if (options.dry_run) add("dryRun", "All");
+    path += query;
+    return Decode(Send("PATCH", path, patch, PatchContentType(type), ""), "PATCH " + path);
+  }
+
+  Status Delete(const ResourceRef& resource, std::string_view name,
+                const DeleteOptions& options) override {
+    KCACHE_ASSIGN_OR_RETURN(std::string path, ObjectPath(resource, resource.namespace_, name));
+    nlohmann::json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+    if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
+    if (!options.propagation_policy.empty()) {
+      body["propagationPolicy"] = options.propagation_policy;
+    }
+    if (!options.precondition_uid.empty()) {
+      body["preconditions"]["uid"] = options.precondition_uid;
+    }
+    if (!options.precondition_resource_version.empty()) {
+      body["preconditions"]["resourceVersion"] = options.precondition_resource_version;
+    }
+    if (options.dry_run) body["dryRun"] = {"All"};
+    return Send("DELETE", path, body.dump(), "", "").status();
   }
 
   StatusOr<ObjectList> List(const ResourceRef& resource, const ListOptions& options) override {
     std::string path = resource.CollectionPath();
     std::string query = EncodeListOptions(options, /*watch=*/false);
     if (!query.empty()) path += "?" + query;
-    KCACHE_ASSIGN_OR_RETURN(std::string body, Send("GET", path, "", "LIST"));
+    KCACHE_ASSIGN_OR_RETURN(std::string body, Send("GET", path, "", "", "LIST"));
     auto list = rest::DecodeList(std::move(body), options_.parse);
     if (!list.ok()) return list.status().WithContext("LIST " + path);
     return list;
@@ -213,18 +283,83 @@ class CurlRestClient final : public RestClient {
 
  private:
   Status Prepare(rest::Request* req, std::string_view method, std::string_view path,
-                 std::string_view body) {
+                 std::string_view body, std::string_view content_type = "") {
     req->method = std::string(method);
     req->url = url_.base + std::string(path);
     req->headers.push_back("Accept: application/json");
     req->headers.push_back("User-Agent: " + options_.user_agent);
     if (!body.empty()) {
-      req->headers.push_back(method == "PATCH" ? "Content-Type: application/merge-patch+json"
-                                               : "Content-Type: application/json");
+      if (content_type.empty()) {
+        content_type = method == "PATCH" ? "application/merge-patch+json" : "application/json";
+      }
+      req->headers.push_back("Content-Type: " + std::string(content_type));
       req->body = std::string(body);
     }
     req->connect_timeout = options_.connect_timeout;
     return credentials_->Apply(&req->headers, &req->tls);
+  }
+
+  // The path of object `name` in `ns`. A name that would address another
+  // path (empty, "..", with a '/') is refused here.
+  static StatusOr<std::string> ObjectPath(const ResourceRef& resource, std::string_view ns,
+                                          std::string_view name) {
+    if (name.empty()) {
+      return Status::InvalidArgument(resource.gvr.resource + ": resource name may not be empty");
+    }
+    if (name.find('/') != std::string_view::npos || name == "." || name == "..") {
+      return Status::InvalidArgument(resource.gvr.resource + " \"" + std::string(name) +
+                                     "\": a resource name may not be '.', '..' or contain '/'");
+    }
+    if (resource.namespaced && ns.empty()) {
+      return Status::InvalidArgument(resource.gvr.resource + " \"" + std::string(name) +
+                                     "\": a namespaced resource needs a namespace");
+    }
+    ResourceRef in = resource;
+    in.namespace_ = std::string(ns);
+    return in.CollectionPath() + "/" + QueryEscape(name);
+  }
+
+  static std::string WriteQuery(const WriteOptions& options) {
+    std::string q;
+    if (!options.field_manager.empty()) q += "fieldManager=" + QueryEscape(options.field_manager);
+    if (options.dry_run) q += std::string(q.empty() ? "" : "&") + "dryRun=All";
+    return q.empty() ? q : "?" + q;
+  }
+
+  static std::string_view PatchContentType(PatchType type) {
+    switch (type) {
+      case PatchType::kJson:
+        return "application/json-patch+json";
+      case PatchType::kMerge:
+        return "application/merge-patch+json";
+      case PatchType::kStrategicMerge:
+        return "application/strategic-merge-patch+json";
+      case PatchType::kApply:
+        return "application/apply-patch+yaml";
+    }
+    return "application/json";
+  }
+
+  StatusOr<ObjectPtr> ParseBody(std::string_view object, std::string_view verb) {
+    auto parsed = Object::Parse(std::string(object));
+    if (!parsed.ok()) return parsed.status().WithContext(std::string(verb) + ": the object");
+    return parsed;
+  }
+
+  StatusOr<ObjectPtr> Put(const ResourceRef& resource, std::string_view object,
+                          std::string_view subresource, const WriteOptions& options) {
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr parsed, ParseBody(object, "update"));
+    std::string ns = resource.namespace_.empty() ? parsed->namespace_() : resource.namespace_;
+    KCACHE_ASSIGN_OR_RETURN(std::string path, ObjectPath(resource, ns, parsed->name()));
+    path += std::string(subresource) + WriteQuery(options);
+    return Decode(Send("PUT", path, object, "", ""), "PUT " + path);
+  }
+
+  StatusOr<ObjectPtr> Decode(StatusOr<std::string> body, const std::string& what) {
+    if (!body.ok()) return body.status();
+    auto obj = Object::Parse(*std::move(body), options_.parse);
+    if (!obj.ok()) return obj.status().WithContext(what + ": the response");
+    return obj;
   }
 
   Status ErrorOf(Transfer& t, int code, const std::string& what) {
@@ -239,12 +374,12 @@ class CurlRestClient final : public RestClient {
   }
 
   StatusOr<std::string> Send(std::string_view method, std::string_view path, std::string_view body,
-                             std::string_view verb) {
+                             std::string_view content_type, std::string_view verb) {
     std::string what = std::string(verb.empty() ? method : verb) + " " + std::string(path);
     bool reauthenticated = false;
     for (int attempt = 0;; ++attempt) {
       rest::Request req;
-      KCACHE_RETURN_IF_ERROR(Prepare(&req, method, path, body));
+      KCACHE_RETURN_IF_ERROR(Prepare(&req, method, path, body, content_type));
       req.timeout = options_.request_timeout;
       req.max_buffered = SIZE_MAX;
       // kube-apiserver compresses bodies over 128 KiB when asked; watches

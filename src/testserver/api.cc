@@ -197,15 +197,22 @@ void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
   };
   if (r.size() >= 3 && r[0] == "namespaces" && find(r[2]) >= 0 &&
       state_->types()[find(r[2])].namespaced) {
-    if (r.size() > 4) return SendNotFoundPage(w);
+    if (r.size() > 5 || (r.size() == 5 && (r[4] != "status" || t.legacy_watch))) {
+      return SendNotFoundPage(w);
+    }
     t.type = find(r[2]);
     t.namespace_ = r[1];
-    if (r.size() == 4) t.name = r[3];
-  } else if (!r.empty() && r.size() <= 2 && find(r[0]) >= 0) {
+    if (r.size() >= 4) t.name = r[3];
+    if (r.size() == 5) t.subresource = r[4];
+  } else if (!r.empty() && r.size() <= 3 && find(r[0]) >= 0) {
     t.type = find(r[0]);
-    if (r.size() == 2) {
+    if (r.size() >= 2) {
       if (state_->types()[t.type].namespaced) return SendNotFoundPage(w);
       t.name = r[1];
+    }
+    if (r.size() == 3) {
+      if (r[2] != "status" || t.legacy_watch) return SendNotFoundPage(w);
+      t.subresource = r[2];
     }
   } else {
     return SendNotFoundPage(w);
@@ -224,7 +231,10 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
     if (t.legacy_watch) return SendNotFoundPage(w);
     if (m == "GET") return Count("get", t.rt->resource), Get(t, w);
     if (m == "PUT") return Count("update", t.rt->resource), Update(req, t, w);
-    if (m == "DELETE") return Count("delete", t.rt->resource), Delete(req, t, w);
+    if (m == "PATCH") return Count("patch", t.rt->resource), Patch(req, t, w);
+    if (m == "DELETE" && t.subresource.empty()) {
+      return Count("delete", t.rt->resource), Delete(req, t, w);
+    }
   } else if (m == "POST" && !t.legacy_watch && (!t.rt->namespaced || !t.namespace_.empty())) {
     return Count("create", t.rt->resource), Create(req, t, w);
   } else if (m == "GET") {
@@ -262,6 +272,28 @@ void Api::Get(const Target& t, http::ResponseWriter& w) {
 }
 
 namespace {
+
+Reply Conflict(const ResourceType& rt, const std::string& name, const std::string& why) {
+  return Reply{409, "Conflict",
+               "Operation cannot be fulfilled on " + rt.resource +
+                   (rt.group.empty() ? "" : "." + rt.group) + " " + Quote(name) + ": " + why,
+               Details(name, rt.group, rt.resource)};
+}
+
+// `object` with the status of `written`: a write to the status
+// subresource changes nothing else.
+ojson WithStatusOf(const ojson& object, const ojson& written) {
+  ojson out = object;
+  if (written.contains("status")) {
+    out["status"] = written["status"];
+  } else {
+    out.erase("status");
+  }
+  return out;
+}
+
+const char kModified[] =
+    "the object has been modified; please apply your changes to the latest version and try again";
 
 // Parses a create or update body and checks what the URL fixes: kind,
 // apiVersion, namespace (and name, for an update).
@@ -394,16 +426,11 @@ void Api::Update(const http::Request& req, const Target& t, http::ResponseWriter
           return Status::NotFound(name);
         }
         if (!sent_rv.empty() && sent_rv != std::to_string(current->rv)) {
-          reply = Reply{409, "Conflict",
-                        "Operation cannot be fulfilled on " + t.rt->resource +
-                            (t.rt->group.empty() ? "" : "." + t.rt->group) + " " + Quote(name) +
-                            ": the object has been modified; please apply your changes to the "
-                            "latest version and "
-                            "try again",
-                        Details(name, t.rt->group, t.rt->resource)};
+          reply = Conflict(*t.rt, name, kModified);
           return Status::FailedPrecondition(name);
         }
         ojson before = ojson::parse(current->object->json(), nullptr, false);
+        if (!t.subresource.empty()) j = WithStatusOf(before, j);
         ojson& meta = j["metadata"];
         for (const char* k : {"uid", "creationTimestamp"}) {
           if (before["metadata"].contains(k)) meta[k] = before["metadata"][k];
@@ -455,10 +482,7 @@ void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter
                      ", ResourceVersion in object meta: " + std::to_string(current->rv);
         }
         if (!conflict.empty()) {
-          reply = Reply{409, "Conflict",
-                        "Operation cannot be fulfilled on " + t.rt->resource + " " + Quote(t.name) +
-                            ": " + conflict,
-                        Details(t.name, t.rt->group, t.rt->resource)};
+          reply = Conflict(*t.rt, t.name, conflict);
           return Status::FailedPrecondition(t.name);
         }
         return Change{Change::kDelete, Restamp(current->object->json(), rv)};
@@ -469,6 +493,83 @@ void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter
                          "Internal error occurred: " + std::string(stored.status().message()), ""});
   w.Send(200, {{"Content-Type", "application/json"}},
          StatusJson(200, "", "", Details(t.name, t.rt->group, t.rt->resource, uid)));
+}
+
+// Merge patches (RFC 7386) and JSON patches (RFC 6902), of the object or of
+// its status. Strategic merge and server-side apply need the types' schemas
+// and are refused with 415, as the apiserver refuses them for resources it
+// has no schema for.
+void Api::Patch(const http::Request& req, const Target& t, http::ResponseWriter& w) {
+  const std::string type = req.Header("Content-Type");
+  const bool merge = type.starts_with("application/merge-patch+json");
+  const bool json_patch = type.starts_with("application/json-patch+json");
+  if (!merge && !json_patch) {
+    return SendReply(w, {415, "UnsupportedMediaType",
+                         "the body of the request was in an unknown format - accepted media types "
+                         "include: application/json-patch+json, application/merge-patch+json",
+                         ""});
+  }
+  ojson patch = ojson::parse(req.body, nullptr, false);
+  if (patch.is_discarded() || (merge && !patch.is_object()) || (json_patch && !patch.is_array())) {
+    return SendReply(w, {400, "BadRequest",
+                         std::string("the body of the request is not a ") +
+                             (merge ? "JSON merge patch (an object)" : "JSON patch (an array)"),
+                         ""});
+  }
+  std::optional<Reply> reply;
+  StatusOr<StoredPtr> stored = state_->Apply(
+      t.type, StateKey(*t.rt, t.namespace_, t.name),
+      [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
+        if (!current) {
+          reply = NotFound(*t.rt, t.name);
+          return Status::NotFound(t.name);
+        }
+        const std::string current_rv = std::to_string(current->rv);
+        ojson before = ojson::parse(current->object->json(), nullptr, false);
+        ojson after = before;
+        if (merge) {
+          after.merge_patch(patch);
+        } else {
+          try {
+            after = before.patch(patch);
+          } catch (const nlohmann::json::exception& e) {
+            reply = Reply{422, "Invalid", std::string("the JSON patch failed: ") + e.what(), ""};
+            return Status::InvalidArgument(e.what());
+          }
+        }
+        if (!after.is_object() || !after.contains("metadata") || !after["metadata"].is_object()) {
+          reply = Reply{422, "Invalid", "the patched object has no metadata", ""};
+          return Status::InvalidArgument("no metadata");
+        }
+        ojson& meta = after["metadata"];
+        // A resourceVersion in the patch is a precondition.
+        if (meta.value("resourceVersion", current_rv) != current_rv) {
+          reply = Conflict(*t.rt, t.name, kModified);
+          return Status::FailedPrecondition(t.name);
+        }
+        if (!t.subresource.empty()) after = WithStatusOf(before, after);
+        // What the URL and the server own cannot be patched away.
+        for (const char* k : {"name", "namespace", "uid", "creationTimestamp"}) {
+          if (before["metadata"].contains(k)) {
+            after["metadata"][k] = before["metadata"][k];
+          } else {
+            after["metadata"].erase(k);
+          }
+        }
+        after["kind"] = t.rt->kind;
+        after["apiVersion"] = t.rt->api_version();
+        after["metadata"]["resourceVersion"] = current_rv;
+        if (nlohmann::json::parse(after.dump()) == nlohmann::json::parse(current->object->json())) {
+          return Change{};  // no change: no new resourceVersion, no event
+        }
+        after["metadata"]["resourceVersion"] = std::to_string(rv);
+        return Change{Change::kWrite, Canonical(after).dump()};
+      });
+  if (reply) return SendReply(w, *reply);
+  if (!stored.ok())
+    return SendReply(w, {500, "InternalError",
+                         "Internal error occurred: " + std::string(stored.status().message()), ""});
+  w.Send(200, {{"Content-Type", "application/json"}}, (*stored)->object->json());
 }
 
 }  // namespace kcache::serve

@@ -63,6 +63,7 @@ class Api {
   void Create(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Delete(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void Patch(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Count(const std::string& verb, const std::string& resource);
   void NoteFault(const char* kind);
   // Throttles, slows or fails request `n` as the faults say; true if it

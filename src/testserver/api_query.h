@@ -25,6 +25,7 @@ struct Target {
   const ResourceType* rt = nullptr;
   std::string namespace_;
   std::string name;
+  std::string subresource;  // "" or "status"
   bool legacy_watch = false;
 };
 

@@ -33,7 +33,7 @@ std::vector<FakeRequest> FakeHttpServer::requests() const {
 }
 
 void FakeHttpServer::Serve(const http::Request& req, http::ResponseWriter& w) {
-  FakeRequest fr{req.method, req.target, req.headers};
+  FakeRequest fr{req.method, req.target, req.headers, req.body};
   {
     std::lock_guard<std::mutex> lock(mu_);
     requests_.push_back(fr);

@@ -19,6 +19,7 @@ struct FakeRequest {
   std::string method;
   std::string target;  // path and query
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
   std::string Header(const std::string& name) const;
 };
 

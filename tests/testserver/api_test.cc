@@ -247,8 +247,13 @@ TEST(ServeApiTest, BadRequestsGetStatusErrors) {
   EXPECT_NE(std::string(unknown.status().message()).find("404 page not found"), std::string::npos)
       << unknown.status();
   auto patch = f.client->Do("PATCH", "/api/v1/namespaces/ns-0/pods/x", "{}");
-  ASSERT_NE(patch.status().http_error(), nullptr);
-  EXPECT_EQ(patch.status().http_error()->http_code, 405);
+  EXPECT_TRUE(patch.status().IsNotFound()) << patch.status();
+  // Deleting a collection is not served.
+  auto delete_all = f.client->Do("DELETE", "/api/v1/namespaces/ns-0/pods");
+  ASSERT_NE(delete_all.status().http_error(), nullptr) << delete_all.status();
+  EXPECT_EQ(delete_all.status().http_error()->http_code, 405);
+  auto other_subresource = f.client->Get("/api/v1/namespaces/ns-0/pods/x/log");
+  EXPECT_TRUE(other_subresource.status().IsNotFound()) << other_subresource.status();
 }
 
 TEST(ServeApiTest, WatchesResumeExpireAndSendBookmarks) {
