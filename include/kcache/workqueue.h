@@ -49,9 +49,9 @@ struct KCACHE_EXPORT WorkQueueOptions {
 // client-go's workqueue metrics.
 struct KCACHE_EXPORT WorkQueueMetrics {
   std::string name;
-  size_t depth = 0;              // keys queued, not being processed
-  uint64_t adds = 0;             // keys queued (a key added while queued counts once)
-  uint64_t retries = 0;          // AddRateLimited calls
+  size_t depth = 0;                // keys queued, not being processed
+  uint64_t adds = 0;               // keys queued (a key added while queued counts once)
+  uint64_t retries = 0;            // AddRateLimited calls
   LatencyHistogram queue_latency;  // from queued to Get()
   LatencyHistogram work_duration;  // from Get() to Done()
   // Seconds the keys being processed have been so far, summed, and the

@@ -98,8 +98,8 @@ class BucketLimiter final : public RateLimiter {
   const int burst_;
   const std::shared_ptr<Clock> clock_;
   std::mutex mu_;
-  double tokens_;           // guarded by mu_
-  Clock::TimePoint last_;   // guarded by mu_
+  double tokens_;          // guarded by mu_
+  Clock::TimePoint last_;  // guarded by mu_
 };
 
 class MaxOfLimiter final : public RateLimiter {

@@ -196,23 +196,23 @@ class WorkQueueImpl final : public WorkQueue {
   const std::shared_ptr<RateLimiter> limiter_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // queue_ filled, processing_ emptied, shutdown
-  std::deque<std::string> queue_;                                   // guarded by mu_
+  std::condition_variable cv_;     // queue_ filled, processing_ emptied, shutdown
+  std::deque<std::string> queue_;  // guarded by mu_
   // Keys to process, with the time each was queued; a key being processed
   // and added again is here and not in queue_.
   std::unordered_map<std::string, Clock::TimePoint> dirty_;       // guarded by mu_
   std::unordered_map<std::string, Clock::TimePoint> processing_;  // guarded by mu_
-  bool shutting_down_ = false;                                     // guarded by mu_
-  uint64_t adds_ = 0;                                              // guarded by mu_
-  uint64_t retries_ = 0;                                           // guarded by mu_
-  LatencyHistogram queue_latency_;                                 // guarded by mu_
-  LatencyHistogram work_duration_;                                 // guarded by mu_
+  bool shutting_down_ = false;                                    // guarded by mu_
+  uint64_t adds_ = 0;                                             // guarded by mu_
+  uint64_t retries_ = 0;                                          // guarded by mu_
+  LatencyHistogram queue_latency_;                                // guarded by mu_
+  LatencyHistogram work_duration_;                                // guarded by mu_
 
   // Keys waiting for their AddAfter time, and the time of each.
-  std::multimap<Clock::TimePoint, std::string> waiting_;           // guarded by mu_
-  std::unordered_map<std::string, Clock::TimePoint> waiting_at_;   // guarded by mu_
-  std::condition_variable delay_cv_;  // waiting_ filled, shutdown
-  std::stop_source wake_;             // ends the delay thread's sleep; guarded by mu_
+  std::multimap<Clock::TimePoint, std::string> waiting_;          // guarded by mu_
+  std::unordered_map<std::string, Clock::TimePoint> waiting_at_;  // guarded by mu_
+  std::condition_variable delay_cv_;                              // waiting_ filled, shutdown
+  std::stop_source wake_;  // ends the delay thread's sleep; guarded by mu_
   std::thread delay_thread_;
 };
 

@@ -53,9 +53,9 @@ TEST(RestClientWriteTest, EachPatchTypeSendsItsContentType) {
     EXPECT_EQ(r.Header("Content-Type"), content_type);
     EXPECT_EQ(r.target, "/api/v1/namespaces/default/configmaps/a?fieldManager=m");
   }
-  ASSERT_OK(client->Patch(cms, "a", PatchType::kApply, "{}",
-                          {.field_manager = "my ctl", .force = true, .dry_run = true,
-                           .subresource = "status"}));
+  ASSERT_OK(client->Patch(
+      cms, "a", PatchType::kApply, "{}",
+      {.field_manager = "my ctl", .force = true, .dry_run = true, .subresource = "status"}));
   EXPECT_EQ(server.requests().back().target,
             "/api/v1/namespaces/default/configmaps/a/status"
             "?fieldManager=my%20ctl&force=true&dryRun=All");

@@ -1,6 +1,7 @@
 // The REST client against a real kube-apiserver (v1.20 from Debian's
 // packages, see tests/cluster/up): pagination, watches with bookmarks and
-// 410, errors, discovery, and every form of connection config.
+// 410, errors, writes of every kind, discovery, and every form of connection
+// config.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "client/http_error.h"
 #include "integration/cluster.h"
@@ -333,6 +335,162 @@ TEST(RestIntegrationTest, ServerErrorsAsStatuses) {
       << forbidden.status();
   auto forbidden_watch = (*RestClient::Create(nobody))->Watch(ConfigMaps("default"), {});
   EXPECT_EQ(forbidden_watch.status().code(), StatusCode::kPermissionDenied);
+}
+
+std::string ConfigMapJson(const std::string& name, const std::string& value) {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+         R"("},"data":{"k":")" + value + R"("}})";
+}
+
+TEST(RestIntegrationWriteTest, CreateGetUpdateWithConflicts) {
+  auto c = Cluster::Get().Admin();
+  const ResourceRef cms = ConfigMaps(Cluster::Get().Namespace("writes"));
+  auto created = c->Create(cms, ConfigMapJson("a", "1"), {.field_manager = "kcache-test"});
+  ASSERT_OK(created);
+  EXPECT_EQ((*created)->namespace_(), cms.namespace_);
+  EXPECT_FALSE((*created)->meta().uid.empty());
+  auto dup = c->Create(cms, ConfigMapJson("a", "1"));
+  EXPECT_TRUE(dup.status().IsAlreadyExists()) << dup.status();
+
+  auto got = c->Get(cms, "a");
+  ASSERT_OK(got);
+  EXPECT_EQ((*got)->resource_version(), (*created)->resource_version());
+  EXPECT_EQ((*got)->kind(), "ConfigMap");
+
+  auto doc = nlohmann::json::parse((*got)->json());
+  doc["data"]["k"] = "2";
+  auto updated = c->Update(cms, doc.dump());
+  ASSERT_OK(updated);
+  EXPECT_EQ(*(*updated)->FieldValue("data.k"), "2");
+  // The same resourceVersion again: the server says 409 Conflict.
+  doc["data"]["k"] = "3";
+  auto stale = c->Update(cms, doc.dump());
+  EXPECT_TRUE(stale.status().IsConflict()) << stale.status();
+  ASSERT_NE(stale.status().http_error(), nullptr);
+  EXPECT_EQ(stale.status().http_error()->http_code, 409);
+  EXPECT_EQ(stale.status().http_error()->reason, "Conflict");
+  // Without a resourceVersion the update is unconditional.
+  doc["metadata"].erase("resourceVersion");
+  auto forced = c->Update(cms, doc.dump());
+  ASSERT_OK(forced);
+  EXPECT_EQ(*(*forced)->FieldValue("data.k"), "3");
+
+  // A dry run answers without storing.
+  doc["data"]["k"] = "dry";
+  ASSERT_OK(c->Update(cms, doc.dump(), {.dry_run = true}));
+  EXPECT_EQ(*(*c->Get(cms, "a"))->FieldValue("data.k"), "3");
+  EXPECT_TRUE(c->Get(cms, "missing").status().IsNotFound());
+}
+
+TEST(RestIntegrationWriteTest, PatchesOfEveryType) {
+  auto c = Cluster::Get().Admin();
+  const std::string ns = Cluster::Get().Namespace("patches");
+  const ResourceRef cms = ConfigMaps(ns);
+  ASSERT_OK(c->Create(cms, ConfigMapJson("a", "1")));
+
+  auto merged = c->Patch(cms, "a", PatchType::kMerge, R"({"data":{"m":"x"}})");
+  ASSERT_OK(merged);
+  EXPECT_EQ(*(*merged)->FieldValue("data.m"), "x");
+  EXPECT_EQ(*(*merged)->FieldValue("data.k"), "1");
+
+  auto json_patched =
+      c->Patch(cms, "a", PatchType::kJson, R"([{"op":"replace","path":"/data/k","value":"2"}])");
+  ASSERT_OK(json_patched);
+  EXPECT_EQ(*(*json_patched)->FieldValue("data.k"), "2");
+  auto failed_test =
+      c->Patch(cms, "a", PatchType::kJson, R"([{"op":"test","path":"/data/k","value":"no"}])");
+  EXPECT_FALSE(failed_test.ok());
+
+  // A patch carrying an old resourceVersion is a precondition that fails.
+  auto stale = c->Patch(cms, "a", PatchType::kMerge,
+                        R"({"metadata":{"resourceVersion":")" + (*merged)->resource_version() +
+                            R"("},"data":{"k":"9"}})");
+  EXPECT_TRUE(stale.status().IsConflict()) << stale.status();
+
+  // Strategic merge merges a pod's containers by name, where a merge patch
+  // would replace the list.
+  const ResourceRef pods = Pods(ns);
+  CreatePod(*c, ns, "p");
+  auto strategic = c->Patch(pods, "p", PatchType::kStrategicMerge,
+                            R"({"spec":{"containers":[{"name":"c","image":"y"}]}})");
+  ASSERT_OK(strategic);
+  auto containers = nlohmann::json::parse((*strategic)->json())["spec"]["containers"];
+  ASSERT_EQ(containers.size(), 1u);
+  EXPECT_EQ(containers[0]["image"], "y");
+  EXPECT_EQ(containers[0]["name"], "c");
+}
+
+TEST(RestIntegrationWriteTest, ServerSideApplyOwnsFieldsAndConflictsUnlessForced) {
+  auto c = Cluster::Get().Admin();
+  const ResourceRef cms = ConfigMaps(Cluster::Get().Namespace("apply"));
+  const std::string want = ConfigMapJson("a", "1");
+  auto first = c->Patch(cms, "a", PatchType::kApply, want, {.field_manager = "ctl-a"});
+  ASSERT_OK(first);  // apply creates
+  EXPECT_EQ(*(*first)->FieldValue("data.k"), "1");
+  // Applying the same again changes nothing.
+  auto again = c->Patch(cms, "a", PatchType::kApply, want, {.field_manager = "ctl-a"});
+  ASSERT_OK(again);
+  EXPECT_EQ((*again)->resource_version(), (*first)->resource_version());
+
+  // Another manager setting a field ctl-a owns conflicts...
+  const std::string theirs = ConfigMapJson("a", "2");
+  auto conflict = c->Patch(cms, "a", PatchType::kApply, theirs, {.field_manager = "ctl-b"});
+  EXPECT_TRUE(conflict.status().IsConflict()) << conflict.status();
+  ASSERT_NE(conflict.status().http_error(), nullptr);
+  EXPECT_TRUE(conflict.status().http_error()->HasCause("FieldManagerConflict"))
+      << conflict.status();
+  // ...unless it forces, and then it owns the field.
+  auto forced =
+      c->Patch(cms, "a", PatchType::kApply, theirs, {.field_manager = "ctl-b", .force = true});
+  ASSERT_OK(forced);
+  EXPECT_EQ(*(*forced)->FieldValue("data.k"), "2");
+  const auto doc = nlohmann::json::parse((*forced)->json());
+  std::string managers;
+  for (const auto& m : doc["metadata"]["managedFields"]) {
+    managers += m["manager"].get<std::string>() + ",";
+  }
+  EXPECT_NE(managers.find("ctl-b"), std::string::npos) << (*forced)->json();
+}
+
+TEST(RestIntegrationWriteTest, UpdateStatusChangesOnlyTheStatus) {
+  auto c = Cluster::Get().Admin();
+  const std::string ns = Cluster::Get().Namespace("status");
+  CreatePod(*c, ns, "p");
+  auto pod = c->Get(Pods(ns), "p");
+  ASSERT_OK(pod);
+  auto doc = nlohmann::json::parse((*pod)->json());
+  doc["spec"]["containers"][0]["image"] = "ignored";
+  doc["status"]["conditions"] = {{{"type", "Ready"}, {"status", "False"}}};
+  auto updated = c->UpdateStatus(Pods(ns), doc.dump());
+  ASSERT_OK(updated);
+  auto after = nlohmann::json::parse((*updated)->json());
+  EXPECT_EQ(after["status"]["conditions"][0]["type"], "Ready");
+  EXPECT_EQ(after["spec"]["containers"][0]["image"], "x");
+  // The status subresource takes patches too.
+  auto patched = c->Patch(Pods(ns), "p", PatchType::kMerge, R"({"status":{"message":"hello"}})",
+                          {.subresource = "status"});
+  ASSERT_OK(patched);
+  EXPECT_EQ(*(*patched)->FieldValue("status.message"), "hello");
+}
+
+TEST(RestIntegrationWriteTest, DeleteWithPreconditionsAndOptions) {
+  auto c = Cluster::Get().Admin();
+  const ResourceRef cms = ConfigMaps(Cluster::Get().Namespace("deletes"));
+  auto created = c->Create(cms, ConfigMapJson("a", "1"));
+  ASSERT_OK(created);
+  Status wrong_uid = c->Delete(cms, "a", {.precondition_uid = "not-its-uid"});
+  EXPECT_TRUE(wrong_uid.IsConflict()) << wrong_uid;
+  Status wrong_rv = c->Delete(cms, "a", {.precondition_resource_version = "1"});
+  EXPECT_TRUE(wrong_rv.IsConflict()) << wrong_rv;
+  ASSERT_OK(c->Delete(cms, "a", {.dry_run = true}));
+  ASSERT_OK(c->Get(cms, "a"));  // a dry run keeps it
+  ASSERT_OK(c->Delete(cms, "a",
+                      {.grace_period_seconds = 0,
+                       .propagation_policy = "Background",
+                       .precondition_uid = (*created)->meta().uid,
+                       .precondition_resource_version = (*created)->resource_version()}));
+  EXPECT_TRUE(c->Get(cms, "a").status().IsNotFound());
+  EXPECT_TRUE(c->Delete(cms, "a").IsNotFound());
 }
 
 TEST(RestIntegrationTest, DiscoveryResolvesBuiltinAndCustomResources) {
