@@ -8,10 +8,8 @@
 // what changed in between.
 
 #include <kcache/cache.h>
-#include <kcache/discovery.h>
 #include <kcache/informer_factory.h>
 #include <kcache/lister.h>
-#include <kcache/rest_client.h>
 #include <kcache/rest_config.h>
 
 #include <atomic>
@@ -30,35 +28,30 @@ kcache::Status Run(const std::string& server, const std::string& dir, const std:
   KCACHE_ASSIGN_OR_RETURN(auto config, kcache::LoadClientConfig(flags));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::Cache> cache, kcache::Cache::Open(dir));
   auto factory = kcache::InformerFactory::Create(config, cache);
-  KCACHE_ASSIGN_OR_RETURN(auto client, kcache::RestClient::Create(config));
-  KCACHE_ASSIGN_OR_RETURN(auto discovery, kcache::Discovery::Fetch(*client));
-  KCACHE_ASSIGN_OR_RETURN(auto resource, discovery->Resolve(name));
-  KCACHE_ASSIGN_OR_RETURN(auto informer, factory->ForResource(resource));
+  KCACHE_ASSIGN_OR_RETURN(auto informer, factory->ForResource(name));
 
-  // Handlers run on the informer's threads, one queue per handler.
-  std::atomic<int> added{0};
+  // Handlers run on the informer's threads, one queue per handler, until
+  // the factory stops; what they use must outlive that (a shared_ptr).
+  auto added = std::make_shared<std::atomic<int>>(0);
   auto handler = std::make_shared<kcache::ResourceEventHandlerFuncs>();
-  handler->add = [&added](const kcache::ObjectPtr&, bool) { added++; };
+  handler->add = [added](const kcache::ObjectPtr&, bool) { (*added)++; };
   kcache::HandlerOptions options;
   options.start_mode = kcache::StartMode::kChangesOnly;  // after a restart: what changed only
   KCACHE_ASSIGN_OR_RETURN(auto registration, informer->AddEventHandler(handler, options));
 
   KCACHE_RETURN_IF_ERROR(factory->Start());  // resumes from the cache: no LIST
-  if (!factory->WaitForCacheSync(std::chrono::seconds(30))) {
-    factory->Shutdown();
-    return kcache::Status::Unavailable("informer did not sync within 30s");
-  }
+  KCACHE_RETURN_IF_ERROR(factory->WaitForCacheSync(std::chrono::seconds(30)));
   for (int i = 0; i < 3000 && !registration->HasSynced(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
-  kcache::Lister lister(informer->GetIndexer(), resource.gvr.group_resource());
-  KCACHE_ASSIGN_OR_RETURN(auto all, lister.List(kcache::LabelSelector::Everything()));
-  std::cout << "resource: " << resource.gvr.group_resource().String() << "\n"
-            << "handler adds: " << added.load() << "\n"
+  KCACHE_ASSIGN_OR_RETURN(auto all,
+                          informer->GetLister().List(kcache::LabelSelector::Everything()));
+  std::cout << "resource: " << name << "\n"
+            << "handler adds: " << added->load() << "\n"
             << "lister objects: " << all.size() << "\n"
             << "resume point: " << informer->LastSyncResourceVersion() << "\n";
-  factory->Shutdown();
+  factory->Stop();  // also done by its destructor
   return kcache::Status::OK();
 }
 

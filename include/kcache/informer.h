@@ -33,6 +33,7 @@
 #include "kcache/histogram.h"
 #include "kcache/indexer.h"
 #include "kcache/key.h"
+#include "kcache/lister.h"
 #include "kcache/reflector.h"
 
 namespace kcache {
@@ -174,6 +175,9 @@ class KCACHE_EXPORT SharedIndexInformer {
   virtual bool WaitForSync(std::chrono::milliseconds timeout) const = 0;
 
   virtual std::shared_ptr<Indexer> GetIndexer() const = 0;
+  // A lister over GetIndexer() for the informer's resource
+  // (ListerWatcher::Resource()).
+  virtual Lister GetLister() const = 0;
   // Adds indexes, also while running. FailedPrecondition after Stop().
   virtual Status AddIndexers(const Indexers& indexers) = 0;
 

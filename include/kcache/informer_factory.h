@@ -1,6 +1,13 @@
 // InformerFactory: the shared informers of one process over one cache
 // directory (client-go's SharedInformerFactory), one per resource, each in
-// its own keyspace of the Cache.
+// its own keyspace of the Cache, all on one RestClient: one connection to
+// the server (HTTP/2) and one transport thread however many resources.
+//
+// Lifetimes: handlers run on informer threads from Start() until Stop().
+// Stop() returns once no handler runs and none will, so anything handlers
+// use may be destroyed after it; the destructor calls Stop(). Informers,
+// listers and the client stay valid after the factory is gone (they hold
+// what they need), but stopped: destruction order is free.
 //
 // Thread-safety: safe for concurrent use.
 #ifndef KCACHE_INFORMER_FACTORY_H_
@@ -11,7 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
+#include <string_view>
 
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
@@ -32,45 +39,75 @@ struct KCACHE_EXPORT InformerFactoryOptions {
   InformerOptions informer;
   // Options of each keyspace.
   KeyspaceOptions keyspace;
-  // Options of each informer's REST client. Objects get the resource's
-  // kind and apiVersion if the server left them out (list items).
+  // Options of the factory's REST client when it makes one (Create with a
+  // RestConfig). Objects get their resource's kind and apiVersion if the
+  // server left them out (list items).
   RestClientOptions client;
 };
 
 class KCACHE_EXPORT InformerFactory {
  public:
+  // A factory whose client is made from `config` on first use (errors, such
+  // as an unreadable certificate file, come from ForResource and client()).
   static std::unique_ptr<InformerFactory> Create(RestConfig config, std::shared_ptr<Cache> cache,
                                                  InformerFactoryOptions options = {});
+  // A factory over `client`, which the caller may share (for writes, on the
+  // same connection). options.client is not used.
+  static std::unique_ptr<InformerFactory> Create(std::shared_ptr<RestClient> client,
+                                                 std::shared_ptr<Cache> cache,
+                                                 InformerFactoryOptions options = {});
   ~InformerFactory();
+  InformerFactory(const InformerFactory&) = delete;
+  InformerFactory& operator=(const InformerFactory&) = delete;
 
-  // The informer of `resource` (keyspace GroupResource::String(), e.g.
-  // "pods", "deployments.apps"), created on first use. Started by Start(),
-  // or at once if the factory has started already.
+  // The informer of the resource kubectl would call `name` ("pods", "po",
+  // "deploy", "deployments.apps", "widgets.example.com"), resolved by the
+  // factory's Discovery. Created on first use, in keyspace
+  // GroupResource::String(); started by Start(), or at once if the factory
+  // has started already. Errors: NotFound for an unknown name,
+  // InvalidArgument if it cannot be listed and watched, FailedPrecondition
+  // after Stop().
+  StatusOr<std::shared_ptr<SharedIndexInformer>> ForResource(std::string_view name);
+  // The same for a resource already resolved.
   StatusOr<std::shared_ptr<SharedIndexInformer>> ForResource(const ApiResource& resource);
 
-  // Starts every informer not started yet.
+  // The factory's client; made on first use when created from a RestConfig.
+  StatusOr<std::shared_ptr<RestClient>> client();
+  // The server's resources, fetched once on first use (also by
+  // ForResource(name)).
+  StatusOr<std::shared_ptr<const Discovery>> discovery();
+
+  // Starts every informer not started yet. FailedPrecondition after Stop().
   Status Start();
-  // Waits until every informer has synced, or the timeout. True if all did.
-  bool WaitForCacheSync(std::chrono::milliseconds timeout);
-  // Stops every informer and waits for their threads.
-  void Shutdown();
+  // Waits until every informer has synced. Errors: DeadlineExceeded after
+  // `timeout`, naming the informers that have not synced; Cancelled if the
+  // factory stopped.
+  Status WaitForCacheSync(std::chrono::milliseconds timeout);
+  // Stops every informer and waits for their threads: once it returns no
+  // handler runs. Idempotent; later ForResource and Start fail.
+  // (client-go's Shutdown.)
+  void Stop();
 
   // The informers by keyspace name.
   std::map<std::string, std::shared_ptr<SharedIndexInformer>> informers() const;
-  // Response bytes its informers' clients received over the network
-  // (RestClient::BytesReceived, summed).
+  // Response bytes the factory's client received over the network
+  // (RestClient::BytesReceived); 0 before the client is made.
   uint64_t BytesReceived() const;
 
  private:
-  InformerFactory(RestConfig config, std::shared_ptr<Cache> cache, InformerFactoryOptions options);
+  InformerFactory(RestConfig config, std::shared_ptr<RestClient> client,
+                  std::shared_ptr<Cache> cache, InformerFactoryOptions options);
+  StatusOr<std::shared_ptr<RestClient>> ClientLocked();
 
   const RestConfig config_;
   const std::shared_ptr<Cache> cache_;
   const InformerFactoryOptions options_;
   mutable std::mutex mu_;
+  std::shared_ptr<RestClient> client_;                                     // guarded by mu_
+  std::shared_ptr<const Discovery> discovery_;                             // guarded by mu_
   std::map<std::string, std::shared_ptr<SharedIndexInformer>> informers_;  // guarded by mu_
-  std::vector<std::shared_ptr<RestClient>> clients_;                       // guarded by mu_
   bool started_ = false;                                                   // guarded by mu_
+  bool stopped_ = false;                                                   // guarded by mu_
 };
 
 }  // namespace kcache

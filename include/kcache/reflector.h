@@ -52,6 +52,8 @@ class KCACHE_EXPORT ListerWatcher {
   virtual StatusOr<std::unique_ptr<WatchStream>> Watch(const ListOptions& options) = 0;
   // Names the collection in messages: "pods", "configmaps in namespace a".
   virtual std::string Describe() const = 0;
+  // The resource listed, for listers' messages. Default: none ({}).
+  virtual GroupResource Resource() const { return {}; }
 };
 
 // Lists and watches `resource` through `client`, adding the selectors

@@ -117,8 +117,14 @@ class KCACHE_EXPORT RestClient {
   virtual const RestConfig& config() const = 0;
   // Response body bytes of finished requests as they came over the network:
   // compressed where the server compressed them (see
-  // RestConfig::disable_compression).
+  // RestConfig::disable_compression). Counted per transport: a client and
+  // its WithParseOptions views report the same total.
   virtual uint64_t BytesReceived() const = 0;
+
+  // A client that decodes objects with `parse` and shares everything else
+  // with this one: connections, the transport thread, credentials. Used to
+  // give each resource its default kind without a connection per resource.
+  virtual std::shared_ptr<RestClient> WithParseOptions(const ParseOptions& parse) = 0;
 };
 
 // Encodes `options` as a query string (without '?'); `watch` adds watch=true.

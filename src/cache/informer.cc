@@ -310,6 +310,7 @@ class Informer final : public SharedIndexInformer {
   }
 
   std::shared_ptr<Indexer> GetIndexer() const override { return indexer_; }
+  Lister GetLister() const override { return Lister(indexer_, lw_->Resource()); }
   Status AddIndexers(const Indexers& indexers) override {
     if (IsStopped())
       return Status::FailedPrecondition("indexer was not added because it has stopped already");

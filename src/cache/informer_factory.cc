@@ -1,35 +1,78 @@
 #include "kcache/informer_factory.h"
 
+#include <algorithm>
+
 namespace kcache {
 
-InformerFactory::InformerFactory(RestConfig config, std::shared_ptr<Cache> cache,
-                                 InformerFactoryOptions options)
-    : config_(std::move(config)), cache_(std::move(cache)), options_(std::move(options)) {}
+InformerFactory::InformerFactory(RestConfig config, std::shared_ptr<RestClient> client,
+                                 std::shared_ptr<Cache> cache, InformerFactoryOptions options)
+    : config_(std::move(config)),
+      cache_(std::move(cache)),
+      options_(std::move(options)),
+      client_(std::move(client)) {}
 
-InformerFactory::~InformerFactory() { Shutdown(); }
+InformerFactory::~InformerFactory() { Stop(); }
 
 std::unique_ptr<InformerFactory> InformerFactory::Create(RestConfig config,
                                                          std::shared_ptr<Cache> cache,
                                                          InformerFactoryOptions options) {
   return std::unique_ptr<InformerFactory>(
-      new InformerFactory(std::move(config), std::move(cache), std::move(options)));
+      new InformerFactory(std::move(config), nullptr, std::move(cache), std::move(options)));
+}
+
+std::unique_ptr<InformerFactory> InformerFactory::Create(std::shared_ptr<RestClient> client,
+                                                         std::shared_ptr<Cache> cache,
+                                                         InformerFactoryOptions options) {
+  RestConfig config = client->config();
+  return std::unique_ptr<InformerFactory>(new InformerFactory(
+      std::move(config), std::move(client), std::move(cache), std::move(options)));
+}
+
+StatusOr<std::shared_ptr<RestClient>> InformerFactory::ClientLocked() {
+  if (!client_) {
+    KCACHE_ASSIGN_OR_RETURN(client_, RestClient::Create(config_, options_.client));
+  }
+  return client_;
+}
+
+StatusOr<std::shared_ptr<RestClient>> InformerFactory::client() {
+  std::lock_guard l(mu_);
+  return ClientLocked();
+}
+
+StatusOr<std::shared_ptr<const Discovery>> InformerFactory::discovery() {
+  std::lock_guard l(mu_);
+  if (!discovery_) {
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> c, ClientLocked());
+    KCACHE_ASSIGN_OR_RETURN(discovery_, Discovery::Fetch(*c));
+  }
+  return discovery_;
+}
+
+StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(std::string_view name) {
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const Discovery> d, discovery());
+  KCACHE_ASSIGN_OR_RETURN(ApiResource resource, d->Resolve(name));
+  return ForResource(resource);
 }
 
 StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
     const ApiResource& resource) {
   const std::string name = resource.gvr.group_resource().String();
   std::lock_guard l(mu_);
+  if (stopped_)
+    return Status::FailedPrecondition("informer factory stopped: no informer for " + name);
   if (auto it = informers_.find(name); it != informers_.end()) return it->second;
   if (!resource.Supports("list") || !resource.Supports("watch")) {
     return Status::InvalidArgument("resource " + name + " does not support list and watch");
   }
-  RestClientOptions co = options_.client;
-  co.parse.default_kind = resource.kind;
-  co.parse.default_api_version = resource.gvr.group.empty()
-                                     ? resource.gvr.version
-                                     : resource.gvr.group + "/" + resource.gvr.version;
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client, RestClient::Create(config_, co));
-  clients_.push_back(client);
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> base, ClientLocked());
+  // Same connection and thread; only the decoding defaults differ.
+  ParseOptions parse = options_.client.parse;
+  parse.default_kind = resource.kind;
+  parse.default_api_version = resource.gvr.group.empty()
+                                  ? resource.gvr.version
+                                  : resource.gvr.group + "/" + resource.gvr.version;
+  std::shared_ptr<RestClient> client = base->WithParseOptions(parse);
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer,
                           cache_->OpenKeyspace(name, options_.keyspace));
   // Offline readers (kcache get, tree, snapshots) learn kinds and scopes here.
@@ -41,7 +84,7 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
   InformerOptions io = options_.informer;
   // Watch events of another kind are skipped, as client-go's typed
   // informers do.
-  io.reflector.expected_api_version = co.parse.default_api_version;
+  io.reflector.expected_api_version = parse.default_api_version;
   io.reflector.expected_kind = resource.kind;
   auto informer = SharedIndexInformer::Create(std::move(lw), std::move(indexer), std::move(io));
   if (started_) KCACHE_RETURN_IF_ERROR(informer->Start());
@@ -51,6 +94,7 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
 
 Status InformerFactory::Start() {
   std::lock_guard l(mu_);
+  if (stopped_) return Status::FailedPrecondition("informer factory stopped: cannot start");
   started_ = true;
   for (auto& [name, informer] : informers_) {
     if (!informer->HasStarted()) KCACHE_RETURN_IF_ERROR(informer->Start());
@@ -58,25 +102,34 @@ Status InformerFactory::Start() {
   return Status::OK();
 }
 
-bool InformerFactory::WaitForCacheSync(std::chrono::milliseconds timeout) {
+Status InformerFactory::WaitForCacheSync(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string not_synced;
   for (auto& [name, informer] : informers()) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (!informer->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) return false;
+    if (informer->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) continue;
+    if (informer->IsStopped())
+      return Status::Cancelled("informer " + name + " stopped before it synced");
+    not_synced += (not_synced.empty() ? "" : ", ") + name;
   }
-  return true;
+  if (not_synced.empty()) return Status::OK();
+  return Status::DeadlineExceeded("informers not synced after " + std::to_string(timeout.count()) +
+                                  " ms: " + not_synced);
 }
 
-void InformerFactory::Shutdown() {
+void InformerFactory::Stop() {
+  {
+    std::lock_guard l(mu_);
+    stopped_ = true;
+  }
+  // Outside mu_: Stop() waits for handlers, which may call into the factory.
   for (auto& [name, informer] : informers()) informer->Stop();
 }
 
 uint64_t InformerFactory::BytesReceived() const {
   std::lock_guard l(mu_);
-  uint64_t n = 0;
-  for (const auto& c : clients_) n += c->BytesReceived();
-  return n;
+  return client_ ? client_->BytesReceived() : 0;
 }
 
 std::map<std::string, std::shared_ptr<SharedIndexInformer>> InformerFactory::informers() const {

@@ -36,6 +36,7 @@ class RestListWatch final : public ListerWatcher {
     if (!labels_.empty()) d += " (-l " + labels_ + ")";
     return d;
   }
+  GroupResource Resource() const override { return resource_.gvr.group_resource(); }
 
  private:
   ListOptions WithSelectors(ListOptions o) const {

@@ -165,7 +165,7 @@ class HttpWatchStream final : public WatchStream {
 class CurlRestClient final : public RestClient {
  public:
   CurlRestClient(RestConfig config, RestClientOptions options, ServerUrl url,
-                 std::unique_ptr<rest::Credentials> credentials,
+                 std::shared_ptr<rest::Credentials> credentials,
                  std::shared_ptr<rest::Transport> transport)
       : config_(std::move(config)),
         options_(std::move(options)),
@@ -280,6 +280,12 @@ class CurlRestClient final : public RestClient {
 
   const RestConfig& config() const override { return config_; }
   uint64_t BytesReceived() const override { return transport_->bytes_received(); }
+
+  std::shared_ptr<RestClient> WithParseOptions(const ParseOptions& parse) override {
+    RestClientOptions o = options_;
+    o.parse = parse;
+    return std::make_shared<CurlRestClient>(config_, std::move(o), url_, credentials_, transport_);
+  }
 
  private:
   Status Prepare(rest::Request* req, std::string_view method, std::string_view path,
@@ -410,7 +416,8 @@ class CurlRestClient final : public RestClient {
   const RestConfig config_;
   const RestClientOptions options_;
   const ServerUrl url_;
-  std::unique_ptr<rest::Credentials> credentials_;
+  const std::shared_ptr<rest::Credentials> credentials_;  // shared with views
+
   std::shared_ptr<rest::Transport> transport_;
 };
 

@@ -1,5 +1,7 @@
 #include "client/transport.h"
 
+#include <pthread.h>
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -170,6 +172,8 @@ StatusOr<std::shared_ptr<Transport>> Transport::Create(std::string proxy_url) {
   if (!t->multi_) return Status::Internal("curl_multi_init failed");
   curl_multi_setopt(t->multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
   t->thread_ = std::thread([raw = t.get()] { raw->Run(); });
+  // Named so that tools and tests can tell transports apart from other threads.
+  pthread_setname_np(t->thread_.native_handle(), "kcache-http");
   return t;
 }
 

@@ -21,6 +21,8 @@
 #include "integration/configmaps.h"
 #include "kcache/cache.h"
 #include "kcache/informer.h"
+#include "kcache/informer_factory.h"
+#include "testing/process_stats.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/status_matchers.h"
@@ -73,6 +75,35 @@ InformerOptions Options() {
   o.reflector.backoff_initial = std::chrono::milliseconds(50);
   o.reflector.backoff_max = std::chrono::milliseconds(500);
   return o;
+}
+
+// A factory's informers share its one client: over HTTP/2 to the real
+// kube-apiserver that is one connection and one transport thread for every
+// resource's list and watch, and for the caller's writes.
+TEST(InformerIntegrationTest, FactoryInformersShareOneConnectionAndThread) {
+  const std::string ns = Cluster::Get().Namespace("factory");
+  testing::TempDir dir;
+  auto cache = Cache::Open(dir.path());
+  ASSERT_OK(cache);
+  const int threads = testing::ThreadsNamed("kcache-http");
+  auto factory = InformerFactory::Create(Cluster::Get().AdminConfig(), *cache, {.namespace_ = ns});
+  auto client = factory->client();
+  ASSERT_OK(client);
+  // The client's transport has a socket pair of its own (libcurl's wakeup);
+  // connections are counted from here.
+  const int sockets = testing::SocketCount();
+  for (const char* name : {"po", "cm", "deploy", "secrets", "svc"}) {
+    ASSERT_OK(factory->ForResource(name)) << name;
+  }
+  ASSERT_OK(factory->Start());
+  ASSERT_OK(factory->WaitForCacheSync(std::chrono::seconds(60)));
+  ASSERT_OK((*client)->Create(ConfigMaps(ns), ConfigMapJson("shared", "v")));
+  ASSERT_TRUE(Eventually([&] {
+    return factory->informers().at("configmaps")->GetLister().Namespace(ns).Get("shared").ok();
+  }));
+  EXPECT_EQ(testing::SocketCount() - sockets, 1) << "5 informers and a write";
+  EXPECT_EQ(testing::ThreadsNamed("kcache-http") - threads, 1);
+  EXPECT_EQ(factory->informers().size(), 5u);
 }
 
 // Create, update, relabel and delete while the informer runs: the cache and

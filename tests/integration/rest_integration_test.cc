@@ -17,6 +17,7 @@
 #include "integration/cluster.h"
 #include "kcache/discovery.h"
 #include "kcache/rest_client.h"
+#include "testing/process_stats.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 #include "util/base64.h"
@@ -25,6 +26,7 @@ namespace kcache {
 namespace {
 
 using testing::Cluster;
+using testing::SocketCount;
 
 ResourceRef ConfigMaps(const std::string& ns) { return {{"", "v1", "configmaps"}, true, ns}; }
 ResourceRef Pods(const std::string& ns) { return {{"", "v1", "pods"}, true, ns}; }
@@ -219,19 +221,6 @@ TEST(RestIntegrationTest, CancelFromAnotherThread) {
   auto ev = (*watch)->Next();
   t.join();
   EXPECT_EQ(ev.status().code(), StatusCode::kCancelled) << ev.status();
-}
-
-int SocketCount() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) {
-    char target[256];
-    std::string path = std::string("/proc/self/fd/") + e->d_name;
-    ssize_t len = readlink(path.c_str(), target, sizeof target - 1);
-    if (len > 0 && std::string_view(target, len).starts_with("socket:")) ++n;
-  }
-  closedir(d);
-  return n;
 }
 
 // Many watches share one HTTP/2 connection.

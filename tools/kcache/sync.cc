@@ -138,7 +138,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
 
   int sig = 0;
   for (;;) {
-    if (options.until_synced && factory->WaitForCacheSync(std::chrono::milliseconds(0))) break;
+    if (options.until_synced && factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok()) break;
     timespec poll{0, 50 * 1000 * 1000};
     int got = sigtimedwait(&signals, nullptr, &poll);
     if (got > 0) {
@@ -153,7 +153,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   say(sig == 0 ? std::string("synced: stopping (--until-synced)")
                : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
   if (metrics) metrics->Stop();
-  factory->Shutdown();
+  factory->Stop();
   say("received " + Megabytes(factory->BytesReceived()) + " of responses over the network" +
       (config.disable_compression ? " (compression disabled)" : ""));
   for (auto& [name, informer] : factory->informers()) {
