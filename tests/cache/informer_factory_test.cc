@@ -16,10 +16,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::RecordingHandler;
 using testing::ServeFixture;
 using testing::StatusIs;
-using ::testing::HasSubstr;
 
 struct Fixture {
   Fixture() : serve(testing::QuietCluster(20)) {
@@ -53,8 +53,7 @@ TEST(InformerFactoryTest, ResourcesByKubectlNamesShareOneInformer) {
               StatusIs(StatusCode::kNotFound, HasSubstr("gizmos")));
   std::vector<std::string> names;
   for (const auto& [name, informer] : factory->informers()) names.push_back(name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"configmaps", "pods", "widgets.demo.kcache.io"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"configmaps", "pods", "widgets.demo.kcache.io"}));
 }
 
 TEST(InformerFactoryTest, ListersComeFromInformers) {
@@ -103,8 +102,9 @@ TEST(InformerFactoryTest, WaitForCacheSyncNamesTheInformersNotSynced) {
   ApiResource gizmos{{"", "v1", "gizmos"}, "Gizmo", "gizmo", true, {}, {"list", "watch"}};
   ASSERT_OK(factory->ForResource(gizmos));
   ASSERT_OK(factory->Start());
-  EXPECT_THAT(factory->WaitForCacheSync(300ms),
-              StatusIs(StatusCode::kDeadlineExceeded, HasSubstr("not synced after 300 ms: gizmos")));
+  EXPECT_THAT(
+      factory->WaitForCacheSync(300ms),
+      StatusIs(StatusCode::kDeadlineExceeded, HasSubstr("not synced after 300 ms: gizmos")));
   EXPECT_TRUE(factory->informers().at("pods")->HasSynced());
   factory->Stop();
   EXPECT_EQ(factory->WaitForCacheSync(300ms).code(), StatusCode::kCancelled);

@@ -1,0 +1,186 @@
+// The sample controller (docs/examples/controller.cc) against the real
+// kube-apiserver: killed with SIGKILL in the middle of its work, changed
+// behind its back while down, restarted, it converges with no full LIST.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "integration/cluster.h"
+#include "kcache/rest_client.h"
+#include "testing/eventually.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using testing::Cluster;
+using testing::Eventually;
+
+const ResourceRef kNamespaces{{"", "v1", "namespaces"}, false, ""};
+ResourceRef ConfigMaps(const std::string& ns) { return {{"", "v1", "configmaps"}, true, ns}; }
+
+// The controller as a child process, stdout and stderr to a log.
+class ControllerProcess {
+ public:
+  ControllerProcess(const std::string& cache, const std::string& selector, const std::string& log,
+                    const std::string& delay_ms)
+      : log_(log) {
+    const char* bin = std::getenv("KCACHE_CONTROLLER_BIN");
+    if (bin == nullptr) {
+      ADD_FAILURE() << "KCACHE_CONTROLLER_BIN is not set";
+      return;
+    }
+    std::string kubeconfig = Cluster::Get().File("kubeconfig");
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      execl(bin, bin, "--kubeconfig", kubeconfig.c_str(), "--cache", cache.c_str(), "--selector",
+            selector.c_str(), "--data", "greeting=hello", "--workers", "2",
+            "--reconcile-delay-ms", delay_ms.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  ~ControllerProcess() {
+    if (pid_ > 0) Stop(SIGKILL);
+  }
+  std::string Log() const {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  int Count(const std::string& what) const {
+    std::string log = Log();
+    int n = 0;
+    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+    return n;
+  }
+  // Sends `sig` and returns the exit status.
+  int Stop(int sig) {
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+};
+
+// LIST requests the apiserver has served for `resource` (its /metrics).
+double Lists(const std::string& resource) {
+  auto body = Cluster::Get().Admin()->Get("/metrics");
+  EXPECT_OK(body);
+  double total = 0;
+  std::istringstream in(body.ok() ? *body : "");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("apiserver_request_total{", 0) != 0) continue;
+    if (line.find(R"(verb="LIST")") == std::string::npos) continue;
+    if (line.find(R"(resource=")" + resource + "\"") == std::string::npos) continue;
+    total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
+}
+
+TEST(ControllerIntegrationTest, SigkillMidWorkThenRestartConvergesWithoutList) {
+  auto api = Cluster::Get().Admin();
+  const std::string run = Cluster::Get().Namespace("ctl");
+  const std::string key = "kcache-test/controller";
+  const std::string selector = key + "=" + run;
+  auto create_ns = [&](const std::string& name, bool labelled) {
+    nlohmann::json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
+    if (labelled) ns["metadata"]["labels"][key] = run;
+    ASSERT_OK(api->Create(kNamespaces, ns.dump()));
+  };
+  constexpr int kLabelled = 30, kUnlabelled = 3;
+  for (int i = 0; i < kLabelled; ++i) create_ns(run + "-" + std::to_string(i), true);
+  for (int i = 0; i < kUnlabelled; ++i) create_ns(run + "-off-" + std::to_string(i), false);
+  auto config_of = [&](const std::string& ns) { return api->Get(ConfigMaps(ns), "kcache-config"); };
+
+  testing::TempDir dir;
+  const std::string cache = dir.Sub("cache");
+  int created_before_kill = 0;
+  {
+    // Slow reconciles (200 ms, 2 workers): 30 namespaces take 3 s, and the
+    // kill lands in the middle.
+    ControllerProcess first(cache, selector, dir.Sub("first.log"), "200");
+    ASSERT_TRUE(Eventually([&] { return first.Count("created ") >= 6; })) << first.Log();
+    EXPECT_EQ(first.Stop(SIGKILL), SIGKILL);
+    created_before_kill = first.Count("created ");
+  }
+  ASSERT_LT(created_before_kill, kLabelled) << "the kill should come before the work is done";
+
+  // Behind its back: one namespace stops matching, two start, and a managed
+  // ConfigMap is edited by hand.
+  std::string unlabelled, edited;
+  for (int i = 0; i < kLabelled && (unlabelled.empty() || edited.empty()); ++i) {
+    std::string ns = run + "-" + std::to_string(i);
+    if (!config_of(ns).ok()) continue;
+    (unlabelled.empty() ? unlabelled : edited) = ns;
+  }
+  ASSERT_FALSE(edited.empty());
+  ASSERT_OK(api->Patch(kNamespaces, unlabelled, PatchType::kMerge,
+                       R"({"metadata":{"labels":{")" + key + R"(":null}}})"));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK(api->Patch(kNamespaces, run + "-off-" + std::to_string(i), PatchType::kMerge,
+                         R"({"metadata":{"labels":{")" + key + R"(":")" + run + R"("}}})"));
+  }
+  ASSERT_OK(api->Patch(ConfigMaps(edited), "kcache-config", PatchType::kMerge,
+                       R"({"data":{"greeting":"changed by hand"}})"));
+
+  const double ns_lists = Lists("namespaces"), cm_lists = Lists("configmaps");
+  ControllerProcess second(cache, selector, dir.Sub("second.log"), "0");
+  ASSERT_TRUE(Eventually([&] { return second.Count("running ") == 1; })) << second.Log();
+  // Both informers resumed from the cache.
+  EXPECT_THAT(second.Log(), ::testing::HasSubstr("synced namespaces: 0 lists"));
+  EXPECT_THAT(second.Log(), ::testing::HasSubstr("synced configmaps: 0 lists"));
+
+  auto converged = [&] {
+    for (int i = 0; i < kLabelled; ++i) {
+      std::string ns = run + "-" + std::to_string(i);
+      auto cm = config_of(ns);
+      if (ns == unlabelled) {
+        if (!cm.status().IsNotFound()) return false;
+        continue;
+      }
+      if (!cm.ok() || *(*cm)->FieldValue("data.greeting") != "hello") return false;
+      auto owner = api->Get(kNamespaces, ns);
+      if (!owner.ok() || (*cm)->meta().owner_references.empty() ||
+          (*cm)->meta().owner_references[0].uid != (*owner)->meta().uid) {
+        return false;
+      }
+    }
+    for (int i = 0; i < kUnlabelled; ++i) {
+      auto cm = config_of(run + "-off-" + std::to_string(i));
+      if (i < 2 ? !cm.ok() : !cm.status().IsNotFound()) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(Eventually(converged)) << second.Log();
+  EXPECT_THAT(second.Log(), ::testing::HasSubstr("restored " + edited + "/kcache-config"));
+  EXPECT_THAT(second.Log(), ::testing::HasSubstr("deleted " + unlabelled + "/kcache-config"));
+  // No full LIST: the apiserver saw at most each informer's limit=1 probe.
+  EXPECT_LE(Lists("namespaces") - ns_lists, 1);
+  EXPECT_LE(Lists("configmaps") - cm_lists, 1);
+
+  int status = second.Stop(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << second.Log();
+  EXPECT_THAT(second.Log(), ::testing::HasSubstr("stopping on SIGTERM"));
+}
+
+}  // namespace
+}  // namespace kcache
