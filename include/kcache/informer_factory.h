@@ -40,8 +40,8 @@ struct KCACHE_EXPORT InformerFactoryOptions {
   // Options of each keyspace.
   KeyspaceOptions keyspace;
   // Options of the factory's REST client when it makes one (Create with a
-  // RestConfig). Objects get their resource's kind and apiVersion if the
-  // server left them out (list items).
+  // RestConfig); `parse` applies in both cases. Objects also get their
+  // resource's kind and apiVersion if the server left them out (list items).
   RestClientOptions client;
 };
 
@@ -51,8 +51,8 @@ class KCACHE_EXPORT InformerFactory {
   // as an unreadable certificate file, come from ForResource and client()).
   static std::unique_ptr<InformerFactory> Create(RestConfig config, std::shared_ptr<Cache> cache,
                                                  InformerFactoryOptions options = {});
-  // A factory over `client`, which the caller may share (for writes, on the
-  // same connection). options.client is not used.
+  // A factory over `client` (not null), which the caller may share (for
+  // writes, on the same connection). Of options.client only `parse` is used.
   static std::unique_ptr<InformerFactory> Create(std::shared_ptr<RestClient> client,
                                                  std::shared_ptr<Cache> cache,
                                                  InformerFactoryOptions options = {});

@@ -210,11 +210,19 @@ void Transport::Configure(Transfer* t) {
   curl_easy_setopt(e, CURLOPT_PRIVATE, t);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buf_);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  // libcurl's own account of each transfer on stderr, for diagnosis.
+  if (getenv("KCACHE_DEBUG_CURL")) curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+  // HTTP/2 where TLS offers it, so that watches share one connection. A
+  // request for a compressed body goes over HTTP/1.1 instead: libcurl 7.88
+  // (Debian 12) stalls a gzip-encoded HTTP/2 response multiplexed with an
+  // open watch on the same connection (two informers of one factory syncing
+  // a large resource never finished).
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                   r.accept_gzip ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // wait to multiplex rather than open another
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
   if (r.timeout.count() > 0) {
