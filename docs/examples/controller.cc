@@ -56,8 +56,9 @@ void Log(const std::string& line) {
 
 class Controller {
  public:
-  Controller(Flags flags, kcache::LabelSelector selector, std::shared_ptr<kcache::RestClient> client,
-             kcache::Lister namespaces, kcache::Lister configmaps)
+  Controller(Flags flags, kcache::LabelSelector selector,
+             std::shared_ptr<kcache::RestClient> client, kcache::Lister namespaces,
+             kcache::Lister configmaps)
       : flags_(std::move(flags)),
         selector_(std::move(selector)),
         client_(std::move(client)),
@@ -85,6 +86,7 @@ class Controller {
         queue_->AddRateLimited(*ns);
       }
       queue_->Done(*ns);
+      std::call_once(first_, [] { Log("first reconcile"); });
     }
   }
 
@@ -159,12 +161,14 @@ class Controller {
   const kcache::Lister namespaces_;
   const kcache::Lister configmaps_;
   const std::shared_ptr<kcache::WorkQueue> queue_;
+  std::once_flag first_;
 };
 
 Status Run(const Flags& flags) {
   KCACHE_ASSIGN_OR_RETURN(auto selector, kcache::LabelSelector::Parse(flags.selector));
   KCACHE_ASSIGN_OR_RETURN(auto config, kcache::LoadClientConfig(flags.kubeconfig));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::Cache> cache, kcache::Cache::Open(flags.cache_dir));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::Cache> cache,
+                          kcache::Cache::Open(flags.cache_dir));
   auto factory = kcache::InformerFactory::Create(config, cache);
   KCACHE_ASSIGN_OR_RETURN(auto namespaces, factory->ForResource("namespaces"));
   KCACHE_ASSIGN_OR_RETURN(auto configmaps, factory->ForResource("configmaps"));
@@ -187,7 +191,9 @@ Status Run(const Flags& flags) {
     if (cm->name() == name) queue->Add(cm->namespace_());
   };
   on_configmap->add = [enqueue_owner](const ObjectPtr& cm, bool) { enqueue_owner(cm); };
-  on_configmap->update = [enqueue_owner](const ObjectPtr&, const ObjectPtr& cm) { enqueue_owner(cm); };
+  on_configmap->update = [enqueue_owner](const ObjectPtr&, const ObjectPtr& cm) {
+    enqueue_owner(cm);
+  };
   on_configmap->del = [queue, name](const kcache::DeletedObject& d) {
     auto n = kcache::DeletionHandlingObjectToName(d);  // tombstones too
     if (n.ok() && n->name == name) queue->Add(n->namespace_);
@@ -203,14 +209,16 @@ Status Run(const Flags& flags) {
   for (const auto& [keyspace, informer] : factory->informers()) {
     kcache::ReflectorStats s = informer->stats();
     Log("synced " + keyspace + ": " + std::to_string(s.lists) + " lists, " +
-        std::to_string(s.probes) + " probes, resourceVersion " + informer->LastSyncResourceVersion());
+        std::to_string(s.probes) + " probes, resourceVersion " +
+        informer->LastSyncResourceVersion());
   }
   // One pass over the cached namespaces: the work a killed run left queued.
   KCACHE_ASSIGN_OR_RETURN(auto matching, namespaces->GetLister().List(selector));
   for (const ObjectPtr& ns : matching) queue->Add(ns->name());
 
   std::vector<std::thread> workers;
-  for (int i = 0; i < flags.workers; ++i) workers.emplace_back([controller] { controller->Work(); });
+  for (int i = 0; i < flags.workers; ++i)
+    workers.emplace_back([controller] { controller->Work(); });
   Log("running " + std::to_string(flags.workers) + " workers");
 
   sigset_t signals;

@@ -47,8 +47,8 @@ class ControllerProcess {
       dup2(fd, 1);
       dup2(fd, 2);
       execl(bin, bin, "--kubeconfig", kubeconfig.c_str(), "--cache", cache.c_str(), "--selector",
-            selector.c_str(), "--data", "greeting=hello", "--workers", "2",
-            "--reconcile-delay-ms", delay_ms.c_str(), static_cast<char*>(nullptr));
+            selector.c_str(), "--data", "greeting=hello", "--workers", "2", "--reconcile-delay-ms",
+            delay_ms.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
   }
@@ -102,7 +102,8 @@ TEST(ControllerIntegrationTest, SigkillMidWorkThenRestartConvergesWithoutList) {
   const std::string key = "kcache-test/controller";
   const std::string selector = key + "=" + run;
   auto create_ns = [&](const std::string& name, bool labelled) {
-    nlohmann::json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
+    nlohmann::json ns = {
+        {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
     if (labelled) ns["metadata"]["labels"][key] = run;
     ASSERT_OK(api->Create(kNamespaces, ns.dump()));
   };

@@ -12,18 +12,17 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/kubernetes/cmd/kcache-peerutil"
 )
 
 func main() {
@@ -82,47 +81,21 @@ func main() {
 	})
 }
 
-func createPods(client *kubernetes.Clientset, ns string, from, to, objectBytes int) error {
-	ctx := context.Background()
-	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
+func createPods(client kubernetes.Interface, ns string, from, to, objectBytes int) error {
 	pad := strings.Repeat("x", objectBytes-900)
-	next := int64(from) - 1
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	for w := 0; w < 32; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(atomic.AddInt64(&next, 1))
-				if i >= to || failed.Load() != nil {
-					return
-				}
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{
-						Name:        fmt.Sprintf("bench-%06d", i),
-						Labels:      map[string]string{"app": fmt.Sprintf("app-%d", i%50), "tier": "web"},
-						Annotations: map[string]string{"bench.kcache.io/pad": pad},
-					},
-					Spec: corev1.PodSpec{
-						NodeName:   fmt.Sprintf("node-%d", i%100),
-						Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}},
-					},
-				}
-				_, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-				if err != nil && !apierrors.IsAlreadyExists(err) {
-					failed.Store(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err, ok := failed.Load().(error); ok {
+	return peerutil.CreateEach(client, ns, from, to, func(ctx context.Context, i int) error {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        fmt.Sprintf("bench-%06d", i),
+				Labels:      map[string]string{"app": fmt.Sprintf("app-%d", i%50), "tier": "web"},
+				Annotations: map[string]string{"bench.kcache.io/pad": pad},
+			},
+			Spec: corev1.PodSpec{
+				NodeName:   fmt.Sprintf("node-%d", i%100),
+				Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:v1"}},
+			},
+		}
+		_, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
-	}
-	return nil
+	})
 }
