@@ -124,6 +124,9 @@ class KCACHE_EXPORT RestClient {
   // A client that decodes objects with `parse` and shares everything else
   // with this one: connections, the transport thread, credentials. Used to
   // give each resource its default kind without a connection per resource.
+  // A view never asks for compressed responses: with libcurl 7.88 a
+  // gzip-encoded HTTP/2 response multiplexed beside an open watch can stall
+  // for good.
   virtual std::shared_ptr<RestClient> WithParseOptions(const ParseOptions& parse) = 0;
 };
 

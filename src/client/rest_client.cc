@@ -284,7 +284,13 @@ class CurlRestClient final : public RestClient {
   std::shared_ptr<RestClient> WithParseOptions(const ParseOptions& parse) override {
     RestClientOptions o = options_;
     o.parse = parse;
-    return std::make_shared<CurlRestClient>(config_, std::move(o), url_, credentials_, transport_);
+    // Views multiplex lists beside other views' watches on one HTTP/2
+    // connection, where libcurl 7.88 can stall a gzip-encoded response for
+    // good: they do not ask for compression.
+    RestConfig config = config_;
+    config.disable_compression = true;
+    return std::make_shared<CurlRestClient>(std::move(config), std::move(o), url_, credentials_,
+                                            transport_);
   }
 
  private:

@@ -216,14 +216,11 @@ void Transport::Configure(Transfer* t) {
   curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-  // HTTP/2 where TLS offers it, so that watches share one connection. A
-  // request for a compressed body goes over HTTP/1.1 instead: libcurl 7.88
-  // (Debian 12) stalls a gzip-encoded HTTP/2 response multiplexed with an
-  // open watch on the same connection (two informers of one factory syncing
-  // a large resource never finished).
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                   r.accept_gzip ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS);
-  curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // wait to multiplex rather than open another
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+  // Over TLS, wait to multiplex on a connection being set up rather than
+  // open another. Plain http is HTTP/1.1 only: waiting there would wait for
+  // an open watch to end.
+  curl_easy_setopt(e, CURLOPT_PIPEWAIT, r.url.starts_with("https://") ? 1L : 0L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
   if (r.timeout.count() > 0) {
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));

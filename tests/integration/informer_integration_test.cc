@@ -79,9 +79,7 @@ InformerOptions Options() {
 
 // A factory's informers share its one client: over HTTP/2 to the real
 // kube-apiserver that is one connection and one transport thread for every
-// resource's list and watch, and for the caller's writes. (Lists that ask
-// for gzip go over HTTP/1.1 connections of their own, see below; without
-// compression everything shares the one connection.)
+// resource's list and watch, and for the caller's writes.
 TEST(InformerIntegrationTest, FactoryInformersShareOneConnectionAndThread) {
   const std::string ns = Cluster::Get().Namespace("factory");
   testing::TempDir dir;
@@ -110,10 +108,10 @@ TEST(InformerIntegrationTest, FactoryInformersShareOneConnectionAndThread) {
   EXPECT_EQ(factory->informers().size(), 5u);
 }
 
-// A large compressed LIST, paged, while another informer of the factory
-// already watches on the same client. With the gzip responses multiplexed
-// over the watch's HTTP/2 connection, libcurl 7.88 stalled the list
-// mid-way; compressed requests now go over HTTP/1.1 (src/client/transport.cc).
+// A large LIST, paged, while another informer of the factory already
+// watches on the same connection. With gzip responses multiplexed beside
+// the watch, libcurl 7.88 stalled the list for good; a factory's views do
+// not ask for compression (RestClient::WithParseOptions).
 TEST(InformerIntegrationTest, FactorySyncsALargeCompressedListBesideAnOpenWatch) {
   const std::string ns = Cluster::Get().Namespace("gzip-beside-watch");
   const std::string pad(900, 'x');
