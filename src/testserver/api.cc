@@ -273,6 +273,19 @@ void Api::Get(const Target& t, http::ResponseWriter& w) {
 
 namespace {
 
+Reply Internal(const Status& st) {
+  return Reply{500, "InternalError", "Internal error occurred: " + std::string(st.message()), ""};
+}
+
+// The answer to a write: the reply its check made, or the server's error,
+// or the stored object with `code`.
+void SendWritten(http::ResponseWriter& w, const std::optional<Reply>& reply,
+                 const StatusOr<StoredPtr>& stored, int code) {
+  if (reply) return SendReply(w, *reply);
+  if (!stored.ok()) return SendReply(w, Internal(stored.status()));
+  w.Send(code, {{"Content-Type", "application/json"}}, (*stored)->object->json());
+}
+
 Reply Conflict(const ResourceType& rt, const std::string& name, const std::string& why) {
   return Reply{409, "Conflict",
                "Operation cannot be fulfilled on " + rt.resource +
@@ -399,11 +412,7 @@ void Api::Create(const http::Request& req, const Target& t, http::ResponseWriter
         j = Canonical(j);
         return Change{Change::kWrite, j.dump()};
       });
-  if (reply) return SendReply(w, *reply);
-  if (!stored.ok())
-    return SendReply(w, {500, "InternalError",
-                         "Internal error occurred: " + std::string(stored.status().message()), ""});
-  w.Send(201, {{"Content-Type", "application/json"}}, (*stored)->object->json());
+  SendWritten(w, reply, stored, 201);
 }
 
 void Api::Update(const http::Request& req, const Target& t, http::ResponseWriter& w) {
@@ -443,11 +452,7 @@ void Api::Update(const http::Request& req, const Target& t, http::ResponseWriter
         meta["resourceVersion"] = std::to_string(rv);
         return Change{Change::kWrite, Canonical(j).dump()};
       });
-  if (reply) return SendReply(w, *reply);
-  if (!stored.ok())
-    return SendReply(w, {500, "InternalError",
-                         "Internal error occurred: " + std::string(stored.status().message()), ""});
-  w.Send(200, {{"Content-Type", "application/json"}}, (*stored)->object->json());
+  SendWritten(w, reply, stored, 200);
 }
 
 void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter& w) {
@@ -488,9 +493,7 @@ void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter
         return Change{Change::kDelete, Restamp(current->object->json(), rv)};
       });
   if (reply) return SendReply(w, *reply);
-  if (!stored.ok())
-    return SendReply(w, {500, "InternalError",
-                         "Internal error occurred: " + std::string(stored.status().message()), ""});
+  if (!stored.ok()) return SendReply(w, Internal(stored.status()));
   w.Send(200, {{"Content-Type", "application/json"}},
          StatusJson(200, "", "", Details(t.name, t.rt->group, t.rt->resource, uid)));
 }
@@ -565,11 +568,7 @@ void Api::Patch(const http::Request& req, const Target& t, http::ResponseWriter&
         after["metadata"]["resourceVersion"] = std::to_string(rv);
         return Change{Change::kWrite, Canonical(after).dump()};
       });
-  if (reply) return SendReply(w, *reply);
-  if (!stored.ok())
-    return SendReply(w, {500, "InternalError",
-                         "Internal error occurred: " + std::string(stored.status().message()), ""});
-  w.Send(200, {{"Content-Type", "application/json"}}, (*stored)->object->json());
+  SendWritten(w, reply, stored, 200);
 }
 
 }  // namespace kcache::serve
