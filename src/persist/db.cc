@@ -110,6 +110,13 @@ std::string Db::NowMillis() const {
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
 }
 
+rocksdb::Status Db::Write(rocksdb::WriteBatch* batch) {
+#if defined(__SANITIZE_THREAD__)
+  std::lock_guard l(tsan_write_mu_);
+#endif
+  return db->Write(write_options, batch);
+}
+
 rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& o) {
   return rocksdb::Options(MakeDbOptions(o), FamilyOptions(name, o, MakeBlockCache(o)));
 }

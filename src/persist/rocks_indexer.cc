@@ -336,7 +336,7 @@ void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& k
 }
 
 Status RocksIndexer::Write(rocksdb::WriteBatch* batch, std::string_view what) {
-  return FromRocks(db_->db->Write(db_->write_options, batch), std::string(what) + " " + ks_);
+  return FromRocks(db_->Write(batch), std::string(what) + " " + ks_);
 }
 
 StatusOr<ObjectPtr> RocksIndexer::Decode(std::string_view record) const {
