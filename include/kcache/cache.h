@@ -64,15 +64,31 @@ struct KCACHE_EXPORT CacheOptions {
   std::function<std::chrono::system_clock::time_point()> wall_clock;
 };
 
+// A column a custom resource definition adds to kubectl's table
+// (spec.versions[].additionalPrinterColumns).
+struct KCACHE_EXPORT PrinterColumn {
+  std::string name;       // "Ready"
+  std::string type;       // "string", "integer", "number", "boolean" or "date"
+  std::string format;     // "", "name", ...
+  std::string json_path;  // ".status.ready"
+  int32_t priority = 0;   // > 0: only in -o wide
+};
+
 // What a keyspace holds, recorded by whoever syncs it, so that offline
-// readers (kcache get, tree, snapshots) know kinds and scopes without a
-// server.
+// readers (kcache get, tree, snapshots) know kinds, scopes, names and
+// columns without a server.
 struct KCACHE_EXPORT ResourceInfo {
   std::string group;     // "" for the core group
   std::string version;   // "v1"
   std::string resource;  // "pods"
   std::string kind;      // "Pod"
   bool namespaced = true;
+  std::string singular;                  // "pod"; empty if the server did not say
+  std::vector<std::string> short_names;  // "po"
+  // A custom resource's table columns; empty for built-in resources (their
+  // tables are kubectl's) and for definitions that declare none.
+  std::vector<PrinterColumn> printer_columns;
+  bool custom = false;  // served from a CustomResourceDefinition
 };
 
 // The cluster a cache mirrors, where known.

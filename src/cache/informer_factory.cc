@@ -76,9 +76,15 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer,
                           cache_->OpenKeyspace(name, options_.keyspace));
   // Offline readers (kcache get, tree, snapshots) learn kinds and scopes here.
-  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(
-      name, ResourceInfo{resource.gvr.group, resource.gvr.version, resource.gvr.resource,
-                         resource.kind, resource.namespaced}));
+  ResourceInfo info;
+  info.group = resource.gvr.group;
+  info.version = resource.gvr.version;
+  info.resource = resource.gvr.resource;
+  info.kind = resource.kind;
+  info.namespaced = resource.namespaced;
+  info.singular = resource.singular;
+  info.short_names = resource.short_names;
+  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, info));
   auto lw = NewListWatch(std::move(client), resource.Ref(options_.namespace_),
                          options_.label_selector, options_.field_selector);
   InformerOptions io = options_.informer;

@@ -60,14 +60,10 @@ class CacheImpl final : public Cache {
   Status SetResourceInfo(std::string_view keyspace, const ResourceInfo& info) override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
     KCACHE_RETURN_IF_ERROR(storage::CheckNoZero("keyspace name", keyspace));
-    nlohmann::json j = {{"group", info.group},
-                        {"version", info.version},
-                        {"resource", info.resource},
-                        {"kind", info.kind},
-                        {"namespaced", info.namespaced}};
-    return storage::FromRocks(db_->db->Put(db_->write_options, db_->meta,
-                                           storage::MetaKey("resource", keyspace), j.dump()),
-                              "record resource of " + std::string(keyspace));
+    return storage::FromRocks(
+        db_->db->Put(db_->write_options, db_->meta, storage::MetaKey("resource", keyspace),
+                     storage::ResourceInfoToJson(info).dump()),
+        "record resource of " + std::string(keyspace));
   }
 
   Status SetClusterInfo(const ClusterInfo& info) override {

@@ -134,16 +134,55 @@ StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record) {
   return out;
 }
 
-StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json) {
-  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
-  if (!j.is_object()) return Status::Corruption("malformed resource record: " + std::string(json));
+nlohmann::json ResourceInfoToJson(const ResourceInfo& info) {
+  nlohmann::json j = {{"group", info.group},
+                      {"version", info.version},
+                      {"resource", info.resource},
+                      {"kind", info.kind},
+                      {"namespaced", info.namespaced}};
+  // Fields added later are written only when set, so that older records
+  // and newer ones of the same content read alike.
+  if (!info.singular.empty()) j["singular"] = info.singular;
+  if (!info.short_names.empty()) j["shortNames"] = info.short_names;
+  if (info.custom) j["custom"] = true;
+  for (const PrinterColumn& c : info.printer_columns) {
+    nlohmann::json col = {{"name", c.name}, {"type", c.type}, {"jsonPath", c.json_path}};
+    if (!c.format.empty()) col["format"] = c.format;
+    if (c.priority != 0) col["priority"] = c.priority;
+    j["printerColumns"].push_back(std::move(col));
+  }
+  return j;
+}
+
+ResourceInfo ResourceInfoFromJson(const nlohmann::json& j) {
   ResourceInfo r;
   r.group = j.value("group", "");
   r.version = j.value("version", "");
   r.resource = j.value("resource", "");
   r.kind = j.value("kind", "");
   r.namespaced = j.value("namespaced", true);
+  r.singular = j.value("singular", "");
+  r.custom = j.value("custom", false);
+  if (auto it = j.find("shortNames"); it != j.end() && it->is_array()) {
+    for (const nlohmann::json& n : *it) {
+      if (n.is_string()) r.short_names.push_back(n.get<std::string>());
+    }
+  }
+  if (auto it = j.find("printerColumns"); it != j.end() && it->is_array()) {
+    for (const nlohmann::json& c : *it) {
+      if (!c.is_object()) continue;
+      r.printer_columns.push_back(PrinterColumn{c.value("name", ""), c.value("type", ""),
+                                                c.value("format", ""), c.value("jsonPath", ""),
+                                                c.value("priority", int32_t{0})});
+    }
+  }
   return r;
+}
+
+StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) return Status::Corruption("malformed resource record: " + std::string(json));
+  return ResourceInfoFromJson(j);
 }
 
 StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json) {

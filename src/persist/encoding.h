@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kcache/cache.h"
 #include "kcache/status_or.h"
 
@@ -67,7 +69,10 @@ Status DecodeObject(std::string_view record, std::string_view* rv, std::string_v
 std::string EncodeEntries(const std::vector<IndexEntry>& entries);
 StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record);
 
-// meta "resource\0ks" and "cluster" values: JSON objects.
+// meta "resource\0ks" and "cluster" values: JSON objects. A ResourceInfo
+// has the same JSON form in a snapshot's manifest.
+nlohmann::json ResourceInfoToJson(const ResourceInfo& info);
+ResourceInfo ResourceInfoFromJson(const nlohmann::json& j);
 StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json);
 StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json);
 

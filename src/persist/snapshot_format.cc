@@ -7,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "persist/encoding.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
 #include "util/rfc3339.h"
@@ -208,11 +209,7 @@ std::string EncodeManifest(const SnapshotManifest& m) {
                         {"relistInProgress", r.relist_in_progress}};
     if (r.last_sync) e["lastSync"] = util::FormatRfc3339(*r.last_sync);
     if (r.resource) {
-      e["resource"] = {{"group", r.resource->group},
-                       {"version", r.resource->version},
-                       {"resource", r.resource->resource},
-                       {"kind", r.resource->kind},
-                       {"namespaced", r.resource->namespaced}};
+      e["resource"] = storage::ResourceInfoToJson(*r.resource);
     }
     e["indexes"] = nlohmann::json::object();
     for (const auto& [name, version] : r.indexes) e["indexes"][name] = version;
@@ -246,10 +243,7 @@ StatusOr<SnapshotManifest> DecodeManifest(std::string_view text) {
       if (e.contains("lastSync"))
         r.last_sync = util::ParseRfc3339(e["lastSync"].get<std::string>());
       if (e.contains("resource")) {
-        const nlohmann::json& x = e["resource"];
-        r.resource =
-            ResourceInfo{x.value("group", ""), x.value("version", ""), x.value("resource", ""),
-                         x.value("kind", ""), x.value("namespaced", true)};
+        r.resource = storage::ResourceInfoFromJson(e["resource"]);
       }
       if (e.contains("indexes")) {
         for (const auto& [name, version] : e["indexes"].items())

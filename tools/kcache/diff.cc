@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/kcache/go_format.h"
 #include "tools/kcache/inspect.h"
 #include "tools/kcache/printers.h"
 #include "tools/kcache/source.h"
@@ -17,8 +18,9 @@ std::string Step(const std::string& path, const std::string& key) {
   return plain ? (path.empty() ? key : path + "." + key) : path + "[" + json(key).dump() + "]";
 }
 
+// A value as JSON, cut to one short line.
 std::string Show(const json& v) {
-  std::string s = v.is_structured() ? v.dump() : Scalar(v);
+  std::string s = GoJson(v);
   return s.size() > 120 ? s.substr(0, 117) + "..." : s;
 }
 

@@ -18,6 +18,11 @@ void FlagSet::Bool(std::string name, char shorthand, bool* dst, std::string help
       {std::move(name), shorthand, Kind::kBool, dst, std::move(help), *dst ? "true" : "false"});
 }
 
+void FlagSet::StringSlice(std::string name, char shorthand, std::vector<std::string>* dst,
+                          std::string help) {
+  flags_.push_back({std::move(name), shorthand, Kind::kStringSlice, dst, std::move(help), ""});
+}
+
 const FlagSet::Flag* FlagSet::Find(std::string_view name) const {
   for (const Flag& f : flags_) {
     if (f.name == name) return &f;
@@ -41,6 +46,18 @@ Status FlagSet::Set(const Flag& f, std::string_view spelled, std::string_view va
     case Kind::kString:
       *static_cast<std::string*>(f.dst) = value;
       return Status::OK();
+    case Kind::kStringSlice: {
+      auto* out = static_cast<std::vector<std::string>*>(f.dst);
+      size_t from = 0;
+      for (;;) {
+        size_t comma = value.find(',', from);
+        out->emplace_back(
+            value.substr(from, comma == std::string_view::npos ? comma : comma - from));
+        if (comma == std::string_view::npos) break;
+        from = comma + 1;
+      }
+      return Status::OK();
+    }
     case Kind::kInt: {
       int64_t v = 0;
       auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
@@ -112,6 +129,7 @@ std::string FlagSet::Usage() const {
     left += "--" + f.name;
     if (f.kind == Kind::kString) left += " string";
     if (f.kind == Kind::kInt) left += " int";
+    if (f.kind == Kind::kStringSlice) left += " strings";
     if (left.size() < 32) left.resize(32, ' ');
     out += left + " " + f.help;
     if (!f.default_value.empty() && f.default_value != "false") {

@@ -22,6 +22,9 @@ class FlagSet {
   void String(std::string name, char shorthand, std::string* dst, std::string help);
   void Int(std::string name, char shorthand, int64_t* dst, std::string help);
   void Bool(std::string name, char shorthand, bool* dst, std::string help);
+  // Repeatable; each value is split on commas ("-L a,b -L c": a, b, c).
+  void StringSlice(std::string name, char shorthand, std::vector<std::string>* dst,
+                   std::string help);
 
   // Parses `args`; non-flag arguments go to `positional` in order.
   // InvalidArgument "unknown flag: --x", "flag needs an argument: --x",
@@ -32,7 +35,7 @@ class FlagSet {
   std::string Usage() const;
 
  private:
-  enum class Kind { kString, kInt, kBool };
+  enum class Kind { kString, kInt, kBool, kStringSlice };
   struct Flag {
     std::string name;
     char shorthand;

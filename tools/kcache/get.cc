@@ -1,189 +1,837 @@
 #include "tools/kcache/get.h"
 
 #include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <ostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "kcache/field_selector.h"
 #include "kcache/label_selector.h"
 #include "kcache/lister.h"
+#include "tools/kcache/go_format.h"
+#include "tools/kcache/jsonpath.h"
 #include "tools/kcache/printers.h"
 #include "tools/kcache/source.h"
+#include "tools/kcache/tables.h"
+#include "tools/kcache/yaml.h"
 
 namespace kcache::tool {
 namespace {
 
-using Row = std::vector<std::string>;
+using json = nlohmann::json;
 
-// Pod columns: READY, STATUS and RESTARTS as kubectl derives them.
-void PodColumns(const nlohmann::json& pod, Row* row, Row* wide) {
-  const nlohmann::json& status = pod.value("status", nlohmann::json::object());
-  size_t containers =
-      pod.contains("spec") ? pod["spec"].value("containers", nlohmann::json::array()).size() : 0;
-  size_t ready = 0;
-  int64_t restarts = 0;
-  std::string reason = status.value("phase", "");
-  if (status.contains("reason")) reason = status["reason"].get<std::string>();
-  for (const nlohmann::json& c : status.value("containerStatuses", nlohmann::json::array())) {
-    if (c.value("ready", false)) ++ready;
-    restarts += c.value("restartCount", int64_t{0});
-    if (c.contains("state") && c["state"].contains("waiting") &&
-        c["state"]["waiting"].contains("reason")) {
-      reason = c["state"]["waiting"]["reason"].get<std::string>();
-    }
-  }
-  if (pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp"))
-    reason = "Terminating";
-  row->push_back(std::to_string(ready) + "/" + std::to_string(containers));
-  row->push_back(reason);
-  row->push_back(std::to_string(restarts));
-  wide->push_back(status.value("podIP", "<none>"));
-  wide->push_back(pod.contains("spec") ? pod["spec"].value("nodeName", "<none>") : "<none>");
+enum class Format { kTable, kWide, kJson, kYaml, kName, kJsonPath, kJsonPathAsJson, kColumns };
+
+struct Column {
+  std::string header;
+  JsonPath path;
+};
+
+struct Printing {
+  Format format = Format::kTable;
+  std::optional<JsonPath> jsonpath;
+  std::vector<Column> columns;  // custom-columns
+};
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("open " + path + ": no such file or directory");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
-Status PrintTable(const std::vector<ObjectPtr>& objects, bool show_ns, bool wide,
-                  std::ostream& out) {
-  const std::string kind = objects.front()->kind();
-  auto now = std::chrono::system_clock::now();
-  std::vector<Row> rows;
-  Row header;
-  if (show_ns) header.push_back("NAMESPACE");
-  header.push_back("NAME");
-  if (kind == "Pod") header.insert(header.end(), {"READY", "STATUS", "RESTARTS"});
-  if (kind == "ConfigMap" || kind == "Secret") header.push_back("DATA");
-  header.push_back("AGE");
-  if (wide && kind == "Pod") header.insert(header.end(), {"IP", "NODE"});
-  if (wide && kind != "Pod") header.push_back("LABELS");
-  rows.push_back(std::move(header));
-  for (const ObjectPtr& o : objects) {
-    Row row, extra;
-    if (show_ns) row.push_back(o->namespace_());
-    row.push_back(o->name());
-    if (kind == "Pod" || kind == "ConfigMap" || kind == "Secret") {
-      KCACHE_ASSIGN_OR_RETURN(nlohmann::json doc, o->Document());
-      if (kind == "Pod") {
-        PodColumns(doc, &row, &extra);
-      } else {
-        row.push_back(std::to_string(doc.value("data", nlohmann::json::object()).size() +
-                                     doc.value("binaryData", nlohmann::json::object()).size()));
+std::vector<std::string> Words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+StatusOr<Column> MakeColumn(const std::string& header, const std::string& spec) {
+  KCACHE_ASSIGN_OR_RETURN(std::string relaxed, JsonPath::Relaxed(spec));
+  KCACHE_ASSIGN_OR_RETURN(JsonPath path, JsonPath::Parse(relaxed));
+  return Column{header, std::move(path)};
+}
+
+// -o as kubectl reads it.
+StatusOr<Printing> ParseOutput(const GetOptions& o) {
+  Printing p;
+  const std::string& out = o.output;
+  const size_t eq = out.find('=');
+  const std::string name = out.substr(0, eq);
+  std::string arg = eq == std::string::npos ? o.template_ : out.substr(eq + 1);
+  static const std::map<std::string, Format> kPlain = {{"", Format::kTable},
+                                                       {"wide", Format::kWide},
+                                                       {"json", Format::kJson},
+                                                       {"yaml", Format::kYaml},
+                                                       {"name", Format::kName}};
+  if (auto it = kPlain.find(out); it != kPlain.end()) {
+    p.format = it->second;
+    return p;
+  }
+  if (name == "jsonpath" || name == "jsonpath-file" || name == "jsonpath-as-json") {
+    if (name == "jsonpath-file") {
+      StatusOr<std::string> text = ReadFile(arg);
+      if (!text.ok())
+        return Status::InvalidArgument("error reading --template " + arg + ", " +
+                                       std::string(text.status().message()));
+      arg = *std::move(text);
+    }
+    if (arg.empty())
+      return Status::InvalidArgument("template format specified but no template given");
+    StatusOr<JsonPath> path = JsonPath::Parse(arg);
+    if (!path.ok()) {
+      return Status::InvalidArgument("error parsing jsonpath " + arg + ", " +
+                                     std::string(path.status().message()));
+    }
+    p.format = name == "jsonpath-as-json" ? Format::kJsonPathAsJson : Format::kJsonPath;
+    p.jsonpath = *std::move(path);
+    return p;
+  }
+  if (name == "custom-columns" || name == "custom-columns-file") {
+    p.format = Format::kColumns;
+    if (name == "custom-columns-file") {
+      StatusOr<std::string> read = ReadFile(arg);
+      if (!read.ok())
+        return Status::InvalidArgument("error reading template " + arg + ", " +
+                                       std::string(read.status().message()));
+      const std::string& text = *read;
+      std::istringstream lines(text);
+      std::string header_line, spec_line;
+      if (!std::getline(lines, header_line)) {
+        return Status::InvalidArgument(
+            "invalid template, missing header line. Expected format is one line of space "
+            "separated headers, one line of space separated column specs.");
+      }
+      if (!std::getline(lines, spec_line)) {
+        return Status::InvalidArgument(
+            "invalid template, missing spec line. Expected format is one line of space "
+            "separated headers, one line of space separated column specs.");
+      }
+      std::vector<std::string> headers = Words(header_line), specs = Words(spec_line);
+      if (headers.size() != specs.size()) {
+        return Status::InvalidArgument("number of headers (" + std::to_string(headers.size()) +
+                                       ") and field specifications (" +
+                                       std::to_string(specs.size()) + ") don't match");
+      }
+      for (size_t i = 0; i < headers.size(); ++i) {
+        KCACHE_ASSIGN_OR_RETURN(Column c, MakeColumn(headers[i], specs[i]));
+        p.columns.push_back(std::move(c));
+      }
+      return p;
+    }
+    if (arg.empty())
+      return Status::InvalidArgument("custom-columns format specified but no custom columns given");
+    size_t from = 0;
+    for (;;) {
+      size_t comma = arg.find(',', from);
+      std::string part = arg.substr(from, comma == std::string::npos ? comma : comma - from);
+      size_t colon = part.find(':');
+      if (colon == std::string::npos) {
+        return Status::InvalidArgument("unexpected custom-columns spec: " + part +
+                                       ", expected <header>:<json-path-expr>");
+      }
+      KCACHE_ASSIGN_OR_RETURN(Column c, MakeColumn(part.substr(0, colon), part.substr(colon + 1)));
+      p.columns.push_back(std::move(c));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    return p;
+  }
+  if (name == "go-template" || name == "go-template-file" || name == "template" ||
+      name == "templatefile") {
+    return Status::InvalidArgument(
+        "-o " + name +
+        " is not supported: Go templates need Go's text/template; use -o jsonpath or "
+        "-o custom-columns");
+  }
+  return Status::InvalidArgument(
+      "unable to match a printer suitable for the output format \"" + out +
+      "\", allowed formats are: custom-columns,custom-columns-file,json,jsonpath,"
+      "jsonpath-as-json,jsonpath-file,name,wide,yaml");
+}
+
+// What one argument asks for: a resource's objects, all or by name.
+struct Target {
+  std::string keyspace;
+  ResourceInfo info;
+  std::vector<std::string> names;  // empty: every object that matches
+  bool list = true;
+  std::vector<ObjectPtr> found;  // names: the objects that exist, in order
+};
+
+// kubectl's "pods" or `deployments.apps` for messages.
+std::string ResourceString(const ResourceInfo& r) {
+  return r.group.empty() ? r.resource : r.resource + "." + r.group;
+}
+
+StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>& args, Source& source,
+                                           bool* single_item) {
+  std::vector<std::pair<std::string, std::string>> pairs;  // (type, name)
+  std::vector<Target> targets;
+  const bool slash_form = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.find('/') != std::string::npos;
+  });
+  auto resolve = [&](const std::string& type) -> StatusOr<Target> {
+    Target t;
+    KCACHE_ASSIGN_OR_RETURN(t.keyspace, source.Resolve(type));
+    t.info = source.Info(t.keyspace);
+    return t;
+  };
+  if (slash_form) {
+    for (const std::string& a : args) {
+      size_t slash = a.find('/');
+      if (slash == std::string::npos) {
+        return Status::InvalidArgument(
+            "there is no need to specify a resource type as a separate argument when passing "
+            "arguments in resource/name form (e.g. 'kcache get resource/<resource_name>' instead "
+            "of 'kcache get resource resource/<resource_name>'");
+      }
+      if (slash == 0 || slash + 1 == a.size())
+        return Status::InvalidArgument(
+            "arguments in resource/name form must have a single "
+            "resource and name");
+      KCACHE_ASSIGN_OR_RETURN(Target t, resolve(a.substr(0, slash)));
+      // Consecutive names of one resource are one target, printed as one
+      // table, as kubectl groups them.
+      if (!targets.empty() && targets.back().keyspace == t.keyspace) {
+        targets.back().names.push_back(a.substr(slash + 1));
+        continue;
+      }
+      t.list = false;
+      t.names.push_back(a.substr(slash + 1));
+      targets.push_back(std::move(t));
+    }
+    *single_item = args.size() == 1;
+    return targets;
+  }
+  std::vector<std::string> types;
+  size_t from = 0;
+  for (;;) {
+    size_t comma = args[0].find(',', from);
+    types.push_back(args[0].substr(from, comma == std::string::npos ? comma : comma - from));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  for (const std::string& type : types) {
+    if (type.empty()) continue;
+    KCACHE_ASSIGN_OR_RETURN(Target t, resolve(type));
+    t.names.assign(args.begin() + 1, args.end());
+    t.list = t.names.empty();
+    targets.push_back(std::move(t));
+  }
+  *single_item = targets.size() == 1 && targets[0].names.size() == 1;
+  return targets;
+}
+
+struct Selection {
+  LabelSelector labels;
+  FieldSelector fields;
+  std::string index_name, index_value;
+};
+
+using Each = std::function<Status(const Target&, const ObjectPtr&)>;
+
+// The objects of a list target, in key order (kubectl's order: the API
+// server lists by key too).
+Status VisitList(Source& source, const Target& t, const std::string& ns, const Selection& sel,
+                 const Each& fn) {
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, source.Keyspace(t.keyspace));
+  const std::string scope = t.info.namespaced ? ns : "";
+  if (!sel.index_name.empty()) {
+    KCACHE_ASSIGN_OR_RETURN(std::vector<ObjectPtr> found,
+                            indexer->ByIndex(sel.index_name, sel.index_value));
+    for (const ObjectPtr& o : found) {
+      if ((scope.empty() || o->namespace_() == scope) && sel.labels.Matches(o->meta().labels) &&
+          sel.fields.Matches(*o)) {
+        KCACHE_RETURN_IF_ERROR(fn(t, o));
       }
     }
-    if (wide && kind != "Pod") {
-      std::string labels;
-      for (const auto& [k, v] : o->meta().labels)
-        labels += (labels.empty() ? "" : ",") + k + "=" + v;
-      extra.push_back(labels.empty() ? "<none>" : labels);
-    }
-    row.push_back(Age(o->meta().creation_timestamp, now));
-    if (wide) row.insert(row.end(), extra.begin(), extra.end());
-    rows.push_back(std::move(row));
+    return Status::OK();
   }
-  tool::PrintTable(rows, out);
-  return Status::OK();
+  Status inner;
+  KCACHE_RETURN_IF_ERROR(ListAllByNamespace(*indexer, scope, sel.labels, [&](const ObjectPtr& o) {
+    if (!sel.fields.Matches(*o)) return true;
+    inner = fn(t, o);
+    return inner.ok();
+  }));
+  return inner;
 }
 
-// Sorts by the field at `path`: numbers by value, strings bytewise, objects
-// without the field first, as kubectl --sort-by does.
-Status SortBy(const std::string& path, std::vector<ObjectPtr>* objects) {
-  KCACHE_ASSIGN_OR_RETURN(nlohmann::json::json_pointer ptr, ParseFieldPath(path));
-  std::vector<std::pair<nlohmann::json, ObjectPtr>> keyed;
-  for (ObjectPtr& o : *objects) {
-    KCACHE_ASSIGN_OR_RETURN(nlohmann::json doc, o->Document());
-    nlohmann::json v = doc.contains(ptr) ? doc[ptr] : nlohmann::json();
-    if (v.is_structured())
-      return Status::InvalidArgument("--sort-by " + path +
-                                     " names an object or a list, not a value");
-    keyed.emplace_back(std::move(v), std::move(o));
-  }
-  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    if (a.first.is_null() || b.first.is_null()) return a.first.is_null() && !b.first.is_null();
-    if (a.first.is_number() && b.first.is_number())
-      return a.first.template get<double>() < b.first.template get<double>();
-    return a.first.dump() < b.first.dump();
-  });
-  objects->clear();
-  for (auto& [v, o] : keyed) objects->push_back(std::move(o));
-  return Status::OK();
+// A run of objects printed together: one target, or (sorted) a run of
+// consecutive objects of one resource. Visit may run more than once.
+struct Group {
+  const Target* target;
+  std::function<Status(const Each&)> visit;
+};
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
 }
+
+std::string Upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::toupper);
+  return s;
+}
+
+// "pod", "deployment.apps": kubectl's lower-cased GroupKind.
+std::string KindString(const ResourceInfo& info, const Object& o) {
+  std::string kind = info.kind.empty() ? o.kind() : info.kind;
+  return Lower(info.group.empty() ? kind : kind + "." + info.group);
+}
+
+// A table cell as kubectl writes it: strings cut at the first line break
+// (with "..."), escape characters shown as ^[, null as nothing.
+std::string CellText(const json& cell) {
+  if (cell.is_null()) return "";
+  if (!cell.is_string()) return GoValue(cell);
+  std::string s = cell.get<std::string>();
+  size_t cut = s.find_first_of("\f\n\r");
+  if (cut != std::string::npos) s = s.substr(0, cut) + "...";
+  std::string out;
+  for (char c : s) {
+    if (c == '\x1b') {
+      out += "^[";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+size_t Runes(const std::string& s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; }));
+}
+
+// Rows written as kubectl's tabwriter lays them out: every cell but the
+// last padded to its column's width (the widest cell plus 3, at least 6).
+class TabWriter {
+ public:
+  void Measure(const std::vector<std::string>& row) {
+    if (width_.size() < row.size()) width_.resize(row.size(), 0);
+    for (size_t i = 0; i + 1 < row.size(); ++i)
+      width_[i] = std::max(width_[i], std::max<size_t>(6, Runes(row[i]) + 3));
+  }
+  void Write(const std::vector<std::string>& row, std::string* out) const {
+    for (size_t i = 0; i < row.size(); ++i) {
+      *out += row[i];
+      if (i + 1 < row.size()) out->append(width_[i] - Runes(row[i]), ' ');
+    }
+    out->push_back('\n');
+  }
+
+ private:
+  std::vector<size_t> width_;
+};
+
+// -L KEY's header: the upper-cased last part of the key.
+std::string LabelHeader(const std::string& key) { return Upper(key.substr(key.rfind('/') + 1)); }
+
+// labels.Set.String(): "k=v" pairs sorted as strings ("a.b=x" before "a=y").
+std::string LabelsText(const Labels& labels) {
+  std::vector<std::string> pairs;
+  for (const auto& [k, v] : labels) pairs.push_back(k + "=" + v);
+  std::sort(pairs.begin(), pairs.end());
+  std::string out;
+  for (const std::string& p : pairs) out += (out.empty() ? "" : ",") + p;
+  return out.empty() ? "<none>" : out;
+}
+
+class Getter {
+ public:
+  Getter(const GetOptions& o, Source& source, std::ostream& out, std::ostream& err)
+      : o_(o), source_(source), out_(out), err_(err) {
+    now_ =
+        o.now == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now() : o.now;
+  }
+
+  // Everything the flags alone decide, checked before anything is opened.
+  static Status Check(const GetOptions& o, Printing* printing, Selection* sel) {
+    KCACHE_ASSIGN_OR_RETURN(*printing, ParseOutput(o));
+    KCACHE_ASSIGN_OR_RETURN(sel->labels, LabelSelector::Parse(o.label_selector));
+    KCACHE_ASSIGN_OR_RETURN(sel->fields, FieldSelector::Parse(o.field_selector));
+    if (!o.index.empty()) {
+      size_t eq = o.index.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return Status::InvalidArgument("--index wants INDEX=VALUE, got \"" + o.index + "\"");
+      sel->index_name = o.index.substr(0, eq);
+      sel->index_value = o.index.substr(eq + 1);
+    }
+    if (o.args.empty()) {
+      return Status::InvalidArgument(
+          "you must specify the type of resource to get, e.g. kcache get pods (kcache stats "
+          "lists the resources a cache holds)");
+    }
+    if (!o.sort_by.empty()) {
+      KCACHE_ASSIGN_OR_RETURN(std::string field, JsonPath::Relaxed(o.sort_by));
+      KCACHE_RETURN_IF_ERROR(JsonPath::Parse(field).status());
+    }
+    return Status::OK();
+  }
+
+  StatusOr<int> Run(Printing printing, Selection sel) {
+    printing_ = std::move(printing);
+    sel_ = std::move(sel);
+    KCACHE_ASSIGN_OR_RETURN(targets_, ParseTargets(o_.args, source_, &single_item_));
+    ns_ = o_.all_namespaces ? "" : o_.namespace_;
+    bool named = false;
+    for (const Target& t : targets_) named = named || !t.list;
+    if (named && o_.all_namespaces)
+      return Status::InvalidArgument(
+          "a resource cannot be retrieved by name across all namespaces");
+    if (named && (!o_.label_selector.empty() || !o_.field_selector.empty() || !o_.index.empty()))
+      return Status::InvalidArgument("name cannot be provided when a selector is specified");
+    KCACHE_RETURN_IF_ERROR(LookUpNames());
+    KCACHE_RETURN_IF_ERROR(MakeGroups());
+    if (printing_.format == Format::kTable || printing_.format == Format::kWide) {
+      KCACHE_RETURN_IF_ERROR(PrintTables());
+    } else {
+      KCACHE_RETURN_IF_ERROR(PrintGeneric());
+    }
+    for (const std::string& e : errors_) err_ << e << "\n";
+    return errors_.empty() ? 0 : 1;
+  }
+
+ private:
+  // Named objects are looked up once: which exist decides the layout.
+  Status LookUpNames() {
+    for (Target& t : targets_) {
+      if (t.list) continue;
+      KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, source_.Keyspace(t.keyspace));
+      for (const std::string& name : t.names) {
+        const std::string key = t.info.namespaced ? ns_ + "/" + name : name;
+        KCACHE_ASSIGN_OR_RETURN(ObjectPtr o, indexer->GetByKey(key));
+        if (!o) {
+          errors_.push_back("Error from server (NotFound): " + ResourceString(t.info) + " \"" +
+                            name + "\" not found");
+          continue;
+        }
+        t.found.push_back(std::move(o));
+      }
+    }
+    return Status::OK();
+  }
+
+  Status VisitTarget(const Target& t, const Each& fn) {
+    if (t.list) return VisitList(source_, t, ns_, sel_, fn);
+    for (const ObjectPtr& o : t.found) KCACHE_RETURN_IF_ERROR(fn(t, o));
+    return Status::OK();
+  }
+
+  Status MakeGroups() {
+    if (o_.sort_by.empty()) {
+      for (const Target& t : targets_) {
+        groups_.push_back({&t, [this, &t](const Each& fn) { return VisitTarget(t, fn); }});
+      }
+      return Status::OK();
+    }
+    // kubectl sorts everything it got, then prints runs of one resource.
+    KCACHE_ASSIGN_OR_RETURN(std::string field, JsonPath::Relaxed(o_.sort_by));
+    KCACHE_ASSIGN_OR_RETURN(JsonPath path, JsonPath::Parse(field));
+    struct Keyed {
+      std::optional<json> key;
+      const Target* target;
+      ObjectPtr obj;
+    };
+    std::vector<Keyed> all;
+    bool found_once = false;
+    for (const Target& t : targets_) {
+      if (Status visited = VisitTarget(t,
+                                       [&](const Target& tt, const ObjectPtr& o) -> Status {
+                                         KCACHE_ASSIGN_OR_RETURN(json doc, o->Document());
+                                         KCACHE_ASSIGN_OR_RETURN(
+                                             std::vector<JsonPath::Values> values,
+                                             path.FindResults(doc));
+                                         std::optional<json> key;
+                                         if (!values.empty() && !values[0].empty())
+                                           key = *values[0][0];
+                                         found_once = found_once || key.has_value();
+                                         all.push_back({std::move(key), &tt, o});
+                                         return Status::OK();
+                                       });
+          !visited.ok())
+        return visited;
+    }
+    if (!all.empty() && !found_once) {
+      return Status::InvalidArgument("couldn't find any field with path \"" + field +
+                                     "\" in the list of objects");
+    }
+    Status bad;
+    std::stable_sort(all.begin(), all.end(), [&](const Keyed& a, const Keyed& b) {
+      if (!a.key || !b.key) return !a.key && b.key;
+      StatusOr<bool> less = SortLess(*a.key, *b.key);
+      if (!less.ok()) {
+        if (bad.ok()) bad = less.status();
+        return false;
+      }
+      return *less;
+    });
+    if (!bad.ok()) return bad.WithContext("--sort-by " + o_.sort_by);
+    sorted_ = std::make_shared<std::vector<std::pair<const Target*, ObjectPtr>>>();
+    for (Keyed& k : all) sorted_->emplace_back(k.target, std::move(k.obj));
+    for (size_t i = 0; i < sorted_->size();) {
+      size_t j = i;
+      while (j < sorted_->size() && (*sorted_)[j].first->keyspace == (*sorted_)[i].first->keyspace)
+        ++j;
+      auto run = sorted_;
+      groups_.push_back({(*sorted_)[i].first, [run, i, j](const Each& fn) -> Status {
+                           for (size_t k = i; k < j; ++k)
+                             KCACHE_RETURN_IF_ERROR(fn(*(*run)[k].first, (*run)[k].second));
+                           return Status::OK();
+                         }});
+      i = j;
+    }
+    if (all.empty()) {
+      for (const Target& t : targets_)
+        groups_.push_back({&t, [](const Each&) { return Status::OK(); }});
+    }
+    return Status::OK();
+  }
+
+  // kubectl's order for --sort-by values: numbers by value, strings as
+  // quantities when both are ("100m" < "1"), else bytewise.
+  static StatusOr<bool> SortLess(const json& a, const json& b) {
+    if (a.is_number() && b.is_number()) return a.get<double>() < b.get<double>();
+    if (a.is_string() && b.is_string()) {
+      std::optional<long double> qa = Quantity(a.get<std::string>());
+      std::optional<long double> qb = Quantity(b.get<std::string>());
+      if (qa && qb) return *qa < *qb;
+      return a.get<std::string>() < b.get<std::string>();
+    }
+    if (a.is_structured() || b.is_structured() || a.type() != b.type())
+      return Status::InvalidArgument("unsortable type: " + std::string(a.type_name()));
+    return GoValue(a) < GoValue(b);
+  }
+
+  // A Kubernetes quantity ("100m", "1.5Gi", "2e3") as a number.
+  static std::optional<long double> Quantity(const std::string& s) {
+    size_t i = 0;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    size_t digits = i;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    if (i == digits) return std::nullopt;
+    long double v;
+    try {
+      v = std::stold(s.substr(0, i));
+    } catch (...) {
+      return std::nullopt;
+    }
+    const std::string suffix = s.substr(i);
+    static const std::map<std::string, long double> kSuffix = {{"", 1},
+                                                               {"n", 1e-9},
+                                                               {"u", 1e-6},
+                                                               {"m", 1e-3},
+                                                               {"k", 1e3},
+                                                               {"M", 1e6},
+                                                               {"G", 1e9},
+                                                               {"T", 1e12},
+                                                               {"P", 1e15},
+                                                               {"E", 1e18},
+                                                               {"Ki", 1024.0L},
+                                                               {"Mi", 1048576.0L},
+                                                               {"Gi", 1073741824.0L},
+                                                               {"Ti", 1099511627776.0L},
+                                                               {"Pi", 1125899906842624.0L},
+                                                               {"Ei", 1152921504606846976.0L}};
+    if (auto it = kSuffix.find(suffix); it != kSuffix.end()) return v * it->second;
+    if (suffix.size() > 1 && (suffix[0] == 'e' || suffix[0] == 'E')) {
+      size_t j = 1;
+      if (suffix[j] == '+' || suffix[j] == '-') ++j;
+      if (j < suffix.size() && suffix.find_first_not_of("0123456789", j) == std::string::npos)
+        return v * std::pow(10.0L, std::stold(suffix.substr(1)));
+    }
+    return std::nullopt;
+  }
+
+  // --- tables (-o wide too) ---
+
+  Status PrintTables() {
+    // kubectl prefixes names with their kind when it got more than one
+    // resource.
+    std::vector<std::string> kinds;
+    for (const Target& t : targets_) {
+      if (t.list || !t.found.empty()) kinds.push_back(t.keyspace);
+    }
+    std::sort(kinds.begin(), kinds.end());
+    const bool with_kind = std::unique(kinds.begin(), kinds.end()) - kinds.begin() > 1;
+    bool all_namespaced = !o_.all_namespaces;
+    for (const Target& t : targets_) all_namespaced = all_namespaced && t.info.namespaced;
+    const bool wide = printing_.format == Format::kWide;
+    size_t written = 0;
+    for (const Group& g : groups_) {
+      ResourceInfo info = g.target->info;
+      std::optional<TableSpec> spec;
+      const bool with_namespace = o_.all_namespaces && info.namespaced;
+      std::vector<std::string> header;
+      TabWriter tab;
+      size_t rows = 0;
+      auto row_of = [&](const ObjectPtr& o, std::vector<std::string>* row) -> Status {
+        if (!spec) {
+          if (info.kind.empty()) info.kind = o->kind();
+          KCACHE_ASSIGN_OR_RETURN(TableSpec s, TableSpec::For(info));
+          spec = std::move(s);
+          if (with_namespace) header.push_back("NAMESPACE");
+          for (const TableColumn& c : spec->columns()) {
+            if (wide || c.priority == 0) header.push_back(Upper(c.name));
+          }
+          for (const std::string& l : o_.label_columns) header.push_back(LabelHeader(l));
+          if (o_.show_labels) header.push_back("LABELS");
+        }
+        KCACHE_ASSIGN_OR_RETURN(json doc, o->Document());
+        KCACHE_ASSIGN_OR_RETURN(std::vector<json> cells, spec->Cells(doc, now_));
+        if (with_kind && spec->name_column() < cells.size()) {
+          json& name = cells[spec->name_column()];
+          name = KindString(info, *o) + "/" + CellText(name);
+        }
+        row->clear();
+        if (with_namespace) row->push_back(o->namespace_());
+        for (size_t i = 0; i < cells.size() && i < spec->columns().size(); ++i) {
+          if (wide || spec->columns()[i].priority == 0) row->push_back(CellText(cells[i]));
+        }
+        for (const std::string& l : o_.label_columns) {
+          auto it = o->meta().labels.find(l);
+          row->push_back(it == o->meta().labels.end() ? "" : it->second);
+        }
+        if (o_.show_labels) row->push_back(LabelsText(o->meta().labels));
+        return Status::OK();
+      };
+      // Two passes over the store: widths, then rows. Nothing is held but
+      // the column widths, whatever the number of objects.
+      std::vector<std::string> row;
+      if (Status visited = g.visit([&](const Target&, const ObjectPtr& o) -> Status {
+            KCACHE_RETURN_IF_ERROR(row_of(o, &row));
+            tab.Measure(row);
+            ++rows;
+            return Status::OK();
+          });
+          !visited.ok())
+        return visited;
+      if (rows == 0) continue;  // kubectl prints no header for no rows
+      if (!o_.no_headers) tab.Measure(header);
+      std::string text;
+      if (written > 0 && !o_.no_headers) text += "\n";
+      if (!o_.no_headers) tab.Write(header, &text);
+      if (Status visited = g.visit([&](const Target&, const ObjectPtr& o) -> Status {
+            KCACHE_RETURN_IF_ERROR(row_of(o, &row));
+            tab.Write(row, &text);
+            if (text.size() >= kFlushBytes) Flush(&text, &written);
+            return Status::OK();
+          });
+          !visited.ok())
+        return visited;
+      Flush(&text, &written);
+    }
+    if (written == 0 && errors_.empty()) {
+      if (all_namespaced) {
+        err_ << "No resources found in " << o_.namespace_ << " namespace.\n";
+      } else {
+        err_ << "No resources found\n";
+      }
+    }
+    return Status::OK();
+  }
+
+  void Flush(std::string* text, size_t* written) {
+    out_ << *text;
+    *written += text->size();
+    text->clear();
+  }
+
+  // --- json, yaml, name, jsonpath, custom-columns ---
+
+  StatusOr<json> Doc(const ObjectPtr& o) {
+    KCACHE_ASSIGN_OR_RETURN(json doc, o->Document());
+    const bool strip = !o_.show_managed_fields &&
+                       (printing_.format == Format::kJson || printing_.format == Format::kYaml);
+    if (strip && doc.contains("metadata") && doc["metadata"].is_object())
+      doc["metadata"].erase("managedFields");
+    return doc;
+  }
+
+  Status VisitAll(const Each& fn) {
+    for (const Group& g : groups_) KCACHE_RETURN_IF_ERROR(g.visit(fn));
+    return Status::OK();
+  }
+
+  Status PrintGeneric() {
+    // One object named alone prints as itself, anything else as a List.
+    const ObjectPtr single =
+        single_item_ && !targets_[0].found.empty() ? targets_[0].found[0] : nullptr;
+    if (single_item_ && !single) return Status::OK();  // only the NotFound error
+    std::string text;
+    size_t written = 0;
+    switch (printing_.format) {
+      case Format::kName:
+        if (Status visited = VisitAll([&](const Target& t, const ObjectPtr& o) {
+              text += KindString(t.info, *o) + "/" + o->name() + "\n";
+              if (text.size() >= kFlushBytes) Flush(&text, &written);
+              return Status::OK();
+            });
+            !visited.ok())
+          return visited;
+        break;
+      case Format::kJson:
+        if (single) {
+          KCACHE_ASSIGN_OR_RETURN(json doc, Doc(single));
+          text = GoJson(doc, 4) + "\n";
+          break;
+        }
+        {
+          bool first = true;
+          text = "{\n    \"apiVersion\": \"v1\",\n    \"items\": [";
+          if (Status visited = VisitAll([&](const Target&, const ObjectPtr& o) -> Status {
+                KCACHE_ASSIGN_OR_RETURN(json doc, Doc(o));
+                text += first ? "\n        " : ",\n        ";
+                first = false;
+                AppendGoJson(doc, 4, 2, &text);
+                if (text.size() >= kFlushBytes) Flush(&text, &written);
+                return Status::OK();
+              });
+              !visited.ok())
+            return visited;
+          text += first ? "]" : "\n    ]";
+          text +=
+              ",\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": "
+              "\"\"\n    }\n}\n";
+        }
+        break;
+      case Format::kYaml:
+        if (single) {
+          KCACHE_ASSIGN_OR_RETURN(json doc, Doc(single));
+          AppendYaml(doc, &text);
+          break;
+        }
+        {
+          bool any = false;
+          text = "apiVersion: v1\nitems:";
+          if (Status visited = VisitAll([&](const Target&, const ObjectPtr& o) -> Status {
+                KCACHE_ASSIGN_OR_RETURN(json doc, Doc(o));
+                text += "\n";
+                if (!any) any = true;
+                AppendYamlItem(doc, &text);
+                text.pop_back();  // the item's newline; the next one adds it
+                if (text.size() >= kFlushBytes) Flush(&text, &written);
+                return Status::OK();
+              });
+              !visited.ok())
+            return visited;
+          text += any ? "\n" : " []\n";
+          text += "kind: List\nmetadata:\n  resourceVersion: \"\"\n";
+        }
+        break;
+      case Format::kJsonPath:
+      case Format::kJsonPathAsJson: {
+        // A template may reach anywhere in the list, so the list is built
+        // whole (docs/inspection.md gives the memory this takes).
+        json doc;
+        if (single) {
+          KCACHE_ASSIGN_OR_RETURN(doc, Doc(single));
+        } else {
+          doc = {{"apiVersion", "v1"}, {"kind", "List"}, {"metadata", {{"resourceVersion", ""}}}};
+          doc["items"] = json::array();
+          if (Status visited = VisitAll([&](const Target&, const ObjectPtr& o) -> Status {
+                KCACHE_ASSIGN_OR_RETURN(json item, Doc(o));
+                doc["items"].push_back(std::move(item));
+                return Status::OK();
+              });
+              !visited.ok())
+            return visited;
+        }
+        Status st =
+            printing_.jsonpath->Execute(doc, &text, printing_.format == Format::kJsonPathAsJson);
+        if (!st.ok()) {
+          return Status::InvalidArgument("error executing jsonpath " +
+                                         Quoted(o_.output.substr(o_.output.find('=') + 1)) + ": " +
+                                         std::string(st.message()));
+        }
+        break;
+      }
+      case Format::kColumns:
+        KCACHE_RETURN_IF_ERROR(PrintColumns(single, &text, &written));
+        break;
+      default:
+        break;
+    }
+    Flush(&text, &written);
+    return Status::OK();
+  }
+
+  static std::string Quoted(const std::string& s) { return GoJson(json(s)); }
+
+  Status PrintColumns(const ObjectPtr& single, std::string* text, size_t* written) {
+    TabWriter tab;
+    std::vector<std::string> header;
+    for (const Column& c : printing_.columns) header.push_back(c.header);
+    std::vector<std::string> row;
+    auto row_of = [&](const ObjectPtr& o) -> Status {
+      KCACHE_ASSIGN_OR_RETURN(json doc, Doc(o));
+      row.clear();
+      for (const Column& c : printing_.columns) {
+        KCACHE_ASSIGN_OR_RETURN(std::vector<JsonPath::Values> values, c.path.FindResults(doc));
+        std::string cell;
+        if (values.empty() || values[0].empty()) cell = "<none>";
+        for (const JsonPath::Values& vs : values) {
+          for (const json* v : vs) cell += (cell.empty() ? "" : ",") + GoValue(*v);
+        }
+        row.push_back(cell);
+      }
+      return Status::OK();
+    };
+    auto each = [&](const Each& fn) -> Status {
+      if (single) return fn(targets_[0], single);
+      return VisitAll(fn);
+    };
+    if (!o_.no_headers) tab.Measure(header);
+    if (Status visited = each([&](const Target&, const ObjectPtr& o) -> Status {
+          KCACHE_RETURN_IF_ERROR(row_of(o));
+          tab.Measure(row);
+          return Status::OK();
+        });
+        !visited.ok())
+      return visited;
+    if (!o_.no_headers) tab.Write(header, text);
+    return each([&](const Target&, const ObjectPtr& o) -> Status {
+      KCACHE_RETURN_IF_ERROR(row_of(o));
+      tab.Write(row, text);
+      if (text->size() >= kFlushBytes) Flush(text, written);
+      return Status::OK();
+    });
+  }
+
+  static constexpr size_t kFlushBytes = 1 << 16;
+
+  const GetOptions& o_;
+  Source& source_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::chrono::system_clock::time_point now_;
+  Printing printing_;
+  Selection sel_;
+  std::vector<Target> targets_;
+  bool single_item_ = false;
+  std::string ns_;
+  std::vector<Group> groups_;
+  std::shared_ptr<std::vector<std::pair<const Target*, ObjectPtr>>> sorted_;
+  std::vector<std::string> errors_;
+};
 
 }  // namespace
 
-Status RunGet(const GetOptions& options, std::ostream& out) {
-  static const char* kFormats[] = {"", "wide", "json", "yaml", "name"};
-  if (std::find(std::begin(kFormats), std::end(kFormats), options.output) == std::end(kFormats)) {
-    return Status::InvalidArgument("unable to match a printer suitable for the output format \"" +
-                                   options.output + "\", allowed formats are: json,name,wide,yaml");
-  }
-  if (!options.name.empty() && !options.index.empty())
-    return Status::InvalidArgument("--index lists objects: give no NAME");
-  KCACHE_ASSIGN_OR_RETURN(LabelSelector labels, LabelSelector::Parse(options.label_selector));
-  KCACHE_ASSIGN_OR_RETURN(FieldSelector fields, FieldSelector::Parse(options.field_selector));
-  if (!options.sort_by.empty()) KCACHE_RETURN_IF_ERROR(ParseFieldPath(options.sort_by).status());
-  std::string index_name, index_value;
-  if (!options.index.empty()) {
-    size_t eq = options.index.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Status::InvalidArgument("--index wants INDEX=VALUE, got \"" + options.index + "\"");
-    index_name = options.index.substr(0, eq);
-    index_value = options.index.substr(eq + 1);
-  }
+StatusOr<int> RunGet(const GetOptions& options, std::ostream& out, std::ostream& err) {
+  Printing printing;
+  Selection sel;
+  KCACHE_RETURN_IF_ERROR(Getter::Check(options, &printing, &sel));
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Source> source,
                           Source::Open(options.cache_dir, options.snapshot));
-  KCACHE_ASSIGN_OR_RETURN(std::string ks, source->Resolve(options.resource));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, source->Keyspace(ks));
-  const bool namespaced = source->Namespaced(ks);
-  const std::string ns = options.all_namespaces || !namespaced ? "" : options.namespace_;
-
-  std::vector<ObjectPtr> objects;
-  if (!options.name.empty()) {
-    std::string key = ns.empty() ? options.name : ns + "/" + options.name;
-    KCACHE_ASSIGN_OR_RETURN(ObjectPtr o, indexer->GetByKey(key));
-    if (!o) return Status::NotFound(ks + " \"" + options.name + "\" not found");
-    objects.push_back(std::move(o));
-  } else if (!index_name.empty()) {
-    KCACHE_ASSIGN_OR_RETURN(std::vector<ObjectPtr> found,
-                            indexer->ByIndex(index_name, index_value));
-    for (ObjectPtr& o : found) {
-      if ((ns.empty() || o->namespace_() == ns) && labels.Matches(o->meta().labels) &&
-          fields.Matches(*o)) {
-        objects.push_back(std::move(o));
-      }
-    }
-  } else {
-    KCACHE_RETURN_IF_ERROR(ListAllByNamespace(*indexer, ns, labels, [&](const ObjectPtr& o) {
-      if (fields.Matches(*o)) objects.push_back(o);
-      return true;
-    }));
-  }
-  if (!options.sort_by.empty()) KCACHE_RETURN_IF_ERROR(SortBy(options.sort_by, &objects));
-
-  if (options.output == "name") {
-    for (const ObjectPtr& o : objects) out << KindPath(*o) << "/" << o->name() << "\n";
-  } else if (options.output == "json" || options.output == "yaml") {
-    nlohmann::json doc;
-    if (!options.name.empty()) {
-      KCACHE_ASSIGN_OR_RETURN(doc, objects[0]->Document());
-    } else {
-      doc = {{"apiVersion", "v1"}, {"kind", "List"}, {"metadata", {{"resourceVersion", ""}}}};
-      doc["items"] = nlohmann::json::array();
-      for (const ObjectPtr& o : objects) {
-        KCACHE_ASSIGN_OR_RETURN(nlohmann::json item, o->Document());
-        doc["items"].push_back(std::move(item));
-      }
-    }
-    if (options.output == "json") {
-      out << doc.dump(4) << "\n";
-    } else {
-      PrintYaml(doc, out);
-    }
-  } else if (objects.empty()) {
-    out << (ns.empty() ? "No resources found\n" : "No resources found in " + ns + " namespace.\n");
-  } else {
-    KCACHE_RETURN_IF_ERROR(
-        PrintTable(objects, ns.empty() && namespaced, options.output == "wide", out));
-  }
-  return Status::OK();
+  return Getter(options, *source, out, err).Run(std::move(printing), std::move(sel));
 }
 
 }  // namespace kcache::tool

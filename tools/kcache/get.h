@@ -1,32 +1,52 @@
 // `kcache get`: reads objects back from a cache directory (read-only, also
-// while `kcache sync` writes it) or a snapshot file, in kubectl's idiom.
+// while `kcache sync` writes it) or a snapshot file, and prints them as
+// `kubectl get` would print the same objects from the API server: the same
+// arguments (TYPE, TYPE NAME..., TYPE/NAME..., TYPE1,TYPE2), tables, output
+// formats, flags, messages and exit codes. docs/inspection.md lists what
+// differs and why.
 
 #ifndef KCACHE_TOOLS_KCACHE_GET_H_
 #define KCACHE_TOOLS_KCACHE_GET_H_
 
+#include <chrono>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
-#include "kcache/status.h"
+#include "kcache/status_or.h"
 
 namespace kcache::tool {
 
 struct GetOptions {
   std::string cache_dir;  // one of cache_dir and snapshot
   std::string snapshot;
-  std::string resource;  // a keyspace ("pods", "deployments.apps"), singular, kind or short name
-  std::string name;      // one object; empty: a list
+  // kubectl's arguments: "pods", "pods web-1 web-2", "pod/web-1 cm/x",
+  // "pods,configmaps". Types are plurals, singulars, kinds, short names,
+  // optionally with a group: "deployments.apps".
+  std::vector<std::string> args;
   std::string namespace_ = "default";
   bool all_namespaces = false;
   std::string label_selector;
   std::string field_selector;
   // An index query "INDEX=VALUE", over any index recorded in the cache.
   std::string index;
-  std::string output;   // "" (a table), "wide", "json", "yaml" or "name"
-  std::string sort_by;  // a JSONPath such as "{.metadata.name}"
+  // "" (a table), wide, json, yaml, name, jsonpath=..., jsonpath-file=...,
+  // jsonpath-as-json=..., custom-columns=..., custom-columns-file=...
+  std::string output;
+  std::string template_;  // --template: the template of -o jsonpath
+  std::string sort_by;    // a JSONPath such as "{.metadata.name}"
+  bool no_headers = false;
+  bool show_labels = false;
+  std::vector<std::string> label_columns;  // -L
+  bool show_managed_fields = false;
+  // The time AGE columns count to. Default (epoch): the system clock.
+  std::chrono::system_clock::time_point now{};
 };
 
-Status RunGet(const GetOptions& options, std::ostream& out);
+// Prints to `out`, and "No resources found" and per-object errors to
+// `err` as kubectl does. Returns the exit code (0, or 1 when some object
+// was not found), or an error that stops the command before printing.
+StatusOr<int> RunGet(const GetOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace kcache::tool
 

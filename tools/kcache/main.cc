@@ -65,6 +65,11 @@ int ParseFlags(kcache::cli::FlagSet& flags, const std::vector<std::string>& args
   flags.Bool("help", 'h', &help, "show this help");
   kcache::Status st = flags.Parse(args, positional);
   if (!st.ok()) {
+    if (command == "get") {
+      // kubectl's wording and exit code.
+      std::cerr << "error: " << st.message() << "\nSee 'kcache get --help' for usage.\n";
+      return 1;
+    }
     std::cerr << "error: " << command << ": " << st.message() << "\n\nFlags:\n" << flags.Usage();
     return 2;
   }
@@ -277,20 +282,27 @@ int Get(const std::vector<std::string>& args) {
                "field selector, e.g. spec.nodeName=node-1");
   flags.String("index", '\0', &o.index, "objects whose index INDEX has VALUE: INDEX=VALUE");
   flags.String("output", 'o', &o.output,
-               "output format: json, yaml, name or wide (default: a table)");
+               "json, yaml, name, wide, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., "
+               "custom-columns=..., custom-columns-file=... (default: a table)");
+  flags.String("template", '\0', &o.template_, "the template of -o jsonpath");
   flags.String("sort-by", '\0', &o.sort_by,
                "sort by a field, as a JSONPath: {.metadata.creationTimestamp}");
+  flags.Bool("no-headers", '\0', &o.no_headers, "print tables without their header");
+  flags.Bool("show-labels", '\0', &o.show_labels, "add a LABELS column");
+  flags.StringSlice("label-columns", 'L', &o.label_columns,
+                    "a column for each of these label keys (repeatable, or comma-separated)");
+  flags.Bool("show-managed-fields", '\0', &o.show_managed_fields,
+             "keep metadata.managedFields in -o json and -o yaml");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "get", &positional); rc >= 0) return rc;
-  if (positional.empty())
-    return Fail(kcache::Status::InvalidArgument("name a resource type, e.g. pods"), "get");
-  if (positional.size() > 2)
-    return Fail(kcache::Status::InvalidArgument("unexpected argument \"" + positional[2] + "\""),
-                "get");
-  o.resource = positional[0];
-  if (positional.size() == 2) o.name = positional[1];
-  kcache::Status st = kcache::tool::RunGet(o, std::cout);
-  return st.ok() ? 0 : Fail(st, "get");
+  o.args = positional;
+  kcache::StatusOr<int> rc = kcache::tool::RunGet(o, std::cout, std::cerr);
+  if (!rc.ok()) {
+    // kubectl's wording and exit code for every failure.
+    std::cerr << "error: " << rc.status().message() << "\n";
+    return 1;
+  }
+  return *rc;
 }
 
 int Stats(const std::vector<std::string>& args) {

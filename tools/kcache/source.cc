@@ -87,19 +87,52 @@ Status Source::Load() {
 
 StatusOr<std::string> Source::Resolve(std::string name) const {
   name = Lower(std::move(name));
-  if (auto s = ShortNames().find(name); s != ShortNames().end()) name = s->second;
-  for (const std::string& candidate : {name, name + "s", name + "es"}) {
+  // As kubectl resolves: plurals first, then singulars, short names and
+  // kinds, each alone or followed by ".group" (or ".version.group").
+  auto matches = [&](const std::string& n, const ResourceInfo& r) {
+    if (n.empty()) return false;
+    if (name == n) return true;
+    if (r.group.empty()) return name == n + "." + r.version;
+    return name == n + "." + r.group || name == n + "." + r.version + "." + r.group;
+  };
+  for (const KeyspaceStats& ks : keyspaces_) {
+    if (ks.resource && matches(ks.resource->resource, *ks.resource)) return ks.name;
+  }
+  for (const KeyspaceStats& ks : keyspaces_) {
+    if (!ks.resource) continue;
+    const ResourceInfo& r = *ks.resource;
+    if (matches(r.singular, r) || matches(Lower(r.kind), r)) return ks.name;
+    for (const std::string& s : r.short_names) {
+      if (matches(s, r)) return ks.name;
+    }
+  }
+  // Caches that recorded no names: kubectl's common short names and plural
+  // guesses.
+  std::string guess = name;
+  if (auto s = ShortNames().find(guess); s != ShortNames().end()) guess = s->second;
+  for (const std::string& candidate : {guess, guess + "s", guess + "es"}) {
     for (const KeyspaceStats& ks : keyspaces_) {
       if (ks.name == candidate || ks.name.substr(0, ks.name.find('.')) == candidate) return ks.name;
     }
-  }
-  for (const KeyspaceStats& ks : keyspaces_) {
-    if (ks.resource && Lower(ks.resource->kind) == name) return ks.name;
   }
   std::string have;
   for (const KeyspaceStats& ks : keyspaces_) have += (have.empty() ? "" : ", ") + ks.name;
   return Status::NotFound(path_ + " has no resource type \"" + name +
                           "\" (it has: " + (have.empty() ? "nothing yet" : have) + ")");
+}
+
+ResourceInfo Source::Info(const std::string& keyspace) {
+  for (const KeyspaceStats& ks : keyspaces_) {
+    if (ks.name == keyspace && ks.resource) return *ks.resource;
+  }
+  // Not recorded: the resource and group from the keyspace's name, the
+  // scope from its keys; the kind is left to the objects.
+  ResourceInfo r;
+  size_t dot = keyspace.find('.');
+  r.resource = keyspace.substr(0, dot);
+  if (dot != std::string::npos) r.group = keyspace.substr(dot + 1);
+  r.namespaced = Namespaced(keyspace);
+  return r;
 }
 
 StatusOr<std::shared_ptr<Indexer>> Source::Keyspace(const std::string& keyspace) {

@@ -28,12 +28,16 @@ class Source {
   Cache& cache() { return *cache_; }
   const std::string& path() const { return path_; }
 
-  // The keyspace `name` means, as kubectl would resolve it: itself, its
-  // plural, its kind, its short name, or a keyspace whose resource part is
-  // one of those. NotFound lists the keyspaces there are.
+  // The keyspace `name` means, as kubectl would resolve it: its plural,
+  // singular, kind or short name as recorded at sync time, alone or with
+  // its group; for caches that recorded none, kubectl's common short names
+  // and plural guesses. NotFound lists the keyspaces there are.
   StatusOr<std::string> Resolve(std::string name) const;
   // The store of a keyspace (opened once, then shared).
   StatusOr<std::shared_ptr<Indexer>> Keyspace(const std::string& keyspace);
+  // What the keyspace holds, as recorded at sync time, else as far as its
+  // name and keys tell (kind empty).
+  ResourceInfo Info(const std::string& keyspace);
   // Whether the keyspace's objects have namespaces: as recorded, else as
   // its keys show.
   bool Namespaced(const std::string& keyspace);

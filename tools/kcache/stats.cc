@@ -7,6 +7,7 @@
 #include "tools/kcache/inspect.h"
 #include "tools/kcache/printers.h"
 #include "tools/kcache/source.h"
+#include "tools/kcache/tables.h"
 #include "util/rfc3339.h"
 
 namespace kcache::tool {
@@ -48,9 +49,9 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
         {ks.name, ks.resource ? ks.resource->kind : "<unknown>",
          ks.resource ? (ks.resource->namespaced ? "Namespaced" : "Cluster") : "<unknown>",
          std::to_string(ks.objects), Bytes(ks.bytes_on_disk), rv,
-         ks.last_sync
-             ? util::FormatRfc3339(*ks.last_sync) + " (" + Age(now - *ks.last_sync) + " ago)"
-             : "<unknown>"});
+         ks.last_sync ? util::FormatRfc3339(*ks.last_sync) + " (" +
+                            HumanDuration(now - *ks.last_sync) + " ago)"
+                      : "<unknown>"});
   }
   PrintTable(rows, out);
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <iomanip>
 #include <mutex>
 #include <ostream>
@@ -32,6 +33,43 @@ std::string TimeOfDay() {
   std::ostringstream out;
   out << std::put_time(&tm, "%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms;
   return out.str();
+}
+
+// Built-in groups: resources in them never come from a definition.
+bool BuiltInGroup(const std::string& group) {
+  return group.empty() || group.find('.') == std::string::npos ||
+         (group.size() > 7 && group.compare(group.size() - 7, 7, ".k8s.io") == 0 &&
+          group != "metrics.k8s.io");
+}
+
+// `info` (as the informer factory recorded it) with whether `r` is a custom
+// resource and, if so, the table columns its definition declares for the
+// synced version. A definition that cannot be read (forbidden, an old
+// server) leaves the default columns, with a note.
+ResourceInfo DescribeResource(RestClient& client, const ApiResource& r, ResourceInfo info,
+                              const std::function<void(const std::string&)>& say) {
+  const std::string crd = r.gvr.resource + "." + r.gvr.group;
+  StatusOr<std::string> body =
+      client.Get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd);
+  if (!body.ok()) {
+    if (!body.status().IsNotFound())
+      say(crd + ": no table columns recorded: " + std::string(body.status().message()));
+    return info;
+  }
+  nlohmann::json def = nlohmann::json::parse(*body, nullptr, false);
+  if (!def.is_object()) return info;
+  info.custom = true;
+  info.printer_columns.clear();
+  for (const nlohmann::json& v :
+       def.value("spec", nlohmann::json::object()).value("versions", nlohmann::json::array())) {
+    if (v.value("name", "") != r.gvr.version) continue;
+    for (const nlohmann::json& c : v.value("additionalPrinterColumns", nlohmann::json::array())) {
+      info.printer_columns.push_back(PrinterColumn{c.value("name", ""), c.value("type", ""),
+                                                   c.value("format", ""), c.value("jsonPath", ""),
+                                                   c.value("priority", int32_t{0})});
+    }
+  }
+  return info;
 }
 
 std::string Megabytes(uint64_t bytes) {
@@ -91,7 +129,18 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     say("error: " + std::string(st.message()));
   };
   auto factory = InformerFactory::Create(config, cache, fo);
-  for (const ApiResource& r : resources) KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
+  for (const ApiResource& r : resources) {
+    KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
+    // The factory recorded names and scope; custom resources add their
+    // table columns, for offline readers (kcache get).
+    if (BuiltInGroup(r.gvr.group)) continue;
+    const std::string name = r.gvr.group_resource().String();
+    KCACHE_ASSIGN_OR_RETURN(KeyspaceStats recorded, cache->Stats(name));
+    if (recorded.resource) {
+      KCACHE_RETURN_IF_ERROR(
+          cache->SetResourceInfo(name, DescribeResource(*client, r, *recorded.resource, say)));
+    }
+  }
   say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +
       " into " + options.cache_dir);
   KCACHE_RETURN_IF_ERROR(factory->Start());

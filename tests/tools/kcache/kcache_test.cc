@@ -107,13 +107,6 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
       {"serve --history 0", "error: serve: --history must be at least 1"},
       {"sync --cache /tmp/x", "error: sync: name at least one resource to sync"},
       {"sync pods", "error: sync: --cache DIR is required"},
-      {"get", "error: get: name a resource type"},
-      {"get pods --cache /tmp/x -o xml",
-       "error: get: unable to match a printer suitable for the output format \"xml\""},
-      {"get pods", "error: get: name what to read: --cache DIR or --snapshot FILE"},
-      {"get pods --cache a --snapshot b", "error: get: --cache and --snapshot exclude each other"},
-      {"get pods --cache /tmp/x --sort-by {.a[x]}", "error: get: bad field path"},
-      {"get pods --cache /tmp/x --index app", "error: get: --index wants INDEX=VALUE"},
       {"stats", "error: stats: name what to read"},
       {"tree pods", "error: tree: name a resource type and an object"},
       {"diff a", "error: diff: name two caches or snapshot files"},
@@ -131,6 +124,37 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
     Result r = Kcache(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+// kcache get fails as kubectl get does: "error: ..." and exit code 1, and
+// checks its flags before it opens anything.
+TEST(KcacheToolTest, GetErrorsAsKubectl) {
+  struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"get --cache /tmp/no-such-cache", "error: you must specify the type of resource to get"},
+      {"get pods --cache /tmp/no-such-cache -o xml",
+       "error: unable to match a printer suitable for the output format \"xml\""},
+      {"get pods --cache /tmp/no-such-cache -o go-template={{.x}}",
+       "error: -o go-template is not supported"},
+      {"get pods --cache /tmp/no-such-cache -o jsonpath={.a",
+       "error: error parsing jsonpath {.a, unclosed action"},
+      {"get pods --cache /tmp/no-such-cache -o custom-columns=NAME",
+       "error: unexpected custom-columns spec: NAME, expected <header>:<json-path-expr>"},
+      {"get pods", "error: name what to read: --cache DIR or --snapshot FILE"},
+      {"get pods --cache a --snapshot b", "error: --cache and --snapshot exclude each other"},
+      {"get pods --cache /tmp/no-such-cache --sort-by {.a[x]}", "error: invalid array index x"},
+      {"get pods --cache /tmp/no-such-cache --index app", "error: --index wants INDEX=VALUE"},
+      {"get pods --cache /tmp/no-such-cache -l 'a in (b'", "error: "},
+      {"get pods --nope", "error: unknown flag: --nope"},
+  };
+  for (const auto& c : cases) {
+    Result r = Kcache(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("error: get:"), std::string::npos) << c.args << "\n" << r.output;
   }
 }
 
