@@ -1,12 +1,15 @@
 // kcache: the command-line tool. main() only parses flags; every command is
 // a library function.
 
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "bench/decode_bench.h"
 #include "bench/demo.h"
+#include "bench/get_bench.h"
 #include "bench/serve_bench.h"
 #include "bench/snapshot_bench.h"
 #include "bench/store_bench.h"
@@ -28,6 +31,7 @@ Usage:
   kcache bench decode [flags]  metadata extraction against a full JSON parse
   kcache bench store [flags]   ingest and queries of the RocksDB cache against raw RocksDB
   kcache bench serve [flags]   kcache serve's LIST and watch rates against the loopback limit
+  kcache bench get [flags]     kcache get's time and peak memory over caches of 10k to 1M pods
   kcache bench snapshot [flags]
                                snapshot export/import against the disk's write rate; open to first get
   kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
@@ -153,16 +157,48 @@ int BenchSnapshot(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "bench snapshot");
 }
 
+int BenchGet(const std::vector<std::string>& args) {
+  kcache::bench::GetBenchOptions o;
+  std::vector<std::string> sizes;
+  int64_t runs = o.runs;
+  kcache::cli::FlagSet flags;
+  flags.StringSlice("objects", '\0', &sizes,
+                    "cache sizes in pods, ascending (default 10000,100000,1000000)");
+  flags.Int("runs", '\0', &runs, "runs of each form at each size (medians are reported)");
+  flags.String("dir", '\0', &o.dir,
+               "directory for the cache (default: a new one under /tmp, removed after)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "bench get", &positional); rc >= 0) return rc;
+  if (!sizes.empty()) {
+    o.sizes.clear();
+    for (const std::string& s : sizes) {
+      char* end = nullptr;
+      long v = std::strtol(s.c_str(), &end, 10);
+      if (s.empty() || *end != '\0' || v <= 0) {
+        return Fail(kcache::Status::InvalidArgument("invalid argument \"" + s +
+                                                    "\" for \"--objects\" flag: not a positive "
+                                                    "integer"),
+                    "bench get");
+      }
+      o.sizes.push_back(static_cast<int>(v));
+    }
+  }
+  o.runs = static_cast<int>(runs);
+  kcache::Status st = kcache::bench::RunGetBench(o, std::cout);
+  return st.ok() ? 0 : Fail(st, "bench get");
+}
+
 int Bench(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "get") return BenchGet({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "store") return BenchStore({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "snapshot") return BenchSnapshot({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "serve") return BenchServe({args.begin() + 1, args.end()});
   if (args.empty() || args[0] != "decode") {
     return Fail(
         kcache::Status::InvalidArgument(
-            args.empty() ? "missing benchmark name (available: decode, serve, snapshot, store)"
+            args.empty() ? "missing benchmark name (available: decode, get, serve, snapshot, store)"
                          : "unknown benchmark \"" + args[0] +
-                               "\" (available: decode, serve, snapshot, store)"),
+                               "\" (available: decode, get, serve, snapshot, store)"),
         "bench");
   }
   int64_t objects = 20000, runs = 5;
@@ -406,10 +442,19 @@ int Snapshot(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, command);
 }
 
-}  // namespace
+// kcache bench get measures its children's peak memory this way: a child
+// started by a large process inherits that process's peak in its rusage.
+void ReportPeakRss() {
+  const char* path = std::getenv("KCACHE_BENCH_PEAK_RSS_FILE");
+  if (!path || !*path) return;
+  std::ifstream status("/proc/self/status");
+  std::ofstream out(path);
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) out << line << "\n";
+  }
+}
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+int Run(std::vector<std::string> args) {
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;
@@ -431,4 +476,12 @@ int main(int argc, char** argv) {
   }
   std::cerr << "error: unknown command \"" << command << "\"\n\n" << kUsage;
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rc = Run(std::vector<std::string>(argv + 1, argv + argc));
+  ReportPeakRss();
+  return rc;
 }

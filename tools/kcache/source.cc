@@ -14,6 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr size_t kReaderBlockCacheBytes = size_t{16} << 20;
+
 // kubectl's short names for the common built-in resources.
 const std::map<std::string, std::string>& ShortNames() {
   static const std::map<std::string, std::string> m = {{"po", "pods"},
@@ -57,10 +59,15 @@ StatusOr<std::unique_ptr<Source>> Source::Open(const std::string& cache_dir,
     KCACHE_ASSIGN_OR_RETURN(s->temp_dir_, util::ScratchDir::Create("kcache-snapshot"));
     const std::string dir = s->temp_dir_->path() + "/cache";
     KCACHE_RETURN_IF_ERROR(ImportSnapshot(snapshot, dir).status());
-    KCACHE_ASSIGN_OR_RETURN(s->cache_, Cache::Open(dir));
+    CacheOptions o;
+    o.block_cache_bytes = kReaderBlockCacheBytes;
+    KCACHE_ASSIGN_OR_RETURN(s->cache_, Cache::Open(dir, o));
   } else {
     CacheOptions o;
     o.create_if_missing = false;
+    // One command reads each block about once: a large block cache would
+    // only hold what was read, growing the process with the cache's size.
+    o.block_cache_bytes = kReaderBlockCacheBytes;
     KCACHE_ASSIGN_OR_RETURN(s->cache_, Cache::OpenReadOnly(cache_dir, o));
   }
   KCACHE_RETURN_IF_ERROR(s->Load());
