@@ -45,6 +45,10 @@ struct KCACHE_EXPORT InformerFactoryOptions {
   RestClientOptions client;
 };
 
+// What ForResource records about `resource` in the cache for offline
+// readers: group, version, resource, kind, scope, singular and short names.
+KCACHE_EXPORT ResourceInfo ResourceInfoOf(const ApiResource& resource);
+
 class KCACHE_EXPORT InformerFactory {
  public:
   // A factory whose client is made from `config` on first use (errors, such

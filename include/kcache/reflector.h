@@ -176,6 +176,11 @@ struct KCACHE_EXPORT ReflectorStats {
   uint64_t listed_objects = 0;  // objects received by full lists
   uint64_t bytes = 0;           // JSON bytes of listed objects and events
   uint64_t skipped = 0;         // watch events not applied (kSkipped)
+  // The full list in progress, counted as its items arrive (a streamed or
+  // paged list of 100,000 objects takes a while); both 0 between lists.
+  // When it is applied they move to listed_objects and bytes.
+  uint64_t listing_objects = 0;
+  uint64_t listing_bytes = 0;
   // When the sink was last known current: a list, watch batch or bookmark
   // applied, or a resumed sink found synced. On the reflector's clock; the
   // clock's epoch if never.

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "kcache/cache.h"
 #include "kcache/store.h"
@@ -61,7 +61,8 @@ StatusOr<Usage> Measure(const std::vector<std::string>& argv, const std::string&
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
   std::string cmd;
   for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Status::Internal("bench: " + cmd + " failed");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Status::Internal("bench: " + cmd + " failed");
   std::ifstream in(peak_file);
   std::string key;
   double kb = 0;
@@ -75,7 +76,8 @@ StatusOr<Usage> Measure(const std::vector<std::string>& argv, const std::string&
 Status RunGetBench(const GetBenchOptions& o, std::ostream& out) {
   if (o.sizes.empty() || o.runs <= 0 || !std::is_sorted(o.sizes.begin(), o.sizes.end()) ||
       o.sizes.front() <= 0) {
-    return Status::InvalidArgument("--objects wants ascending positive sizes, --runs a positive count");
+    return Status::InvalidArgument(
+        "--objects wants ascending positive sizes, --runs a positive count");
   }
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
                           util::ScratchDir::Create("kcache-bench", o.dir));

@@ -49,6 +49,18 @@ StatusOr<std::shared_ptr<const Discovery>> InformerFactory::discovery() {
   return discovery_;
 }
 
+ResourceInfo ResourceInfoOf(const ApiResource& resource) {
+  ResourceInfo info;
+  info.group = resource.gvr.group;
+  info.version = resource.gvr.version;
+  info.resource = resource.gvr.resource;
+  info.kind = resource.kind;
+  info.namespaced = resource.namespaced;
+  info.singular = resource.singular;
+  info.short_names = resource.short_names;
+  return info;
+}
+
 StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(std::string_view name) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const Discovery> d, discovery());
   KCACHE_ASSIGN_OR_RETURN(ApiResource resource, d->Resolve(name));
@@ -76,15 +88,7 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer,
                           cache_->OpenKeyspace(name, options_.keyspace));
   // Offline readers (kcache get, tree, snapshots) learn kinds and scopes here.
-  ResourceInfo info;
-  info.group = resource.gvr.group;
-  info.version = resource.gvr.version;
-  info.resource = resource.gvr.resource;
-  info.kind = resource.kind;
-  info.namespaced = resource.namespaced;
-  info.singular = resource.singular;
-  info.short_names = resource.short_names;
-  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, info));
+  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, ResourceInfoOf(resource)));
   auto lw = NewListWatch(std::move(client), resource.Ref(options_.namespace_),
                          options_.label_selector, options_.field_selector);
   InformerOptions io = options_.informer;

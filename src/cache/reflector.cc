@@ -318,11 +318,13 @@ class ReflectorImpl final : public Reflector {
     o.limit = o_.page_size;
     std::string list_rv;
     uint64_t n = 0, bytes = 0;
+    Listing(0, 0);
     KCACHE_RETURN_IF_ERROR(pager.EachListItem(
         o,
         [&](const ObjectPtr& obj) {
           ++n;
           bytes += obj->byte_size();
+          Listing(n, bytes);
           return session->Put(obj);
         },
         &list_rv, nullptr,
@@ -331,6 +333,7 @@ class ReflectorImpl final : public Reflector {
           // one request, into a new session (the old one is dropped unfinished).
           session.reset();
           n = bytes = 0;
+          Listing(0, 0);
           KCACHE_ASSIGN_OR_RETURN(session, sink_->BeginReplace());
           return Status::OK();
         }));
@@ -367,6 +370,7 @@ class ReflectorImpl final : public Reflector {
     if (!SetActive(stream.get(), stop)) return Status::Cancelled("stopped");
     KCACHE_ASSIGN_OR_RETURN(auto session, sink_->BeginReplace());
     uint64_t n = 0, bytes = 0;
+    Listing(0, 0);
     for (;;) {
       auto ev = stream->Next();
       if (!ev.ok()) return ev.status();
@@ -390,14 +394,23 @@ class ReflectorImpl final : public Reflector {
       }
       ++n;
       bytes += e.object->byte_size();
+      Listing(n, bytes);
       KCACHE_RETURN_IF_ERROR(session->Put(std::move(e.object)));
     }
+  }
+
+  // The progress of the list in progress, for stats().
+  void Listing(uint64_t n, uint64_t bytes) {
+    std::lock_guard l(mu_);
+    stats_.listing_objects = n;
+    stats_.listing_bytes = bytes;
   }
 
   void Listed(const char* how, uint64_t n, uint64_t bytes, size_t unchanged,
               const std::string& rv) {
     {
       std::lock_guard l(mu_);
+      stats_.listing_objects = stats_.listing_bytes = 0;
       ++stats_.lists;
       stats_.listed_objects += n;
       stats_.bytes += bytes;

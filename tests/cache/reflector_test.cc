@@ -441,6 +441,38 @@ TEST(ReflectorTest, FailedStreamingListFallsBackToList) {
   EXPECT_TRUE(r.lw->watch_calls()[2].send_initial_events);
 }
 
+// A streamed list's items are counted as they arrive, before the list is
+// applied (kcache sync's progress line reads these), then move to the
+// totals.
+TEST(ReflectorTest, StreamedListItemsAreCountedAsTheyArrive) {
+  Rig r;
+  r.options.streaming_list = true;
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(0, 1);
+  w->Push(Event(WatchEventType::kAdded, testing::Pod("a", "ns", "5")));
+  w->Push(Event(WatchEventType::kAdded, testing::Pod("b", "ns", "6")));
+  auto listing = [&] { return r.reflector->stats().listing_objects; };
+  for (int i = 0; i < 5000 && listing() < 2; ++i) std::this_thread::sleep_for(milliseconds(1));
+  ReflectorStats during = r.reflector->stats();
+  EXPECT_EQ(during.listing_objects, 2u);
+  EXPECT_GT(during.listing_bytes, 0u);
+  EXPECT_EQ(during.listed_objects, 0u);
+  EXPECT_FALSE(r.reflector->HasSynced());
+  WatchEvent end = Bookmark("10");
+  end.object =
+      testing::MakeObject(R"({"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"10",)"
+                          R"("annotations":{"k8s.io/initial-events-end":"true"}}})");
+  w->Push(std::move(end));
+  for (int i = 0; i < 5000 && !r.reflector->HasSynced(); ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ReflectorStats after = r.reflector->stats();
+  EXPECT_EQ(after.listed_objects, 2u);
+  EXPECT_EQ(after.bytes, during.listing_bytes);
+  EXPECT_EQ(after.listing_objects, 0u);
+  EXPECT_EQ(after.listing_bytes, 0u);
+}
+
 // Watch timeouts are never under client-go's 5 minutes, whatever is asked.
 TEST(ReflectorTest, WatchTimeoutIsAtLeastFiveMinutes) {
   Rig r;

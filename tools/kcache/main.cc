@@ -16,6 +16,7 @@
 #include "testserver/server.h"
 #include "tools/kcache/flags.h"
 #include "tools/kcache/get.h"
+#include "tools/kcache/help.h"
 #include "tools/kcache/inspect.h"
 #include "tools/kcache/snapshot.h"
 #include "tools/kcache/sync.h"
@@ -37,8 +38,8 @@ Usage:
   kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
   kcache sync RESOURCE... --cache DIR [flags]
                                mirror resources of a cluster into a cache and keep it current
-  kcache get RESOURCE [NAME] (--cache DIR | --snapshot FILE) [flags]
-                               read objects back from a cache (also while sync runs) or a snapshot
+  kcache get TYPE [NAME...] (--cache DIR | --snapshot FILE) [flags]
+                               objects from a cache (also while sync runs) or a snapshot, as kubectl get
   kcache stats (--cache DIR | --snapshot FILE)
                                objects, bytes, resume points and last sync per resource and namespace
   kcache tree RESOURCE NAME (--cache DIR | --snapshot FILE) [-n NS]
@@ -53,7 +54,8 @@ Usage:
   kcache snapshot verify FILE  check a snapshot file's checksums, manifest and indexes
   kcache version               print the version
 
-Run "kcache COMMAND --help" for a command's flags.
+Run "kcache help COMMAND" (or "kcache COMMAND --help") for a command's arguments,
+examples and flags.
 )";
 
 int Fail(const kcache::Status& st, const std::string& command) {
@@ -78,7 +80,11 @@ int ParseFlags(kcache::cli::FlagSet& flags, const std::vector<std::string>& args
     return 2;
   }
   if (help) {
-    std::cout << "Usage: kcache " << command << " [flags]\n\nFlags:\n" << flags.Usage();
+    if (const kcache::tool::CommandHelp* h = kcache::tool::FindHelp(command)) {
+      std::cout << kcache::tool::HelpText(*h) << "\nFlags:\n" << flags.Usage();
+    } else {
+      std::cout << "Usage: kcache " << command << " [flags]\n\nFlags:\n" << flags.Usage();
+    }
     return 0;
   }
   return -1;
@@ -188,7 +194,16 @@ int BenchGet(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "bench get");
 }
 
+// `kcache GROUP --help` for commands with sub-commands.
+bool GroupHelp(const std::string& group, const std::vector<std::string>& args) {
+  if (args.empty() || (args[0] != "--help" && args[0] != "-h")) return false;
+  std::cout << kcache::tool::HelpText(*kcache::tool::FindHelp(group)) << "\nRun \"kcache help "
+            << group << " COMMAND\" for a command's flags.\n";
+  return true;
+}
+
 int Bench(const std::vector<std::string>& args) {
+  if (GroupHelp("bench", args)) return 0;
   if (!args.empty() && args[0] == "get") return BenchGet({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "store") return BenchStore({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "snapshot") return BenchSnapshot({args.begin() + 1, args.end()});
@@ -293,6 +308,8 @@ int Sync(const std::vector<std::string>& args) {
              "do not ask the server to compress list responses");
   flags.String("metrics-listen", '\0', &o.metrics_listen,
                "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one)");
+  flags.String("log-format", '\0', &o.log_format,
+               "text (HH:MM:SS.mmm message) or json (one {\"time\", \"msg\"} object per line)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "sync", &positional); rc >= 0) return rc;
   o.resources = positional;
@@ -300,7 +317,13 @@ int Sync(const std::vector<std::string>& args) {
     o.kubeconfig.namespace_ = ns;
     o.all_namespaces = false;
   }
-  o.progress = isatty(STDERR_FILENO);
+  if (o.log_format != "text" && o.log_format != "json") {
+    return Fail(kcache::Status::InvalidArgument("--log-format must be text or json, not \"" +
+                                                o.log_format + "\""),
+                "sync");
+  }
+  // Structured logs are for machines: no progress line among them.
+  o.progress = isatty(STDERR_FILENO) && o.log_format == "text";
   kcache::Status st = kcache::tool::RunSync(o, std::cerr, std::cerr);
   if (o.progress) std::cerr << "\n";
   return st.ok() ? 0 : Fail(st, "sync");
@@ -401,6 +424,7 @@ int Diff(const std::vector<std::string>& args) {
 
 int Snapshot(const std::vector<std::string>& args) {
   static const char* kVerbs = "create, export, import, verify";
+  if (GroupHelp("snapshot", args)) return 0;
   if (args.empty())
     return Fail(kcache::Status::InvalidArgument(std::string("name a snapshot command: ") + kVerbs),
                 "snapshot");
@@ -455,6 +479,17 @@ void ReportPeakRss() {
 }
 
 int Run(std::vector<std::string> args) {
+  if (args.size() >= 2 && args[0] == "help") {
+    // kcache help COMMAND [SUBCOMMAND]: the same as COMMAND [SUBCOMMAND] --help.
+    args.erase(args.begin());
+    std::string command = args[0];
+    if (args.size() >= 2) command += " " + args[1];
+    if (!kcache::tool::FindHelp(command)) {
+      std::cerr << "error: help: unknown command \"" << command << "\"\n\n" << kUsage;
+      return 2;
+    }
+    args.push_back("--help");
+  }
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;

@@ -30,6 +30,9 @@ struct SyncOptions {
   bool progress = false;
   // Stop once every resource has synced, instead of at SIGINT/SIGTERM.
   bool until_synced = false;
+  // "text": "HH:MM:SS.mmm message" lines; "json": one object per line,
+  // {"time": RFC 3339 with milliseconds, "msg": ...}.
+  std::string log_format = "text";
 };
 
 // Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume,

@@ -1,6 +1,7 @@
 // Runs the kcache binary (path in $KCACHE_BIN) as a user would.
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "testing/command.h"
 
@@ -165,6 +166,29 @@ TEST(KcacheToolTest, HelpAndVersion) {
   Result flags = Kcache("demo --help");
   EXPECT_EQ(flags.exit_code, 0);
   EXPECT_NE(flags.output.find("--pods int"), std::string::npos) << flags.output;
+  // Every command and sub-command explains its arguments with examples.
+  for (const char* command :
+       {"demo", "sync", "get", "stats", "tree", "diff", "serve", "snapshot create",
+        "snapshot export", "snapshot import", "snapshot verify", "bench decode", "bench get",
+        "bench serve", "bench snapshot", "bench store"}) {
+    for (const std::string& form :
+         {std::string("help ") + command, std::string(command) + " --help"}) {
+      Result r = Kcache(form);
+      EXPECT_EQ(r.exit_code, 0) << form << "\n" << r.output;
+      EXPECT_NE(r.output.find("Usage:\n  kcache " + std::string(command)), std::string::npos)
+          << form << "\n"
+          << r.output;
+      EXPECT_NE(r.output.find("Examples:\n  "), std::string::npos) << form << "\n" << r.output;
+      EXPECT_NE(r.output.find("Flags:\n"), std::string::npos) << form << "\n" << r.output;
+    }
+  }
+  Result group = Kcache("snapshot --help");
+  EXPECT_EQ(group.exit_code, 0) << group.output;
+  EXPECT_NE(group.output.find("snapshot (create | export | import | verify)"), std::string::npos)
+      << group.output;
+  EXPECT_NE(Kcache("help get").output.find("TYPE[.GROUP]/NAME"), std::string::npos);
+  EXPECT_NE(Kcache("help snapshot export").output.find("--zstd-level"), std::string::npos);
+  EXPECT_EQ(Kcache("help frobnicate").exit_code, 2);
   Result version = Kcache("version");
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.output.substr(0, 7), "kcache ");
@@ -310,6 +334,21 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   EXPECT_NE(again.output.find("pods: resuming the watch from resourceVersion"), std::string::npos)
       << again.output;
   EXPECT_EQ(again.output.find("streaming list"), std::string::npos) << again.output;
+
+  // --log-format=json: every line one JSON object with a time and a
+  // message, ending with the summary.
+  Result json_log = Kcache("sync pods nodes --server " + url + " --cache " + cache +
+                           " --until-synced --log-format=json");
+  ASSERT_EQ(json_log.exit_code, 0) << json_log.output;
+  std::istringstream lines(json_log.output);
+  std::string last;
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line;
+    EXPECT_TRUE(j.contains("time") && j.contains("msg")) << line;
+    last = j.value("msg", "");
+  }
+  EXPECT_NE(last.find("summary: 2 resource(s), "), std::string::npos) << json_log.output;
 
   // --metrics-listen serves the informers' metrics in the Prometheus text
   // format while the sync runs.
