@@ -1,5 +1,7 @@
 #include "kcache/discovery.h"
 
+#include "util/strings.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -8,11 +10,7 @@
 namespace kcache {
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+std::string Lower(std::string_view s) { return AsciiLower(s); }
 
 // Appends the resources of one APIResourceList body.
 Status AddResources(std::string_view body, const std::string& group, const std::string& version,

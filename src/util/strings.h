@@ -2,6 +2,7 @@
 #ifndef KCACHE_SRC_UTIL_STRINGS_H_
 #define KCACHE_SRC_UTIL_STRINGS_H_
 
+#include <string>
 #include <string_view>
 
 namespace kcache {
@@ -11,6 +12,24 @@ inline std::string_view TrimSpace(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return {};
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// `s` with ASCII letters lower-cased (resource names, kinds, groups).
+inline std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// `s` with ASCII letters upper-cased (table headers).
+inline std::string AsciiUpper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
 }
 
 }  // namespace kcache

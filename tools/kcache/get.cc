@@ -19,6 +19,7 @@
 #include "tools/kcache/source.h"
 #include "tools/kcache/tables.h"
 #include "tools/kcache/yaml.h"
+#include "util/strings.h"
 
 namespace kcache::tool {
 namespace {
@@ -271,20 +272,10 @@ struct Group {
   std::function<Status(const Each&)> visit;
 };
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s;
-}
-
-std::string Upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::toupper);
-  return s;
-}
-
 // "pod", "deployment.apps": kubectl's lower-cased GroupKind.
 std::string KindString(const ResourceInfo& info, const Object& o) {
   std::string kind = info.kind.empty() ? o.kind() : info.kind;
-  return Lower(info.group.empty() ? kind : kind + "." + info.group);
+  return AsciiLower(info.group.empty() ? kind : kind + "." + info.group);
 }
 
 // A table cell as kubectl writes it: strings cut at the first line break
@@ -306,34 +297,13 @@ std::string CellText(const json& cell) {
   return out;
 }
 
-size_t Runes(const std::string& s) {
-  return static_cast<size_t>(
-      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xc0) != 0x80; }));
-}
-
-// Rows written as kubectl's tabwriter lays them out: every cell but the
-// last padded to its column's width (the widest cell plus 3, at least 6).
-class TabWriter {
- public:
-  void Measure(const std::vector<std::string>& row) {
-    if (width_.size() < row.size()) width_.resize(row.size(), 0);
-    for (size_t i = 0; i + 1 < row.size(); ++i)
-      width_[i] = std::max(width_[i], std::max<size_t>(6, Runes(row[i]) + 3));
-  }
-  void Write(const std::vector<std::string>& row, std::string* out) const {
-    for (size_t i = 0; i < row.size(); ++i) {
-      *out += row[i];
-      if (i + 1 < row.size()) out->append(width_[i] - Runes(row[i]), ' ');
-    }
-    out->push_back('\n');
-  }
-
- private:
-  std::vector<size_t> width_;
-};
+// kubectl's tabwriter: no column narrower than 6 with its padding.
+constexpr size_t kKubectlMinWidth = 6;
 
 // -L KEY's header: the upper-cased last part of the key.
-std::string LabelHeader(const std::string& key) { return Upper(key.substr(key.rfind('/') + 1)); }
+std::string LabelHeader(const std::string& key) {
+  return AsciiUpper(key.substr(key.rfind('/') + 1));
+}
 
 // labels.Set.String(): "k=v" pairs sorted as strings ("a.b=x" before "a=y").
 std::string LabelsText(const Labels& labels) {
@@ -571,7 +541,7 @@ class Getter {
       std::optional<TableSpec> spec;
       const bool with_namespace = o_.all_namespaces && info.namespaced;
       std::vector<std::string> header;
-      TabWriter tab;
+      TabWriter tab(kKubectlMinWidth);
       size_t rows = 0;
       auto row_of = [&](const ObjectPtr& o, std::vector<std::string>* row) -> Status {
         if (!spec) {
@@ -580,7 +550,7 @@ class Getter {
           spec = std::move(s);
           if (with_namespace) header.push_back("NAMESPACE");
           for (const TableColumn& c : spec->columns()) {
-            if (wide || c.priority == 0) header.push_back(Upper(c.name));
+            if (wide || c.priority == 0) header.push_back(AsciiUpper(c.name));
           }
           for (const std::string& l : o_.label_columns) header.push_back(LabelHeader(l));
           if (o_.show_labels) header.push_back("LABELS");
@@ -767,7 +737,7 @@ class Getter {
   static std::string Quoted(const std::string& s) { return GoJson(json(s)); }
 
   Status PrintColumns(const ObjectPtr& single, std::string* text, size_t* written) {
-    TabWriter tab;
+    TabWriter tab(kKubectlMinWidth);
     std::vector<std::string> header;
     for (const Column& c : printing_.columns) header.push_back(c.header);
     std::vector<std::string> row;

@@ -8,6 +8,7 @@
 
 #include "kcache/snapshot.h"
 #include "tools/kcache/scratch_dir.h"
+#include "util/strings.h"
 
 namespace kcache::tool {
 namespace {
@@ -31,11 +32,6 @@ const std::map<std::string, std::string>& ShortNames() {
                                                        {"ep", "endpoints"},
                                                        {"secret", "secrets"}};
   return m;
-}
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-  return s;
 }
 
 }  // namespace
@@ -93,7 +89,7 @@ Status Source::Load() {
 }
 
 StatusOr<std::string> Source::Resolve(std::string name) const {
-  name = Lower(std::move(name));
+  name = AsciiLower(std::move(name));
   // As kubectl resolves: plurals first, then singulars, short names and
   // kinds, each alone or followed by ".group" (or ".version.group").
   auto matches = [&](const std::string& n, const ResourceInfo& r) {
@@ -108,7 +104,7 @@ StatusOr<std::string> Source::Resolve(std::string name) const {
   for (const KeyspaceStats& ks : keyspaces_) {
     if (!ks.resource) continue;
     const ResourceInfo& r = *ks.resource;
-    if (matches(r.singular, r) || matches(Lower(r.kind), r)) return ks.name;
+    if (matches(r.singular, r) || matches(AsciiLower(r.kind), r)) return ks.name;
     for (const std::string& s : r.short_names) {
       if (matches(s, r)) return ks.name;
     }

@@ -83,11 +83,12 @@ std::string Megabytes(uint64_t bytes) {
 using Informers = std::map<std::string, std::shared_ptr<SharedIndexInformer>>;
 
 // What one informer has received: list items (also those of a list still
-// arriving) and events.
-void Received(const SharedIndexInformer& informer, uint64_t* objects, uint64_t* bytes) {
+// arriving) and events. Returns whether a list is arriving.
+bool Received(const SharedIndexInformer& informer, uint64_t* objects, uint64_t* bytes) {
   ReflectorStats s = informer.stats();
   *objects = s.listed_objects + s.listing_objects + s.events;
   *bytes = s.bytes + s.listing_bytes;
+  return s.listing_objects > 0;
 }
 
 // The terminal's progress line: totals, rate, and each resource's count and
@@ -98,15 +99,15 @@ std::string ProgressLine(const Informers& informers, std::chrono::steady_clock::
   std::string each;
   for (const auto& [name, informer] : informers) {
     uint64_t n, b;
-    Received(*informer, &n, &b);
+    const bool listing = Received(*informer, &n, &b);
     objects += n;
     bytes += b;
     const bool done = informer->HasSynced();
     synced = synced && done;
     each += (each.empty() ? "" : ", ") + name + " " + std::to_string(n) +
-            (done                                    ? " synced"
-             : informer->stats().listing_objects > 0 ? " listing"
-                                                     : " waiting");
+            (done      ? " synced"
+             : listing ? " listing"
+                       : " waiting");
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::ostringstream out;

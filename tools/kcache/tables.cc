@@ -4,7 +4,9 @@
 #include <set>
 
 #include "tools/kcache/go_format.h"
+#include "tools/kcache/printers.h"
 #include "util/rfc3339.h"
+#include "util/strings.h"
 
 namespace kcache::tool {
 
@@ -285,8 +287,7 @@ std::vector<json> EventCells(const json& ev, std::chrono::system_clock::time_poi
     count = 1;
   }
   const json& obj = At(ev, {"involvedObject"});
-  std::string kind = Str(At(obj, {"kind"}));
-  std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+  const std::string kind = AsciiLower(Str(At(obj, {"kind"})));
   const std::string name = Str(At(obj, {"name"}));
   std::string component = Str(At(ev, {"source", "component"}));
   if (component.empty()) component = Str(At(ev, {"reportingComponent"}));
@@ -362,9 +363,7 @@ std::string HumanDuration(std::chrono::system_clock::duration d) {
 }
 
 std::string TimestampAge(const json& timestamp, std::chrono::system_clock::time_point now) {
-  if (!timestamp.is_string()) return "<unknown>";
-  auto t = util::ParseRfc3339(timestamp.get<std::string>());
-  return t ? HumanDuration(now - *t) : "<unknown>";
+  return timestamp.is_string() ? Age(timestamp.get<std::string>(), now) : "<unknown>";
 }
 
 StatusOr<TableSpec> TableSpec::For(const ResourceInfo& info) {
