@@ -10,6 +10,7 @@
 #include "kcache/indexer.h"
 #include "kcache/informer.h"
 #include "kcache/informer_factory.h"
+#include "kcache/journal.h"
 #include "kcache/key.h"
 #include "kcache/label_selector.h"
 #include "kcache/labels.h"

@@ -31,6 +31,7 @@
 
 #include "kcache/export.h"
 #include "kcache/indexer.h"
+#include "kcache/journal.h"
 
 namespace kcache {
 
@@ -62,6 +63,8 @@ struct KCACHE_EXPORT CacheOptions {
   // The wall-clock time recorded with every commit (a keyspace's last sync
   // time). Default (empty): std::chrono::system_clock::now.
   std::function<std::chrono::system_clock::time_point()> wall_clock;
+  // Bounds of each keyspace's change journal (see journal.h).
+  JournalOptions journal;
 };
 
 // A column a custom resource definition adds to kubectl's table
@@ -112,6 +115,7 @@ struct KCACHE_EXPORT KeyspaceStats {
   std::optional<ResourceInfo> resource;
   // (index name, version) of the indexes recorded on disk.
   std::vector<std::pair<std::string, std::string>> indexes;
+  JournalStats journal;
 };
 
 struct KCACHE_EXPORT KeyspaceOptions {
@@ -190,6 +194,14 @@ class KCACHE_EXPORT Cache {
   // reverse entry, each object's reverse entries exist, counts match.
   // Corruption naming the first mismatch.
   virtual Status Verify() const = 0;
+
+  // The journaled changes of `keyspace` after resourceVersion `after`, at
+  // most `limit` of them (see journal.h). Expired if `after` is older than
+  // the journal's window; InvalidArgument if `after` is not a decimal
+  // resourceVersion. A read-only cache reads its view as of its last
+  // Refresh().
+  virtual StatusOr<JournalRead> ReadJournal(std::string_view keyspace, std::string_view after,
+                                            size_t limit) const = 0;
 
   virtual const std::string& dir() const = 0;
 };

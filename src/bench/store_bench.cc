@@ -77,6 +77,62 @@ double Median(int runs, F f) {
   return t[t.size() / 2];
 }
 
+// Watch events (modifications, in commits of 16 as a watch delivers them)
+// into a listed keyspace, with the change journal off and on: the cost of
+// journaling each change with its previous object.
+Status RunWatchEvents(const StoreBenchOptions& o, CacheOptions copts, const std::string& root,
+                      std::ostream& out) {
+  const int pods = std::min(o.objects, 10000);
+  const int events = 5 * pods;
+  constexpr int kPerCommit = 16;
+  double rate[2] = {0, 0};
+  JournalStats journal;
+  for (int on = 0; on < 2; ++on) {
+    copts.journal.max_events = on ? JournalOptions().max_events : 0;
+    const std::string dir = root + (on ? "/watch-journal" : "/watch-plain");
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, copts));
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> store,
+                            cache->OpenKeyspace("pods", {.label_index = o.label_index}));
+    std::vector<ObjectPtr> listed;
+    for (std::string& d : Batch(0, pods)) {
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(std::move(d)));
+      listed.push_back(std::move(obj));
+    }
+    const uint64_t list_rv = 1000 + static_cast<uint64_t>(pods);
+    KCACHE_RETURN_IF_ERROR(store->Replace(std::move(listed), std::to_string(list_rv)).status());
+    synth::PodOptions po{.seed = 3, .namespaces = 10};
+    double seconds = 0;
+    for (int first = 0; first < events; first += kPerCommit) {
+      std::vector<std::string> docs;
+      for (int i = first; i < std::min(events, first + kPerCommit); ++i) {
+        docs.push_back(synth::PodJson(po, static_cast<uint64_t>(i % pods),
+                                      list_rv + 1 + static_cast<uint64_t>(i)));
+      }
+      auto start = Clock::now();
+      Transaction txn;
+      for (std::string& d : docs) {
+        KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(std::move(d)));
+        txn.Update(std::move(obj));
+      }
+      KCACHE_RETURN_IF_ERROR(store->Commit(txn, nullptr));
+      seconds += Seconds(Clock::now() - start);
+    }
+    rate[on] = events / seconds;
+    if (on) {
+      KCACHE_ASSIGN_OR_RETURN(KeyspaceStats stats, cache->Stats("pods"));
+      journal = stats.journal;
+    }
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  watch events into %d pods, commits of %d: journal off %.0f events/s, on %.0f "
+                "events/s, ratio %.2f; journal %zu entries, %.1f MB\n",
+                pods, kPerCommit, rate[0], rate[1], rate[1] / rate[0], journal.events,
+                journal.bytes / 1e6);
+  out << line;
+  return Status::OK();
+}
+
 }  // namespace
 
 Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
@@ -223,7 +279,7 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
       bytes / 1e6, DiskBytes(root + "/raw") / 1e6, DiskBytes(cache_dir) / 1e6,
       o.zstd_dictionary_bytes);
   out << line;
-  return Status::OK();
+  return RunWatchEvents(o, copts, root, out);
 }
 
 }  // namespace kcache::bench

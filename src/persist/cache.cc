@@ -10,6 +10,7 @@
 #include "persist/bulk_load.h"
 #include "persist/db.h"
 #include "persist/encoding.h"
+#include "persist/journal.h"
 #include "persist/rocks_indexer.h"
 #include "persist/rocks_status.h"
 
@@ -129,6 +130,12 @@ class CacheImpl final : public Cache {
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, ListKeyspaces());
     for (const std::string& ks : names) KCACHE_RETURN_IF_ERROR(storage::VerifyKeyspace(db_, ks));
     return Status::OK();
+  }
+
+  StatusOr<JournalRead> ReadJournal(std::string_view keyspace, std::string_view after,
+                                    size_t limit) const override {
+    storage::DbSnapshot snapshot = storage::TakeSnapshot(db_);
+    return storage::ReadJournal(*db_, snapshot.get(), keyspace, after, limit);
   }
 
   const std::string& dir() const override { return db_->dir; }

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "persist/encoding.h"
+#include "persist/journal.h"
 #include "persist/rocks_status.h"
 
 namespace kcache::storage {
@@ -104,11 +105,12 @@ Db::~Db() {
   }
 }
 
-std::string Db::NowMillis() const {
+int64_t Db::NowMs() const {
   auto now = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
-  return std::to_string(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
 }
+
+std::string Db::NowMillis() const { return std::to_string(NowMs()); }
 
 rocksdb::Status Db::Write(rocksdb::WriteBatch* batch) {
 #if defined(__SANITIZE_THREAD__)
@@ -144,9 +146,12 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
 
   rocksdb::DBOptions db_options = MakeDbOptions(o);
   db_options.create_if_missing = !exists;
-  db_options.create_missing_column_families = !exists;
+  // A writer adds the journal to a version 1 cache (the required families
+  // are checked below).
+  db_options.create_missing_column_families = !read_only;
   std::shared_ptr<rocksdb::Cache> cache = MakeBlockCache(o);
 
+  bool has_journal = !exists || !read_only;
   if (exists) {
     std::vector<std::string> have;
     rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, dir, &have);
@@ -157,11 +162,13 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
         return Status::Corruption(ctx + ": column family '" + name + "' is missing");
       }
     }
+    has_journal = has_journal || present.count(kJournalCF);
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const std::string& name : RequiredFamilies()) {
     families.emplace_back(name, FamilyOptions(name, o, cache));
   }
+  if (has_journal) families.emplace_back(kJournalCF, FamilyOptions(kJournalCF, o, cache));
 
   auto db = std::make_shared<Db>();
   db->dir = dir;
@@ -183,6 +190,7 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
   db->index = db->handles[2];
   db->rindex = db->handles[3];
   db->meta = db->handles[4];
+  if (has_journal) db->journal = db->handles[5];
 
   std::string format;
   s = db->db->Get(rocksdb::ReadOptions(), db->meta, kFormatKey, &format);
@@ -199,6 +207,12 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
       return Status::Unimplemented(ctx + ": cache format version " + format +
                                    " is newer than this kcache supports (" +
                                    std::to_string(kFormatVersion) + ")");
+    }
+    if (version < kFormatVersion && !read_only) {
+      // Version 1 lacks only the journal, which now exists (empty: each
+      // keyspace's window starts at its resume point).
+      s = db->db->Put(db->write_options, db->meta, kFormatKey, std::to_string(kFormatVersion));
+      if (!s.ok()) return FromRocks(s, ctx);
     }
   }
   return db;
@@ -252,6 +266,7 @@ StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* 
     out.indexes.emplace_back(it->key().ToString().substr(prefix.size()), it->value().ToString());
   }
   KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read indexes of " + std::string(ks)));
+  KCACHE_ASSIGN_OR_RETURN(out.journal, ReadJournalStats(db, snapshot, ks, out.resource_version));
   return out;
 }
 
@@ -331,7 +346,10 @@ Status VerifyKeyspace(const std::shared_ptr<Db>& db_ptr, std::string_view ks) {
     return fail("count says " + std::to_string(recorded) + " objects, found " +
                 std::to_string(objects));
   }
-  return Status::OK();
+  std::string rv;
+  s = db.db->Get(ro, db.meta, MetaKey("rv", ks), &rv);
+  if (!s.ok() && !s.IsNotFound()) return FromRocks(s, "verify");
+  return VerifyJournal(db, snap.get(), ks, rv);
 }
 
 }  // namespace kcache::storage

@@ -24,6 +24,8 @@ struct Db {
   rocksdb::ColumnFamilyHandle* index = nullptr;
   rocksdb::ColumnFamilyHandle* rindex = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
+  // Null only for a reader of a version 1 cache (no writer has added it).
+  rocksdb::ColumnFamilyHandle* journal = nullptr;
   rocksdb::WriteOptions write_options;
   bool read_only = false;
   std::string dir;
@@ -32,6 +34,7 @@ struct Db {
 
   // The wall-clock time to record with a commit: decimal Unix milliseconds.
   std::string NowMillis() const;
+  int64_t NowMs() const;
 
   // Writes `batch` with `write_options`. Thread-safe.
   rocksdb::Status Write(rocksdb::WriteBatch* batch);

@@ -15,11 +15,17 @@
 
 namespace kcache::storage {
 
-inline constexpr int kFormatVersion = 1;
+// 2: the journal column family. A writer upgrades a version 1 cache on
+// open; readers take both.
+inline constexpr int kFormatVersion = 2;
+// The version of the rows snapshots carry (meta, objects, rindex, index):
+// unchanged by version 2, which added only the journal.
+inline constexpr int kRowsFormatVersion = 1;
 inline constexpr char kObjectsCF[] = "objects";
 inline constexpr char kIndexCF[] = "index";
 inline constexpr char kReverseIndexCF[] = "rindex";
 inline constexpr char kMetaCF[] = "meta";
+inline constexpr char kJournalCF[] = "journal";
 inline constexpr char kFormatKey[] = "format";
 inline constexpr char kClusterKey[] = "cluster";
 

@@ -143,6 +143,27 @@ class ChunkWriter {
   size_t pending_ = 0;
 };
 
+// Reads the records of every key of `keys` (a map by store key) from `cf`
+// in one MultiGet, and calls fn(key, mapped value, status, record) for each
+// in key order; stops at fn's first error.
+template <typename Map, typename Fn>
+Status MultiGetEach(const Db& db, rocksdb::ColumnFamilyHandle* cf, std::string_view ks, Map* keys,
+                    Fn fn) {
+  std::vector<std::string> okeys;  // in the map's order, which the loop below relies on
+  okeys.reserve(keys->size());
+  for (const auto& entry : *keys) okeys.push_back(ObjectKey(ks, entry.first));
+  std::vector<rocksdb::Slice> slices(okeys.begin(), okeys.end());
+  std::vector<rocksdb::PinnableSlice> records(okeys.size());
+  std::vector<rocksdb::Status> statuses(okeys.size());
+  db.db->MultiGet({}, cf, okeys.size(), slices.data(), records.data(), statuses.data());
+  size_t i = 0;
+  for (auto& entry : *keys) {
+    KCACHE_RETURN_IF_ERROR(fn(entry.first, entry.second, statuses[i], records[i]));
+    ++i;
+  }
+  return Status::OK();
+}
+
 // An iterator that has failed before it started.
 class ErrorIterator final : public ObjectIterator {
  public:
@@ -165,7 +186,8 @@ RocksIndexer::RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_f
     : db_(std::move(db)),
       ks_(std::move(ks)),
       key_func_(std::move(key_func)),
-      defs_(std::move(defs)) {}
+      defs_(std::move(defs)),
+      journal_(db_, ks_) {}
 
 StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> db, std::string ks,
                                                            KeyspaceOptions options) {
@@ -217,6 +239,15 @@ StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> d
   if (!same) {
     std::lock_guard w(store->write_mu_);
     KCACHE_RETURN_IF_ERROR(store->RebuildIndexesLocked());
+  }
+  {
+    std::lock_guard w(store->write_mu_);
+    std::string rv;
+    {
+      std::lock_guard l(store->state_mu_);
+      rv = store->rv_;
+    }
+    KCACHE_RETURN_IF_ERROR(store->journal_.Load(rv));
   }
   return store;
 }
@@ -440,29 +471,46 @@ Status RocksIndexer::PlanCommit(const Transaction& txn, const Defs& defs, bool s
 
 StatusOr<RocksIndexer::Pending> RocksIndexer::ReadStoredEntries(
     const std::vector<PlannedOp>& planned) const {
-  // One MultiGet for the stored reverse records of every key touched.
   Pending stored;
   for (const PlannedOp& p : planned) stored[p.key];
-  std::vector<std::string> okeys;  // in the map's order, which the loop below relies on
-  okeys.reserve(stored.size());
-  for (const auto& [key, entries] : stored) okeys.push_back(ObjectKey(ks_, key));
-  std::vector<rocksdb::Slice> slices(okeys.begin(), okeys.end());
-  std::vector<rocksdb::PinnableSlice> records(okeys.size());
-  std::vector<rocksdb::Status> statuses(okeys.size());
-  db_->db->MultiGet({}, db_->rindex, okeys.size(), slices.data(), records.data(), statuses.data());
-  size_t i = 0;
-  for (auto& [key, entries] : stored) {
-    const rocksdb::Status& st = statuses[i];
-    if (st.ok()) {
-      KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(records[i])));
-      entries = std::move(e);
-    } else if (!st.IsNotFound()) {
-      // A read error leaves the outcome of the batch unknown: write nothing.
-      return FromRocks(st, "read " + ks_);
-    }
-    ++i;
-  }
+  Status read =
+      MultiGetEach(*db_, db_->rindex, ks_, &stored,
+                   [&](const std::string&, std::optional<std::vector<IndexEntry>>& entries,
+                       const rocksdb::Status& st, const rocksdb::PinnableSlice& record) -> Status {
+                     if (st.IsNotFound()) return Status::OK();
+                     // A read error leaves the outcome of the batch unknown: write nothing.
+                     if (!st.ok()) return FromRocks(st, "read " + ks_);
+                     KCACHE_ASSIGN_OR_RETURN(entries, DecodeEntries(View(record)));
+                     return Status::OK();
+                   });
+  if (!read.ok()) return read;
   return stored;
+}
+
+StatusOr<RocksIndexer::StoredJson> RocksIndexer::ReadStoredJson(
+    const std::vector<PlannedOp>& planned, const Pending& stored) const {
+  StoredJson out;
+  for (const PlannedOp& p : planned) {
+    auto s = stored.find(p.key);
+    if (s != stored.end() && s->second) out[p.key];
+  }
+  Status read =
+      MultiGetEach(*db_, db_->objects, ks_, &out,
+                   [&](const std::string& key, std::string& json, const rocksdb::Status& st,
+                       const rocksdb::PinnableSlice& record) -> Status {
+                     if (st.IsNotFound()) {
+                       return Status::Corruption("keyspace " + ks_ + ": object " + key +
+                                                 " has a reverse index record but no object");
+                     }
+                     if (!st.ok()) return FromRocks(st, "read " + ks_);
+                     std::string_view rv, body;
+                     KCACHE_RETURN_IF_ERROR(
+                         DecodeObject(View(record), &rv, &body).WithContext("keyspace " + ks_));
+                     json.assign(body);
+                     return Status::OK();
+                   });
+  if (!read.ok()) return read;
+  return out;
 }
 
 Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>* planned,
@@ -474,6 +522,22 @@ Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>*
     count = count_;
     rv = rv_;
   }
+  // The journal records each change with the object before it.
+  const bool journal = journal_.enabled();
+  StoredJson stored_json;
+  if (journal) {
+    KCACHE_ASSIGN_OR_RETURN(stored_json, ReadStoredJson(*planned, *current));
+  }
+  std::map<std::string_view, std::string_view> json_now;  // key: JSON after the ops so far
+  auto json_before = [&](const std::string& key) -> std::string_view {
+    if (auto j = json_now.find(key); j != json_now.end()) return j->second;
+    auto s = stored_json.find(key);
+    return s == stored_json.end() ? std::string_view() : std::string_view(s->second);
+  };
+  JournalWriter::Pending jp = journal_.Begin();
+  const int64_t now_ms = db_->NowMs();
+  using Type = JournalEvent::Type;
+
   // The writes, in op order; `current` follows each key through the batch.
   rocksdb::WriteBatch batch;
   std::string last_rv;
@@ -484,10 +548,26 @@ Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>*
       if (entries) {
         DeleteObject(&batch, p.key, *entries);
         --count;
+        if (journal) {
+          // The watch's last state of the object, else the stored one.
+          bool reported = op.object && !op.object->resource_version().empty();
+          std::string_view event_rv =
+              reported ? std::string_view(op.object->resource_version())
+                       : std::string_view(txn.resource_version ? *txn.resource_version : "");
+          journal_.Append(&jp, &batch, Type::kDeleted, p.key, event_rv,
+                          op.object ? op.object->json() : json_before(p.key), "", now_ms);
+          json_now[p.key] = std::string_view();
+        }
       }
       entries = std::nullopt;
     } else {
       PutObject(&batch, p.key, *op.object, entries, p.entries);
+      if (journal) {
+        journal_.Append(&jp, &batch, entries ? Type::kModified : Type::kAdded, p.key,
+                        op.object->resource_version(), op.object->json(),
+                        entries ? json_before(p.key) : std::string_view(), now_ms);
+        json_now[p.key] = op.object->json();
+      }
       if (!entries) ++count;
       entries = std::move(p.entries);
     }
@@ -505,11 +585,13 @@ Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>*
   // Atomic commit: objects, index entries and the resume point in one batch.
   batch.Put(db_->meta, MetaKey("rv", ks_), rv);
   batch.Put(db_->meta, MetaKey("count", ks_), std::to_string(count));
-  batch.Put(db_->meta, MetaKey("time", ks_), db_->NowMillis());
+  batch.Put(db_->meta, MetaKey("time", ks_), std::to_string(now_ms));
+  KCACHE_RETURN_IF_ERROR(journal_.Seal(&jp, &batch, rv, now_ms));
   if (Status st = Write(&batch, "commit to"); !st.ok()) {
     done->clear();
     return st;
   }
+  journal_.Committed(std::move(jp));
   std::lock_guard l(state_mu_);
   rv_ = rv;
   count_ = count;
@@ -571,8 +653,16 @@ class RocksReplaceSession final : public ReplaceSession {
     done.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
     done.Put(ix_->db_->meta, MetaKey("rv", ix_->ks_), resource_version);
     done.Delete(ix_->db_->meta, MetaKey("relist", ix_->ks_));
-    done.Put(ix_->db_->meta, MetaKey("time", ix_->ks_), ix_->db_->NowMillis());
+    const int64_t now_ms = ix_->db_->NowMs();
+    done.Put(ix_->db_->meta, MetaKey("time", ix_->ks_), std::to_string(now_ms));
+    // A list says what is, not what happened: the journal starts over at it.
+    JournalWriter::Pending jp = ix_->journal_.Begin();
+    ix_->journal_.Reset(&jp);
+    if (Status st = ix_->journal_.Seal(&jp, &done, resource_version, now_ms); !st.ok()) {
+      return Fail(st);
+    }
     if (Status st = ix_->Write(&done, "finish relist of"); !st.ok()) return Fail(st);
+    ix_->journal_.Committed(std::move(jp));
     std::lock_guard l(ix_->state_mu_);
     ix_->rv_ = std::move(resource_version);
     ix_->relist_incomplete_ = false;

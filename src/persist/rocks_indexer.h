@@ -14,6 +14,7 @@
 #include "kcache/cache.h"
 #include "persist/db.h"
 #include "persist/encoding.h"
+#include "persist/journal.h"
 #include "util/rw_mutex.h"
 
 namespace rocksdb {
@@ -118,6 +119,11 @@ class RocksIndexer final : public Indexer {
   // The stored reverse records of the planned keys (nullopt: no object).
   // An error here leaves the outcome unknown, so the commit writes nothing.
   StatusOr<Pending> ReadStoredEntries(const std::vector<PlannedOp>& planned) const;
+  // The stored JSON of the planned keys that have an object (for the
+  // journal's previous and deleted objects).
+  using StoredJson = std::map<std::string, std::string, std::less<>>;
+  StatusOr<StoredJson> ReadStoredJson(const std::vector<PlannedOp>& planned,
+                                      const Pending& stored) const;
   // Applies `planned` over `current` into one batch and writes it; `done`
   // gets the indices of the ops written (none if the write fails).
   Status WriteCommit(const Transaction& txn, std::vector<PlannedOp>* planned, Pending* current,
@@ -137,6 +143,7 @@ class RocksIndexer final : public Indexer {
 
   // One writer at a time: a write reads reverse records, then replaces them.
   std::mutex write_mu_;
+  JournalWriter journal_;  // guarded by write_mu_
 
   mutable std::mutex state_mu_;
   // Below: guarded by state_mu_; mirrors of meta for writable caches.

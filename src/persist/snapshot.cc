@@ -180,9 +180,9 @@ Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
     return Status::Corruption(path + ": the first block is not the manifest");
   StatusOr<SnapshotManifest> m = snapshot::DecodeManifest(raw);
   if (!m.ok()) return Status::Corruption(path + ": " + std::string(m.status().message()));
-  if (m->storage_format != storage::kFormatVersion) {
+  if (m->storage_format < 1 || m->storage_format > storage::kFormatVersion) {
     return Status::Unimplemented(path + ": its rows are in storage format " +
-                                 std::to_string(m->storage_format) + ", this kcache reads " +
+                                 std::to_string(m->storage_format) + ", this kcache reads 1 to " +
                                  std::to_string(storage::kFormatVersion));
   }
   *manifest = *std::move(m);
@@ -239,7 +239,7 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
 
   SnapshotManifest m;
   m.format_version = snapshot::kFormatVersion;
-  m.storage_format = storage::kFormatVersion;
+  m.storage_format = storage::kRowsFormatVersion;
   m.created = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
   {
     rocksdb::ReadOptions ro;

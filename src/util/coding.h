@@ -1,6 +1,6 @@
 // Byte encodings shared by the storage and snapshot formats: unsigned
-// LEB128 varints (as RocksDB and protobuf write them) and little-endian
-// fixed-width integers.
+// LEB128 varints (as RocksDB and protobuf write them), little-endian
+// fixed-width integers and big-endian ones for keys.
 
 #ifndef KCACHE_SRC_UTIL_CODING_H_
 #define KCACHE_SRC_UTIL_CODING_H_
@@ -33,6 +33,40 @@ inline bool GetVarint32(std::string_view* in, uint32_t* v) {
     }
   }
   return false;
+}
+
+inline void PutVarint64(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// As GetVarint32, for up to ten bytes.
+inline bool GetVarint64(std::string_view* in, uint64_t* v) {
+  uint64_t result = 0;
+  for (int shift = 0; shift <= 63 && !in->empty(); shift += 7) {
+    uint64_t byte = static_cast<unsigned char>(in->front());
+    in->remove_prefix(1);
+    result |= (byte & 0x7f) << shift;
+    if (!(byte & 0x80)) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Big-endian, so that encoded numbers sort bytewise in numeric order.
+inline void PutBigEndian64(std::string* out, uint64_t v) {
+  for (int i = 7; i >= 0; --i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+inline uint64_t GetBigEndian64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
 }
 
 inline void PutFixed32(char* p, uint32_t v) {

@@ -5,7 +5,8 @@
 // every kill the reopened cache must pass Verify (each index entry has its
 // object and reverse entry) and, if it reports a resume point R, hold
 // exactly the stream's state at R with correct index entries; if it reports
-// none, a relist was cut short.
+// none, a relist was cut short. The journal, replayed from its window's
+// start, must give that same state.
 
 #include <gtest/gtest.h>
 
@@ -120,8 +121,8 @@ ObjectPtr PodOf(const std::string& key, const Version& v) {
       Apply(e, &state);
       if (auto it = state.find(key); it != state.end()) {
         txn.Update(PodOf(key, it->second));
-      } else {
-        txn.DeleteKey(key);
+      } else {  // as a watch reports a deletion: the object at its rv
+        txn.Delete(PodOf(key, Version{e, "gone"}));
       }
     }
     txn.resource_version = std::to_string(e);
@@ -134,8 +135,8 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
   TempDir dir;
   std::mt19937_64 rng(20261122);
   uint64_t last_rv = 0, fresh = 1000;
-  Stream stream;
-  int exact = 0, cut_relists = 0;
+  Stream stream, journal_stream;
+  int exact = 0, cut_relists = 0, replayed = 0;
   for (int round = 0; round < kRounds; ++round) {
     int started[2];
     ASSERT_EQ(pipe(started), 0);
@@ -198,6 +199,36 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
       ASSERT_EQ(o->labels().at("app"), it->second.app) << key;
       ++it;
     }
+    // The journal commits with the objects: replayed from the start of its
+    // window, it gives the state at the resume point.
+    auto stats = (*cache)->Stats("pods");
+    ASSERT_OK(stats);
+    uint64_t start = std::stoull(stats->journal.start);
+    ASSERT_LE(start, r) << "round " << round;
+    State replay = journal_stream.At(start);
+    std::string at = stats->journal.start;
+    bool more = true;
+    while (more) {
+      auto read = (*cache)->ReadJournal("pods", at, 500);
+      ASSERT_OK(read) << "round " << round;
+      for (const JournalEvent& ev : read->events) {
+        if (ev.type == JournalEvent::Type::kDeleted) {
+          replay.erase(ev.key);
+        } else {
+          ASSERT_EQ(ev.object->resource_version(), ev.resource_version);
+          replay[ev.key] = Version{std::stoull(ev.resource_version), ev.object->labels().at("app")};
+        }
+      }
+      at = read->resource_version;
+      more = read->more;
+    }
+    ASSERT_EQ(at, rv) << "round " << round;
+    ASSERT_EQ(replay.size(), want.size()) << "round " << round;
+    for (auto w = want.cbegin(), g = replay.cbegin(); w != want.cend(); ++w, ++g) {
+      ASSERT_EQ(g->first, w->first) << "round " << round;
+      ASSERT_EQ(g->second.rv, w->second.rv) << g->first;
+    }
+    if (stats->journal.events > 0) ++replayed;
     ++exact;
   }
   // The test proves something only if the child got work done and some
@@ -205,12 +236,15 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
   // on scheduling: a child restarted after a cut relist relists first.)
   EXPECT_GT(last_rv, 2000u);
   EXPECT_GE(exact, 5);
+  EXPECT_GE(replayed, 3);
   RecordProperty("exact_rounds", exact);
+  RecordProperty("journal_replays", replayed);
   RecordProperty("cut_relists", cut_relists);
   RecordProperty("last_resume_point", static_cast<int>(last_rv));
   std::printf(
-      "%d rounds: %d exact at their resume point, %d cut inside a relist; last resume point %llu\n",
-      kRounds, exact, cut_relists, static_cast<unsigned long long>(last_rv));
+      "%d rounds: %d exact at their resume point (%d also replayed from the journal), %d cut "
+      "inside a relist; last resume point %llu\n",
+      kRounds, exact, replayed, cut_relists, static_cast<unsigned long long>(last_rv));
 }
 
 }  // namespace

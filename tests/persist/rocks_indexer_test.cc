@@ -69,13 +69,17 @@ void PutRawMeta(const std::string& dir, const std::string& key, const std::strin
   rocksdb::DB* raw = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-  for (const char* n : {"default", storage::kObjectsCF, storage::kIndexCF, storage::kReverseIndexCF,
-                        storage::kMetaCF}) {
+  std::vector<std::string> names;
+  rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names);
+  ASSERT_TRUE(listed.ok()) << listed.ToString();
+  size_t meta = 0;
+  for (const std::string& n : names) {
+    if (n == storage::kMetaCF) meta = cfs.size();
     cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
   }
   rocksdb::Status opened = rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &handles, &raw);
   ASSERT_TRUE(opened.ok()) << opened.ToString();
-  rocksdb::Status put = raw->Put({}, handles.back(), key, value);
+  rocksdb::Status put = raw->Put({}, handles[meta], key, value);
   EXPECT_TRUE(put.ok()) << put.ToString();
   for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
   delete raw;
@@ -315,10 +319,10 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
   EXPECT_TRUE(Cache::OpenReadOnly(dir.Sub("absent")).status().IsNotFound());
 
   {  // A newer format.
-    PutRawMeta(dir.path(), storage::kFormatKey, "2");
+    PutRawMeta(dir.path(), storage::kFormatKey, "3");
     auto newer = Cache::Open(dir.path());
     EXPECT_EQ(newer.status().code(), StatusCode::kUnimplemented) << newer.status();
-    EXPECT_THAT(std::string(newer.status().message()), HasSubstr("format version 2 is newer"));
+    EXPECT_THAT(std::string(newer.status().message()), HasSubstr("format version 3 is newer"));
   }
   {  // A RocksDB database that is not a cache.
     rocksdb::DB* raw = nullptr;

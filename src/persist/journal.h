@@ -1,0 +1,117 @@
+// The change journal of a cache's keyspaces (include/kcache/journal.h):
+// its keys and records, the reader, and the writer a keyspace's indexer
+// drives from its commits.
+
+#ifndef KCACHE_SRC_PERSIST_JOURNAL_H_
+#define KCACHE_SRC_PERSIST_JOURNAL_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kcache/journal.h"
+#include "kcache/status_or.h"
+#include "persist/db.h"
+
+namespace rocksdb {
+class WriteBatch;
+}
+
+namespace kcache::storage {
+
+// The state record's key: ks + \0.
+std::string JournalStateKey(std::string_view ks);
+// An entry's key: ks + \0 + big-endian 64-bit resourceVersion.
+std::string JournalEntryKey(std::string_view ks, uint64_t rv);
+
+// A resourceVersion the journal can order: canonical unsigned decimal that
+// fits 64 bits ("0", "42"; not "", "042" or "a1").
+std::optional<uint64_t> ParseJournalVersion(std::string_view rv);
+
+// The state record: 0x01 + varint32(len(start)) + start + varint64(events)
+// + varint64(bytes).
+std::string EncodeJournalState(const JournalStats& state);
+StatusOr<JournalStats> DecodeJournalState(std::string_view record);
+
+// An entry: 0x01 + type (1 added, 2 modified, 3 deleted) + varint64(Unix
+// milliseconds) + varint32(len(key)) + key + varint32(len(previous)) +
+// previous + json.
+std::string EncodeJournalEntry(JournalEvent::Type type, int64_t time_ms, std::string_view key,
+                               std::string_view previous, std::string_view json);
+// The entry without its objects: everything up to varint32(len(previous)).
+std::string EncodeJournalEntryHeader(JournalEvent::Type type, int64_t time_ms, std::string_view key,
+                                     size_t previous_size);
+
+// The journal's state as of `snapshot` (null: the current view). Without a
+// state record (the journal is off, or nothing was journaled yet), the
+// window starts at the keyspace's resume point `keyspace_rv`.
+StatusOr<JournalStats> ReadJournalStats(const Db& db, const rocksdb::Snapshot* snapshot,
+                                        std::string_view ks, std::string_view keyspace_rv);
+
+// Cache::ReadJournal over `snapshot` (null: the current view).
+StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapshot,
+                                  std::string_view ks, std::string_view after, size_t limit);
+
+// Cross-checks a keyspace's journal: entries above the start and at most
+// the resume point, counts and bytes as recorded.
+Status VerifyJournal(const Db& db, const rocksdb::Snapshot* snapshot, std::string_view ks,
+                     std::string_view keyspace_rv);
+
+// Writes one keyspace's journal from its commits.
+//
+// Thread-safety: used under the keyspace's writer lock.
+class JournalWriter {
+ public:
+  // One commit's journal writes, between Begin() and Committed().
+  struct Pending {
+    JournalStats state;
+    uint64_t floor = 0;           // entries must be above this
+    std::optional<int64_t> head;  // time of the oldest entry, if any
+    bool reset = false;           // restart the window at the resume point
+    bool changed = false;         // the state record must be written
+  };
+
+  JournalWriter(std::shared_ptr<Db> db, std::string ks) : db_(std::move(db)), ks_(std::move(ks)) {}
+
+  // Reads the journal's state; `keyspace_rv` is the keyspace's resume
+  // point. With the journal off, removes what an earlier writer left.
+  Status Load(std::string_view keyspace_rv);
+
+  bool enabled() const { return db_->options.journal.max_events > 0 && db_->journal; }
+
+  Pending Begin() const;
+  // Adds one change to `batch`. A change that cannot be journaled (its
+  // resourceVersion is not above every earlier one) makes the commit
+  // restart the window instead.
+  void Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent::Type type, std::string_view key,
+              std::string_view rv, std::string_view json, std::string_view previous,
+              int64_t now_ms) const;
+  // Drops every entry: the window restarts at the commit's resume point (a
+  // relist).
+  void Reset(Pending* p) const { p->reset = true; }
+  // Adds the trimming and the state record to `batch`; `resume` is the
+  // resume point the batch commits.
+  Status Seal(Pending* p, rocksdb::WriteBatch* batch, std::string_view resume,
+              int64_t now_ms) const;
+  // The batch was written.
+  void Committed(Pending p);
+
+ private:
+  // Adds to `batch` the removal of the oldest entries until `p` is within
+  // the bounds (down to 90% of a count or byte bound it passed, so that
+  // trimming runs once per many commits).
+  Status Trim(Pending* p, rocksdb::WriteBatch* batch, int64_t now_ms) const;
+
+  const std::shared_ptr<Db> db_;
+  const std::string ks_;
+  JournalStats state_;
+  uint64_t floor_ = 0;
+  std::optional<int64_t> head_;
+  bool recorded_ = false;  // a state record exists
+};
+
+}  // namespace kcache::storage
+
+#endif  // KCACHE_SRC_PERSIST_JOURNAL_H_
