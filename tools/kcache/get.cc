@@ -6,7 +6,9 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -318,10 +320,7 @@ std::string LabelsText(const Labels& labels) {
 class Getter {
  public:
   Getter(const GetOptions& o, Source& source, std::ostream& out, std::ostream& err)
-      : o_(o), source_(source), out_(out), err_(err) {
-    now_ =
-        o.now == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now() : o.now;
-  }
+      : o_(o), source_(source), out_(out), err_(err) {}
 
   // Everything the flags alone decide, checked before anything is opened.
   static Status Check(const GetOptions& o, Printing* printing, Selection* sel) {
@@ -347,18 +346,111 @@ class Getter {
     return Status::OK();
   }
 
+  // kubectl get -w / --watch-only: the objects (unless --watch-only or a
+  // resourceVersion to start after is given), then each change the cache's
+  // journal records, as kubectl prints a watch's events.
+  StatusOr<int> Watch(Printing printing, Selection sel) {
+    printing_ = std::move(printing);
+    sel_ = std::move(sel);
+    // kubectl refuses several types as written, before resolving them.
+    std::set<std::string> types;
+    for (const std::string& a : o_.args) {
+      size_t slash = a.find('/');
+      if (slash != std::string::npos) types.insert(a.substr(0, slash));
+    }
+    if (types.empty()) types.insert(o_.args[0]);
+    if (types.size() > 1 || types.begin()->find(',') != std::string::npos) {
+      return Status::InvalidArgument("you may only specify a single resource type");
+    }
+    KCACHE_ASSIGN_OR_RETURN(targets_, ParseTargets(o_.args, source_, &single_item_));
+    ns_ = o_.all_namespaces ? "" : o_.namespace_;
+    std::set<std::string> names;
+    for (const Target& t : targets_) {
+      if (t.keyspace != targets_[0].keyspace) {
+        return Status::InvalidArgument(
+            "watch is only supported on individual resources and resource collections - more "
+            "than 1 resource was found");
+      }
+      names.insert(t.names.begin(), t.names.end());
+    }
+    KCACHE_RETURN_IF_ERROR(CheckNamed());
+    if (!sel_.index_name.empty()) return Status::InvalidArgument("--index cannot be watched");
+    if (!o_.sort_by.empty()) {
+      err_ << "warning: --watch requested, --sort-by will be ignored for watch events received\n";
+    }
+    const Target& target = targets_[0];
+    Cache& cache = source_.cache();
+    std::string rv = o_.resource_version;
+    watch_ =
+        std::make_unique<WatchState>(target, o_.all_namespaces, printing_.format == Format::kWide);
+    if (rv.empty()) {
+      // The objects and the resume point from one view of the cache.
+      KCACHE_RETURN_IF_ERROR(cache.Refresh());
+      if (!o_.watch_only) {
+        KCACHE_RETURN_IF_ERROR(LookUpNames());
+        if (!errors_.empty()) {
+          for (const std::string& e : errors_) err_ << e << "\n";
+          return 1;
+        }
+        KCACHE_RETURN_IF_ERROR(MakeGroups());
+        KCACHE_RETURN_IF_ERROR(PrintWatchList());
+      }
+      KCACHE_ASSIGN_OR_RETURN(KeyspaceStats stats, cache.Stats(target.keyspace));
+      rv = stats.resource_version;
+      if (rv.empty()) {
+        return Status::FailedPrecondition("keyspace " + target.keyspace +
+                                          " has no resume point yet: it was never synced");
+      }
+    }
+    const std::string scope = target.info.namespaced ? ns_ : "";
+    auto passes = [&](const ObjectPtr& o) {
+      return o && (scope.empty() || o->namespace_() == scope) &&
+             (names.empty() || names.count(o->name())) && sel_.labels.Matches(o->meta().labels) &&
+             sel_.fields.Matches(*o);
+    };
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = o_.request_timeout.count() > 0 ? Clock::now() + o_.request_timeout
+                                                         : Clock::time_point::max();
+    for (;;) {
+      KCACHE_ASSIGN_OR_RETURN(JournalRead read, cache.ReadJournal(target.keyspace, rv, 1000));
+      std::string text;
+      for (const JournalEvent& e : read.events) {
+        // As the API server filters a watch: a change that enters the
+        // selection is an addition, one that leaves it a deletion.
+        const bool now_in = passes(e.object);
+        const bool was_in = e.type == JournalEvent::Type::kModified
+                                ? (e.previous ? passes(e.previous) : now_in)
+                                : now_in;
+        if (e.type == JournalEvent::Type::kAdded && now_in) {
+          KCACHE_RETURN_IF_ERROR(PrintEvent("ADDED", e.object, &text));
+        } else if (e.type == JournalEvent::Type::kDeleted && now_in) {
+          KCACHE_RETURN_IF_ERROR(PrintEvent("DELETED", e.object, &text));
+        } else if (e.type == JournalEvent::Type::kModified) {
+          if (now_in && was_in) {
+            KCACHE_RETURN_IF_ERROR(PrintEvent("MODIFIED", e.object, &text));
+          } else if (now_in) {
+            KCACHE_RETURN_IF_ERROR(PrintEvent("ADDED", e.object, &text));
+          } else if (was_in) {
+            KCACHE_RETURN_IF_ERROR(PrintEvent("DELETED", e.previous, &text));
+          }
+        }
+      }
+      out_ << text << std::flush;
+      rv = read.resource_version;
+      if (read.more) continue;
+      const auto now = Clock::now();
+      if (now >= deadline) return 0;
+      std::this_thread::sleep_for(std::min<Clock::duration>(o_.poll, deadline - now));
+      KCACHE_RETURN_IF_ERROR(cache.Refresh());
+    }
+  }
+
   StatusOr<int> Run(Printing printing, Selection sel) {
     printing_ = std::move(printing);
     sel_ = std::move(sel);
     KCACHE_ASSIGN_OR_RETURN(targets_, ParseTargets(o_.args, source_, &single_item_));
     ns_ = o_.all_namespaces ? "" : o_.namespace_;
-    bool named = false;
-    for (const Target& t : targets_) named = named || !t.list;
-    if (named && o_.all_namespaces)
-      return Status::InvalidArgument(
-          "a resource cannot be retrieved by name across all namespaces");
-    if (named && (!o_.label_selector.empty() || !o_.field_selector.empty() || !o_.index.empty()))
-      return Status::InvalidArgument("name cannot be provided when a selector is specified");
+    KCACHE_RETURN_IF_ERROR(CheckNamed());
     KCACHE_RETURN_IF_ERROR(LookUpNames());
     KCACHE_RETURN_IF_ERROR(MakeGroups());
     if (printing_.format == Format::kTable || printing_.format == Format::kWide) {
@@ -371,6 +463,176 @@ class Getter {
   }
 
  private:
+  Status CheckNamed() const {
+    bool named = false;
+    for (const Target& t : targets_) named = named || !t.list;
+    if (named && o_.all_namespaces)
+      return Status::InvalidArgument(
+          "a resource cannot be retrieved by name across all namespaces");
+    if (named && (!o_.label_selector.empty() || !o_.field_selector.empty() || !o_.index.empty()))
+      return Status::InvalidArgument("name cannot be provided when a selector is specified");
+    return Status::OK();
+  }
+
+  // --- watch ---
+
+  // The rows of one resource's table, and its header once a row is made.
+  struct TableRows {
+    TableRows(const Target& t, bool kind, bool all_namespaces, bool wide_)
+        : info(t.info),
+          with_kind(kind),
+          with_namespace(all_namespaces && t.info.namespaced),
+          wide(wide_) {}
+    ResourceInfo info;
+    const bool with_kind, with_namespace, wide;
+    std::optional<TableSpec> spec;
+    std::vector<std::string> header;
+  };
+
+  // What a watch keeps between events: kubectl's printers remember whether
+  // they printed a header, how many documents they wrote, and (its
+  // tabwriter) the widest cell seen in each column.
+  struct WatchState {
+    WatchState(const Target& t, bool all_namespaces, bool wide)
+        : rows(t, false, all_namespaces, wide), tab(kKubectlMinWidth) {}
+    TableRows rows;
+    TabWriter tab;
+    bool header_printed = false;
+    size_t documents = 0;
+  };
+
+  // The objects a watch starts with: laid out together, as one batch.
+  Status PrintWatchList() {
+    const std::string added = "ADDED";
+    // Tables and columns measure every row first, as kubectl's tabwriter
+    // sees the whole list before its first flush.
+    if (Tabular()) {
+      std::vector<std::string> row;
+      bool any = false;
+      Status measured = VisitAll([&](const Target&, const ObjectPtr& o) -> Status {
+        KCACHE_RETURN_IF_ERROR(WatchRow(added, o, &row));
+        watch_->tab.Measure(row);
+        any = true;
+        return Status::OK();
+      });
+      if (!measured.ok()) return measured;
+      if (any) MeasureWatchHeader();
+    }
+    std::string text;
+    Status printed = VisitAll([&](const Target&, const ObjectPtr& o) -> Status {
+      KCACHE_RETURN_IF_ERROR(PrintEvent(added, o, &text, /*measured=*/true));
+      if (text.size() >= kFlushBytes) {
+        out_ << text;
+        text.clear();
+      }
+      return Status::OK();
+    });
+    if (!printed.ok()) return printed;
+    out_ << text << std::flush;
+    return Status::OK();
+  }
+
+  bool Tabular() const {
+    return printing_.format == Format::kTable || printing_.format == Format::kWide ||
+           printing_.format == Format::kColumns;
+  }
+
+  std::vector<std::string> WatchHeader() const {
+    std::vector<std::string> header;
+    if (o_.output_watch_events && printing_.format != Format::kColumns) header.push_back("EVENT");
+    if (printing_.format == Format::kColumns) {
+      for (const Column& c : printing_.columns) header.push_back(c.header);
+    } else {
+      header.insert(header.end(), watch_->rows.header.begin(), watch_->rows.header.end());
+    }
+    return header;
+  }
+
+  void MeasureWatchHeader() {
+    if (!o_.no_headers && !watch_->header_printed) watch_->tab.Measure(WatchHeader());
+  }
+
+  // A table or custom-columns row of a watch event.
+  Status WatchRow(const std::string& type, const ObjectPtr& o, std::vector<std::string>* row) {
+    if (printing_.format == Format::kColumns) {
+      KCACHE_ASSIGN_OR_RETURN(json doc, WatchDoc(type, o));
+      return ColumnsRow(doc, row);
+    }
+    KCACHE_RETURN_IF_ERROR(TableRow(&watch_->rows, o, row));
+    if (o_.output_watch_events) {
+      // kubectl pads the event type to the width of MODIFIED.
+      std::string padded = type;
+      padded.resize(std::max<size_t>(padded.size(), 8), ' ');
+      row->insert(row->begin(), padded);
+    }
+    return Status::OK();
+  }
+
+  // The document a watch prints: the object, or with --output-watch-events
+  // the event {"type", "object"}.
+  // kubectl leaves managedFields in events' objects.
+  StatusOr<json> WatchDoc(const std::string& type, const ObjectPtr& o) {
+    if (!o_.output_watch_events) return Doc(o);
+    KCACHE_ASSIGN_OR_RETURN(json doc, o->Document());
+    return json{{"type", type}, {"object", std::move(doc)}};
+  }
+
+  // Prints one object of a watch to `text`. Tables and columns measure the
+  // row first unless `measured` (the starting list measured them all).
+  Status PrintEvent(const std::string& type, const ObjectPtr& o, std::string* text,
+                    bool measured = false) {
+    WatchState& w = *watch_;
+    if (Tabular()) {
+      std::vector<std::string> row;
+      KCACHE_RETURN_IF_ERROR(WatchRow(type, o, &row));
+      if (!measured) {
+        MeasureWatchHeader();
+        w.tab.Measure(row);
+      }
+      if (!o_.no_headers && !w.header_printed) w.tab.Write(WatchHeader(), text);
+      w.header_printed = true;
+      w.tab.Write(row, text);
+      return Status::OK();
+    }
+    switch (printing_.format) {
+      case Format::kName:
+        *text += KindString(w.rows.info, *o) + "/" + o->name() + "\n";
+        break;
+      case Format::kJson: {
+        KCACHE_ASSIGN_OR_RETURN(json doc, WatchDoc(type, o));
+        if (o_.output_watch_events) {
+          // Go writes the event's fields in their declared order.
+          *text +=
+              "{\"type\":" + GoJson(doc["type"]) + ",\"object\":" + GoJson(doc["object"]) + "}\n";
+        } else {
+          *text += GoJson(doc, 4) + "\n";
+        }
+        break;
+      }
+      case Format::kYaml: {
+        KCACHE_ASSIGN_OR_RETURN(json doc, WatchDoc(type, o));
+        if (w.documents++ > 0) *text += "---\n";
+        AppendYaml(doc, text);
+        break;
+      }
+      case Format::kJsonPath:
+      case Format::kJsonPathAsJson: {
+        KCACHE_ASSIGN_OR_RETURN(json doc, WatchDoc(type, o));
+        Status st =
+            printing_.jsonpath->Execute(doc, text, printing_.format == Format::kJsonPathAsJson);
+        if (!st.ok()) {
+          return Status::InvalidArgument("error executing jsonpath " +
+                                         Quoted(o_.output.substr(o_.output.find('=') + 1)) + ": " +
+                                         std::string(st.message()));
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    return Status::OK();
+  }
+
   // Named objects are looked up once: which exist decides the layout.
   Status LookUpNames() {
     for (Target& t : targets_) {
@@ -523,6 +785,44 @@ class Getter {
 
   // --- tables (-o wide too) ---
 
+  Status TableRow(TableRows* t, const ObjectPtr& o, std::vector<std::string>* row) {
+    if (!t->spec) {
+      if (t->info.kind.empty()) t->info.kind = o->kind();
+      KCACHE_ASSIGN_OR_RETURN(TableSpec s, TableSpec::For(t->info));
+      t->spec = std::move(s);
+      if (t->with_namespace) t->header.push_back("NAMESPACE");
+      for (const TableColumn& c : t->spec->columns()) {
+        if (t->wide || c.priority == 0) t->header.push_back(AsciiUpper(c.name));
+      }
+      for (const std::string& l : o_.label_columns) t->header.push_back(LabelHeader(l));
+      if (o_.show_labels) t->header.push_back("LABELS");
+    }
+    KCACHE_ASSIGN_OR_RETURN(json doc, o->Document());
+    KCACHE_ASSIGN_OR_RETURN(std::vector<json> cells, t->spec->Cells(doc, Now()));
+    if (t->with_kind && t->spec->name_column() < cells.size()) {
+      json& name = cells[t->spec->name_column()];
+      name = KindString(t->info, *o) + "/" + CellText(name);
+    }
+    row->clear();
+    if (t->with_namespace) row->push_back(o->namespace_());
+    for (size_t i = 0; i < cells.size() && i < t->spec->columns().size(); ++i) {
+      if (t->wide || t->spec->columns()[i].priority == 0) row->push_back(CellText(cells[i]));
+    }
+    for (const std::string& l : o_.label_columns) {
+      auto it = o->meta().labels.find(l);
+      row->push_back(it == o->meta().labels.end() ? "" : it->second);
+    }
+    if (o_.show_labels) row->push_back(LabelsText(o->meta().labels));
+    return Status::OK();
+  }
+
+  // The time AGE counts to: fixed by the options, else the clock now (a
+  // watch prints rows over time).
+  std::chrono::system_clock::time_point Now() const {
+    return o_.now == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now()
+                                                             : o_.now;
+  }
+
   Status PrintTables() {
     // kubectl prefixes names with their kind when it got more than one
     // resource.
@@ -534,44 +834,14 @@ class Getter {
     const bool with_kind = std::unique(kinds.begin(), kinds.end()) - kinds.begin() > 1;
     bool all_namespaced = !o_.all_namespaces;
     for (const Target& t : targets_) all_namespaced = all_namespaced && t.info.namespaced;
-    const bool wide = printing_.format == Format::kWide;
     size_t written = 0;
     for (const Group& g : groups_) {
-      ResourceInfo info = g.target->info;
-      std::optional<TableSpec> spec;
-      const bool with_namespace = o_.all_namespaces && info.namespaced;
-      std::vector<std::string> header;
+      TableRows rows_of(*g.target, with_kind, o_.all_namespaces, printing_.format == Format::kWide);
+      std::vector<std::string>& header = rows_of.header;
       TabWriter tab(kKubectlMinWidth);
       size_t rows = 0;
-      auto row_of = [&](const ObjectPtr& o, std::vector<std::string>* row) -> Status {
-        if (!spec) {
-          if (info.kind.empty()) info.kind = o->kind();
-          KCACHE_ASSIGN_OR_RETURN(TableSpec s, TableSpec::For(info));
-          spec = std::move(s);
-          if (with_namespace) header.push_back("NAMESPACE");
-          for (const TableColumn& c : spec->columns()) {
-            if (wide || c.priority == 0) header.push_back(AsciiUpper(c.name));
-          }
-          for (const std::string& l : o_.label_columns) header.push_back(LabelHeader(l));
-          if (o_.show_labels) header.push_back("LABELS");
-        }
-        KCACHE_ASSIGN_OR_RETURN(json doc, o->Document());
-        KCACHE_ASSIGN_OR_RETURN(std::vector<json> cells, spec->Cells(doc, now_));
-        if (with_kind && spec->name_column() < cells.size()) {
-          json& name = cells[spec->name_column()];
-          name = KindString(info, *o) + "/" + CellText(name);
-        }
-        row->clear();
-        if (with_namespace) row->push_back(o->namespace_());
-        for (size_t i = 0; i < cells.size() && i < spec->columns().size(); ++i) {
-          if (wide || spec->columns()[i].priority == 0) row->push_back(CellText(cells[i]));
-        }
-        for (const std::string& l : o_.label_columns) {
-          auto it = o->meta().labels.find(l);
-          row->push_back(it == o->meta().labels.end() ? "" : it->second);
-        }
-        if (o_.show_labels) row->push_back(LabelsText(o->meta().labels));
-        return Status::OK();
+      auto row_of = [&](const ObjectPtr& o, std::vector<std::string>* row) {
+        return TableRow(&rows_of, o, row);
       };
       // Two passes over the store: widths, then rows. Nothing is held but
       // the column widths, whatever the number of objects.
@@ -743,17 +1013,7 @@ class Getter {
     std::vector<std::string> row;
     auto row_of = [&](const ObjectPtr& o) -> Status {
       KCACHE_ASSIGN_OR_RETURN(json doc, Doc(o));
-      row.clear();
-      for (const Column& c : printing_.columns) {
-        KCACHE_ASSIGN_OR_RETURN(std::vector<JsonPath::Values> values, c.path.FindResults(doc));
-        std::string cell;
-        if (values.empty() || values[0].empty()) cell = "<none>";
-        for (const JsonPath::Values& vs : values) {
-          for (const json* v : vs) cell += (cell.empty() ? "" : ",") + GoValue(*v);
-        }
-        row.push_back(cell);
-      }
-      return Status::OK();
+      return ColumnsRow(doc, &row);
     };
     auto each = [&](const Each& fn) -> Status {
       if (single) return fn(targets_[0], single);
@@ -776,13 +1036,28 @@ class Getter {
     });
   }
 
+  // A custom-columns row: each column's values, comma-separated, with Go's
+  // %v; "<none>" when the path finds nothing.
+  Status ColumnsRow(const json& doc, std::vector<std::string>* row) const {
+    row->clear();
+    for (const Column& c : printing_.columns) {
+      KCACHE_ASSIGN_OR_RETURN(std::vector<JsonPath::Values> values, c.path.FindResults(doc));
+      std::string cell;
+      if (values.empty() || values[0].empty()) cell = "<none>";
+      for (const JsonPath::Values& vs : values) {
+        for (const json* v : vs) cell += (cell.empty() ? "" : ",") + GoValue(*v);
+      }
+      row->push_back(cell);
+    }
+    return Status::OK();
+  }
+
   static constexpr size_t kFlushBytes = 1 << 16;
 
   const GetOptions& o_;
   Source& source_;
   std::ostream& out_;
   std::ostream& err_;
-  std::chrono::system_clock::time_point now_;
   Printing printing_;
   Selection sel_;
   std::vector<Target> targets_;
@@ -791,6 +1066,7 @@ class Getter {
   std::vector<Group> groups_;
   std::shared_ptr<std::vector<std::pair<const Target*, ObjectPtr>>> sorted_;
   std::vector<std::string> errors_;
+  std::unique_ptr<WatchState> watch_;
 };
 
 }  // namespace
@@ -799,9 +1075,23 @@ StatusOr<int> RunGet(const GetOptions& options, std::ostream& out, std::ostream&
   Printing printing;
   Selection sel;
   KCACHE_RETURN_IF_ERROR(Getter::Check(options, &printing, &sel));
+  const bool watch = options.watch || options.watch_only;
+  if (options.output_watch_events && !watch) {
+    return Status::InvalidArgument(
+        "--output-watch-events option can only be used with --watch or --watch-only");
+  }
+  if (!options.resource_version.empty() && !watch) {
+    return Status::InvalidArgument("--resource-version can only be used with --watch");
+  }
+  if (watch && !options.snapshot.empty()) {
+    return Status::InvalidArgument(
+        "--watch follows a cache directory as a sync writes it; a snapshot does not change");
+  }
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Source> source,
                           Source::Open(options.cache_dir, options.snapshot));
-  return Getter(options, *source, out, err).Run(std::move(printing), std::move(sel));
+  Getter getter(options, *source, out, err);
+  if (watch) return getter.Watch(std::move(printing), std::move(sel));
+  return getter.Run(std::move(printing), std::move(sel));
 }
 
 }  // namespace kcache::tool

@@ -41,6 +41,23 @@ struct GetOptions {
   bool show_managed_fields = false;
   // The time AGE columns count to. Default (epoch): the system clock.
   std::chrono::system_clock::time_point now{};
+
+  // -w: print the objects, then follow the cache while a sync writes it,
+  // printing each change as kubectl prints a watch's events (a single
+  // resource type; a cache directory, not a snapshot).
+  bool watch = false;
+  // --watch-only: follow without printing the objects first.
+  bool watch_only = false;
+  // Print each object as an event: an EVENT column, or {"type", "object"}.
+  bool output_watch_events = false;
+  // Follow from the changes after this resourceVersion, which must lie in
+  // the cache's journal, instead of from now; no objects are printed first.
+  std::string resource_version;
+  // Stop following after this long, as kubectl's --request-timeout ends
+  // its watch. 0: until interrupted.
+  std::chrono::milliseconds request_timeout{0};
+  // How often the journal is read while following.
+  std::chrono::milliseconds poll{100};
 };
 
 // Prints to `out`, and "No resources found" and per-object errors to

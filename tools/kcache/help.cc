@@ -29,7 +29,7 @@ const CommandHelp kHelp[] = {
      "--snapshot FILE) [flags]",
      "Prints objects from a cache (also while kcache sync writes it) or a snapshot file, as "
      "kubectl get prints them from the API server: the same tables, output formats, messages "
-     "and exit codes.",
+     "and exit codes. With -w it follows a cache's changes as kubectl follows a watch.",
      "  # Pods of namespace prod\n"
      "  kcache get pods -n prod --cache /var/lib/kcache\n"
      "  # Every pod with its node, as JSONPath\n"
@@ -38,7 +38,11 @@ const CommandHelp kHelp[] = {
      "  # One deployment as YAML, from a snapshot\n"
      "  kcache get deployment/web -n prod -o yaml --snapshot before.kcs\n"
      "  # Pods and services with their labels\n"
-     "  kcache get pods,svc -n prod --show-labels --cache /var/lib/kcache\n"},
+     "  kcache get pods,svc -n prod --show-labels --cache /var/lib/kcache\n"
+     "  # Pods, then each change as kcache sync writes it (kubectl get -w)\n"
+     "  kcache get pods -n prod -w --output-watch-events --cache /var/lib/kcache\n"
+     "  # The changes after resourceVersion 81234 (from the cache's journal), then on\n"
+     "  kcache get pods -A --watch-only --resource-version=81234 --cache /var/lib/kcache\n"},
     {"stats", "stats (--cache DIR | --snapshot FILE) [-n NAMESPACE]",
      "Objects, bytes, resume points and the last sync of each resource, and objects per "
      "namespace.",

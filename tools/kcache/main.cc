@@ -1,6 +1,8 @@
 // kcache: the command-line tool. main() only parses flags; every command is
 // a library function.
 
+#include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -301,6 +303,14 @@ int Sync(const std::vector<std::string>& args) {
   flags.String("selector", 'l', &o.label_selector, "label selector sent with every list and watch");
   flags.String("field-selector", '\0', &o.field_selector,
                "field selector sent with every list and watch");
+  int64_t journal_events = static_cast<int64_t>(o.journal.max_events);
+  int64_t journal_mib = static_cast<int64_t>(o.journal.max_bytes >> 20);
+  int64_t journal_minutes = o.journal.max_age.count() / 60000;
+  flags.Int("journal-max-events", '\0', &journal_events,
+            "changes kept per resource for get -w and readers (0: no journal)");
+  flags.Int("journal-max-mib", '\0', &journal_mib, "MiB of changes kept per resource");
+  flags.Int("journal-max-minutes", '\0', &journal_minutes,
+            "minutes a change is kept in the journal");
   flags.Bool("drop-managed-fields", '\0', &o.drop_managed_fields,
              "store objects without metadata.managedFields");
   flags.Bool("until-synced", '\0', &o.until_synced, "exit once every resource has synced");
@@ -312,6 +322,12 @@ int Sync(const std::vector<std::string>& args) {
                "text (HH:MM:SS.mmm message) or json (one {\"time\", \"msg\"} object per line)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "sync", &positional); rc >= 0) return rc;
+  if (journal_events < 0 || journal_mib < 0 || journal_minutes < 0) {
+    return Fail(kcache::Status::InvalidArgument("--journal-max-* must not be negative"), "sync");
+  }
+  o.journal.max_events = static_cast<size_t>(journal_events);
+  o.journal.max_bytes = static_cast<size_t>(journal_mib) << 20;
+  o.journal.max_age = std::chrono::minutes(journal_minutes);
   o.resources = positional;
   if (!ns.empty()) {
     o.kubeconfig.namespace_ = ns;
@@ -329,8 +345,44 @@ int Sync(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "sync");
 }
 
+// A Go duration as kubectl's --request-timeout takes it: "0", "30" (seconds),
+// "500ms", "1m30s".
+kcache::StatusOr<std::chrono::milliseconds> ParseTimeout(const std::string& s) {
+  auto bad = [&] {
+    return kcache::Status::InvalidArgument(
+        "invalid argument \"" + s +
+        "\" for \"--request-timeout\": want a duration such as 30s, 500ms or 1m30s");
+  };
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
+    return std::chrono::milliseconds(std::stoll(s) * 1000);
+  }
+  static const std::vector<std::pair<std::string, double>> kUnits = {
+      {"ms", 1}, {"us", 1e-3}, {"ns", 1e-6}, {"h", 3600e3}, {"m", 60e3}, {"s", 1e3}};
+  double total = 0;
+  size_t i = 0;
+  if (s.empty()) return bad();
+  while (i < s.size()) {
+    size_t start = i;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    if (i == start) return bad();
+    double v = std::stod(s.substr(start, i - start));
+    bool matched = false;
+    for (const auto& [unit, ms] : kUnits) {
+      if (s.compare(i, unit.size(), unit) == 0) {
+        total += v * ms;
+        i += unit.size();
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) return bad();
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(total));
+}
+
 int Get(const std::vector<std::string>& args) {
   kcache::tool::GetOptions o;
+  std::string request_timeout = "0";
   kcache::cli::FlagSet flags;
   flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
   flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
@@ -352,9 +404,27 @@ int Get(const std::vector<std::string>& args) {
                     "a column for each of these label keys (repeatable, or comma-separated)");
   flags.Bool("show-managed-fields", '\0', &o.show_managed_fields,
              "keep metadata.managedFields in -o json and -o yaml");
+  flags.Bool("watch", 'w', &o.watch,
+             "after printing the objects, print each change as a sync writes it to the cache");
+  flags.Bool("watch-only", '\0', &o.watch_only,
+             "print each change as a sync writes it, without the objects first");
+  flags.Bool("output-watch-events", '\0', &o.output_watch_events,
+             "print watch events: an EVENT column, or {\"type\", \"object\"} (existing objects "
+             "as ADDED)");
+  flags.String("resource-version", '\0', &o.resource_version,
+               "with -w: print the changes after this resourceVersion (from the cache's "
+               "journal), then follow");
+  flags.String("request-timeout", '\0', &request_timeout,
+               "with -w: stop following after this long, e.g. 30s (0: until interrupted)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "get", &positional); rc >= 0) return rc;
   o.args = positional;
+  kcache::StatusOr<std::chrono::milliseconds> timeout = ParseTimeout(request_timeout);
+  if (!timeout.ok()) {
+    std::cerr << "error: " << timeout.status().message() << "\n";
+    return 1;
+  }
+  o.request_timeout = *timeout;
   kcache::StatusOr<int> rc = kcache::tool::RunGet(o, std::cout, std::cerr);
   if (!rc.ok()) {
     // kubectl's wording and exit code for every failure.

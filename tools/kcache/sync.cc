@@ -154,7 +154,10 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     KCACHE_ASSIGN_OR_RETURN(ApiResource r, discovery->Resolve(name));
     resources.push_back(std::move(r));
   }
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> opened, Cache::Open(options.cache_dir));
+  CacheOptions cache_options;
+  cache_options.journal = options.journal;
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> opened,
+                          Cache::Open(options.cache_dir, cache_options));
   std::shared_ptr<Cache> cache = std::move(opened);
   {
     // The server's version, for stats and snapshot manifests; a server that

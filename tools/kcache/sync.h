@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kcache/journal.h"
 #include "kcache/rest_config.h"
 #include "kcache/status.h"
 
@@ -33,6 +34,9 @@ struct SyncOptions {
   // "text": "HH:MM:SS.mmm message" lines; "json": one object per line,
   // {"time": RFC 3339 with milliseconds, "msg": ...}.
   std::string log_format = "text";
+  // Bounds of each resource's change journal, which `kcache get -w` and
+  // readers of Cache::ReadJournal follow (defaults: JournalOptions).
+  JournalOptions journal;
 };
 
 // Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume,

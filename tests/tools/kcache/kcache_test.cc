@@ -150,6 +150,14 @@ TEST(KcacheToolTest, GetErrorsAsKubectl) {
       {"get pods --cache /tmp/no-such-cache --index app", "error: --index wants INDEX=VALUE"},
       {"get pods --cache /tmp/no-such-cache -l 'a in (b'", "error: "},
       {"get pods --nope", "error: unknown flag: --nope"},
+      {"get pods --cache /tmp/no-such-cache --output-watch-events",
+       "error: --output-watch-events option can only be used with --watch or --watch-only"},
+      {"get pods --cache /tmp/no-such-cache --resource-version=5",
+       "error: --resource-version can only be used with --watch"},
+      {"get pods -w --snapshot /tmp/no-such.kcs",
+       "error: --watch follows a cache directory as a sync writes it"},
+      {"get pods -w --cache /tmp/no-such-cache --request-timeout=soon",
+       "error: invalid argument \"soon\" for \"--request-timeout\""},
   };
   for (const auto& c : cases) {
     Result r = Kcache(c.args);
