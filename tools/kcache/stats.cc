@@ -41,7 +41,8 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
   out << "\n";
   auto now = std::chrono::system_clock::now();
   std::vector<std::vector<std::string>> rows = {
-      {"RESOURCE", "KIND", "SCOPE", "OBJECTS", "ON DISK", "RESOURCEVERSION", "LAST SYNC"}};
+      {"RESOURCE", "KIND", "SCOPE", "OBJECTS", "ON DISK", "RESOURCEVERSION", "LAST SYNC",
+       "JOURNAL"}};
   for (const KeyspaceStats& ks : source->keyspaces()) {
     std::string rv = ks.resource_version.empty() ? "<none>" : ks.resource_version;
     if (ks.relist_in_progress) rv += " (relist incomplete: the next sync relists)";
@@ -51,7 +52,11 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
          std::to_string(ks.objects), Bytes(ks.bytes_on_disk), rv,
          ks.last_sync ? util::FormatRfc3339(*ks.last_sync) + " (" +
                             HumanDuration(now - *ks.last_sync) + " ago)"
-                      : "<unknown>"});
+                      : "<unknown>",
+         // The changes kcache get -w and readers can follow from.
+         ks.journal.start.empty() ? "<none>"
+                                  : std::to_string(ks.journal.events) + " changes after " +
+                                        ks.journal.start + " (" + Bytes(ks.journal.bytes) + ")"});
   }
   PrintTable(rows, out);
 
