@@ -517,10 +517,12 @@ Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>*
                                  Pending* current, std::vector<size_t>* done) {
   size_t count;
   std::string rv;
+  bool relisting;
   {
     std::lock_guard l(state_mu_);
     count = count_;
     rv = rv_;
+    relisting = relist_incomplete_;
   }
   // The journal records each change with the object before it.
   const bool journal = journal_.enabled();
@@ -535,6 +537,9 @@ Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>*
     return s == stored_json.end() ? std::string_view() : std::string_view(s->second);
   };
   JournalWriter::Pending jp = journal_.Begin();
+  // An unfinished relist changed objects the journal does not record: its
+  // window cannot go on.
+  if (relisting) journal_.Reset(&jp);
   const int64_t now_ms = db_->NowMs();
   using Type = JournalEvent::Type;
 

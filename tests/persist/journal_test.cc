@@ -243,6 +243,27 @@ TEST(JournalTest, ARelistRestartsTheWindow) {
   EXPECT_OK(cache->Verify());
 }
 
+// A relist cut short changed objects without journaling them: a commit
+// after it cannot continue the window.
+TEST(JournalTest, ACommitAfterAnUnfinishedRelistRestartsTheWindow) {
+  TempDir dir;
+  auto cache = OpenCache(dir.path());
+  auto pods = OpenPods(cache);
+  ASSERT_OK(pods->Replace({Pod("a", "ns", "5")}, "5").status());
+  Commit(*pods, {Put(Pod("b", "ns", "6"))});
+  {
+    auto session = pods->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    ASSERT_OK((*session)->Put(Pod("c", "ns", "7")));
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_OK((*session)->Put(Pod("p" + std::to_string(i), "ns", "7")));
+  }  // abandoned: c and 1,000 more were written, unjournaled
+  Commit(*pods, {Put(Pod("d", "ns", "8"))});
+  EXPECT_THAT(cache->ReadJournal("pods", "6", 10), StatusIs(StatusCode::kExpired));
+  EXPECT_TRUE(Read(*cache, "8").events.empty());
+  EXPECT_OK(cache->Verify());
+}
+
 // The journal survives restarts: a reader resumes where it was, and the
 // writer keeps appending in order.
 TEST(JournalTest, SurvivesReopening) {

@@ -40,9 +40,8 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
   }
   out << "\n";
   auto now = std::chrono::system_clock::now();
-  std::vector<std::vector<std::string>> rows = {
-      {"RESOURCE", "KIND", "SCOPE", "OBJECTS", "ON DISK", "RESOURCEVERSION", "LAST SYNC",
-       "JOURNAL"}};
+  std::vector<std::vector<std::string>> rows = {{"RESOURCE", "KIND", "SCOPE", "OBJECTS", "ON DISK",
+                                                 "RESOURCEVERSION", "LAST SYNC", "JOURNAL"}};
   for (const KeyspaceStats& ks : source->keyspaces()) {
     std::string rv = ks.resource_version.empty() ? "<none>" : ks.resource_version;
     if (ks.relist_in_progress) rv += " (relist incomplete: the next sync relists)";
