@@ -555,10 +555,12 @@ Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>*
         --count;
         if (journal) {
           // The watch's last state of the object, else the stored one.
-          bool reported = op.object && !op.object->resource_version().empty();
-          std::string_view event_rv =
-              reported ? std::string_view(op.object->resource_version())
-                       : std::string_view(txn.resource_version ? *txn.resource_version : "");
+          std::string_view event_rv;
+          if (op.object && !op.object->resource_version().empty()) {
+            event_rv = op.object->resource_version();
+          } else if (txn.resource_version) {
+            event_rv = *txn.resource_version;
+          }
           journal_.Append(&jp, &batch, Type::kDeleted, p.key, event_rv,
                           op.object ? op.object->json() : json_before(p.key), "", now_ms);
           json_now[p.key] = std::string_view();
