@@ -326,6 +326,7 @@ JournalWriter::Pending JournalWriter::Begin() const {
   p.state = state_;
   p.floor = floor_;
   p.head = head_;
+  p.start_ok = ParseJournalVersion(state_.start).has_value();
   return p;
 }
 
@@ -334,7 +335,7 @@ void JournalWriter::Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent:
                            std::string_view previous, int64_t now_ms) const {
   if (!enabled() || p->reset) return;
   std::optional<uint64_t> v = ParseJournalVersion(rv);
-  if (!v || *v <= p->floor || !ParseJournalVersion(p->state.start)) {
+  if (!v || *v <= p->floor || !p->start_ok) {
     p->reset = true;
     return;
   }

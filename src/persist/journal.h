@@ -69,6 +69,7 @@ class JournalWriter {
     JournalStats state;
     uint64_t floor = 0;           // entries must be above this
     std::optional<int64_t> head;  // time of the oldest entry, if any
+    bool start_ok = false;        // state.start is a version entries can follow
     bool reset = false;           // restart the window at the resume point
     bool changed = false;         // the state record must be written
   };

@@ -11,7 +11,9 @@
 
 namespace kcache::util {
 
-inline void PutVarint32(std::string* out, uint32_t v) {
+// One varint writer and reader for both widths.
+template <typename T>
+void PutVarint(std::string* out, T v) {
   while (v >= 0x80) {
     out->push_back(static_cast<char>(v | 0x80));
     v >>= 7;
@@ -20,11 +22,13 @@ inline void PutVarint32(std::string* out, uint32_t v) {
 }
 
 // Reads a varint from the front of `in` and removes it. False if `in` ends
-// inside it or it is longer than five bytes.
-inline bool GetVarint32(std::string_view* in, uint32_t* v) {
-  uint32_t result = 0;
-  for (int shift = 0; shift <= 28 && !in->empty(); shift += 7) {
-    uint32_t byte = static_cast<unsigned char>(in->front());
+// inside it or it is longer than the type allows (five bytes for 32 bits,
+// ten for 64).
+template <typename T>
+bool GetVarint(std::string_view* in, T* v) {
+  T result = 0;
+  for (unsigned shift = 0; shift < sizeof(T) * 8 && !in->empty(); shift += 7) {
+    T byte = static_cast<unsigned char>(in->front());
     in->remove_prefix(1);
     result |= (byte & 0x7f) << shift;
     if (!(byte & 0x80)) {
@@ -35,28 +39,10 @@ inline bool GetVarint32(std::string_view* in, uint32_t* v) {
   return false;
 }
 
-inline void PutVarint64(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-// As GetVarint32, for up to ten bytes.
-inline bool GetVarint64(std::string_view* in, uint64_t* v) {
-  uint64_t result = 0;
-  for (int shift = 0; shift <= 63 && !in->empty(); shift += 7) {
-    uint64_t byte = static_cast<unsigned char>(in->front());
-    in->remove_prefix(1);
-    result |= (byte & 0x7f) << shift;
-    if (!(byte & 0x80)) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
+inline void PutVarint32(std::string* out, uint32_t v) { PutVarint(out, v); }
+inline bool GetVarint32(std::string_view* in, uint32_t* v) { return GetVarint(in, v); }
+inline void PutVarint64(std::string* out, uint64_t v) { PutVarint(out, v); }
+inline bool GetVarint64(std::string_view* in, uint64_t* v) { return GetVarint(in, v); }
 
 // Big-endian, so that encoded numbers sort bytewise in numeric order.
 inline void PutBigEndian64(std::string* out, uint64_t v) {

@@ -618,13 +618,7 @@ class Getter {
       case Format::kJsonPath:
       case Format::kJsonPathAsJson: {
         KCACHE_ASSIGN_OR_RETURN(json doc, WatchDoc(type, o));
-        Status st =
-            printing_.jsonpath->Execute(doc, text, printing_.format == Format::kJsonPathAsJson);
-        if (!st.ok()) {
-          return Status::InvalidArgument("error executing jsonpath " +
-                                         Quoted(o_.output.substr(o_.output.find('=') + 1)) + ": " +
-                                         std::string(st.message()));
-        }
+        KCACHE_RETURN_IF_ERROR(ExecuteJsonPath(doc, text));
         break;
       }
       default:
@@ -985,13 +979,7 @@ class Getter {
               !visited.ok())
             return visited;
         }
-        Status st =
-            printing_.jsonpath->Execute(doc, &text, printing_.format == Format::kJsonPathAsJson);
-        if (!st.ok()) {
-          return Status::InvalidArgument("error executing jsonpath " +
-                                         Quoted(o_.output.substr(o_.output.find('=') + 1)) + ": " +
-                                         std::string(st.message()));
-        }
+        KCACHE_RETURN_IF_ERROR(ExecuteJsonPath(doc, &text));
         break;
       }
       case Format::kColumns:
@@ -1005,6 +993,15 @@ class Getter {
   }
 
   static std::string Quoted(const std::string& s) { return GoJson(json(s)); }
+
+  // -o jsonpath over `doc`, with kubectl's wording for a failure.
+  Status ExecuteJsonPath(const json& doc, std::string* text) const {
+    Status st = printing_.jsonpath->Execute(doc, text, printing_.format == Format::kJsonPathAsJson);
+    if (st.ok()) return st;
+    return Status::InvalidArgument("error executing jsonpath " +
+                                   Quoted(o_.output.substr(o_.output.find('=') + 1)) + ": " +
+                                   std::string(st.message()));
+  }
 
   Status PrintColumns(const ObjectPtr& single, std::string* text, size_t* written) {
     TabWriter tab(kKubectlMinWidth);
