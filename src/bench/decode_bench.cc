@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kcache/object.h"
-#include "testserver/pods.h"
+#include "serve/pods.h"
 
 namespace kcache::bench {
 namespace {

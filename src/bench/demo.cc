@@ -11,7 +11,7 @@
 #include "kcache/indexer.h"
 #include "kcache/label_selector.h"
 #include "kcache/lister.h"
-#include "testserver/pods.h"
+#include "serve/pods.h"
 #include "tools/kcache/scratch_dir.h"
 
 namespace kcache::demo {

@@ -14,7 +14,7 @@
 
 #include "kcache/cache.h"
 #include "kcache/store.h"
-#include "testserver/pods.h"
+#include "serve/pods.h"
 #include "tools/kcache/scratch_dir.h"
 
 extern char** environ;

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "testserver/server.h"
-#include "testserver/synthetic.h"
+#include "serve/server.h"
+#include "serve/synthetic.h"
 
 namespace kcache::bench {
 namespace {

@@ -14,7 +14,7 @@
 #include "kcache/cache.h"
 #include "kcache/lister.h"
 #include "kcache/snapshot.h"
-#include "testserver/pods.h"
+#include "serve/pods.h"
 #include "tools/kcache/scratch_dir.h"
 #include "tools/kcache/source.h"
 

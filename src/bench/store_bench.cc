@@ -14,7 +14,7 @@
 #include "kcache/lister.h"
 #include "persist/db.h"
 #include "persist/rocks_status.h"
-#include "testserver/pods.h"
+#include "serve/pods.h"
 #include "tools/kcache/scratch_dir.h"
 
 namespace kcache::bench {

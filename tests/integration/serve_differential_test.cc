@@ -14,8 +14,8 @@
 
 #include "integration/cluster.h"
 #include "kcache/rest_client.h"
+#include "serve/server.h"
 #include "testing/status_matchers.h"
-#include "testserver/server.h"
 
 namespace kcache {
 namespace {

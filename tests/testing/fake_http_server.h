@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "testserver/http_server.h"
+#include "serve/http_server.h"
 
 namespace kcache::testing {
 

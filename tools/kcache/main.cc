@@ -15,7 +15,7 @@
 #include "bench/serve_bench.h"
 #include "bench/snapshot_bench.h"
 #include "bench/store_bench.h"
-#include "testserver/server.h"
+#include "serve/server.h"
 #include "tools/kcache/flags.h"
 #include "tools/kcache/get.h"
 #include "tools/kcache/help.h"

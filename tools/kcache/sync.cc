@@ -17,7 +17,7 @@
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
 #include "kcache/informer_factory.h"
-#include "testserver/http_server.h"
+#include "serve/http_server.h"
 #include "tools/kcache/metrics.h"
 #include "util/rfc3339.h"
 

@@ -1,8 +1,8 @@
 // The request side of the test server's API: what a resource path names,
 // the list and watch query parameters, and continue tokens.
 
-#ifndef KCACHE_SRC_TESTSERVER_API_QUERY_H_
-#define KCACHE_SRC_TESTSERVER_API_QUERY_H_
+#ifndef KCACHE_SRC_SERVE_API_QUERY_H_
+#define KCACHE_SRC_SERVE_API_QUERY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,9 +13,9 @@
 
 #include "kcache/field_selector.h"
 #include "kcache/label_selector.h"
-#include "testserver/api_reply.h"
-#include "testserver/cluster_state.h"
-#include "testserver/http_server.h"
+#include "serve/api_reply.h"
+#include "serve/cluster_state.h"
+#include "serve/http_server.h"
 
 namespace kcache::serve {
 
@@ -65,4 +65,4 @@ std::optional<std::pair<uint64_t, std::string>> DecodeContinue(std::string token
 
 }  // namespace kcache::serve
 
-#endif  // KCACHE_SRC_TESTSERVER_API_QUERY_H_
+#endif  // KCACHE_SRC_SERVE_API_QUERY_H_

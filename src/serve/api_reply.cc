@@ -1,4 +1,4 @@
-#include "testserver/api_reply.h"
+#include "serve/api_reply.h"
 
 #include <algorithm>
 #include <chrono>

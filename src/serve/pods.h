@@ -3,8 +3,8 @@
 // about 6.5 KB each; and the namespaces, nodes and custom resources around
 // them. Deterministic for a given seed and index.
 
-#ifndef KCACHE_SRC_TESTSERVER_PODS_H_
-#define KCACHE_SRC_TESTSERVER_PODS_H_
+#ifndef KCACHE_SRC_SERVE_PODS_H_
+#define KCACHE_SRC_SERVE_PODS_H_
 
 #include <cstdint>
 #include <string>
@@ -38,4 +38,4 @@ std::string PadJson(std::string json, size_t bytes);
 
 }  // namespace kcache::synth
 
-#endif  // KCACHE_SRC_TESTSERVER_PODS_H_
+#endif  // KCACHE_SRC_SERVE_PODS_H_

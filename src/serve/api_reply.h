@@ -2,8 +2,8 @@
 // them, watch events and bookmarks, and bodies sent in chunks (or cut short
 // for a fault).
 
-#ifndef KCACHE_SRC_TESTSERVER_API_REPLY_H_
-#define KCACHE_SRC_TESTSERVER_API_REPLY_H_
+#ifndef KCACHE_SRC_SERVE_API_REPLY_H_
+#define KCACHE_SRC_SERVE_API_REPLY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "testserver/http_server.h"
-#include "testserver/resource_types.h"
+#include "serve/http_server.h"
+#include "serve/resource_types.h"
 
 namespace kcache::serve {
 
@@ -76,4 +76,4 @@ void Stall(http::ResponseWriter& w);
 
 }  // namespace kcache::serve
 
-#endif  // KCACHE_SRC_TESTSERVER_API_REPLY_H_
+#endif  // KCACHE_SRC_SERVE_API_REPLY_H_

@@ -1,11 +1,11 @@
 // ClusterState: lists at past resourceVersions, the bounded history and
 // its floor, and what a watcher is handed.
-#include "testserver/cluster_state.h"
+#include "serve/cluster_state.h"
 
 #include <gtest/gtest.h>
 
+#include "serve/resource_types.h"
 #include "testing/status_matchers.h"
-#include "testserver/resource_types.h"
 
 namespace kcache::serve {
 namespace {

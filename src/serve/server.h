@@ -4,18 +4,18 @@
 //
 // Thread-safety: Start and Stop from one thread; state() is thread-safe.
 
-#ifndef KCACHE_SRC_TESTSERVER_SERVER_H_
-#define KCACHE_SRC_TESTSERVER_SERVER_H_
+#ifndef KCACHE_SRC_SERVE_SERVER_H_
+#define KCACHE_SRC_SERVE_SERVER_H_
 
 #include <iosfwd>
 #include <memory>
 #include <string>
 
 #include "kcache/status_or.h"
-#include "testserver/api.h"
-#include "testserver/cluster_state.h"
-#include "testserver/http_server.h"
-#include "testserver/synthetic.h"
+#include "serve/api.h"
+#include "serve/cluster_state.h"
+#include "serve/http_server.h"
+#include "serve/synthetic.h"
 
 namespace kcache::serve {
 
@@ -54,4 +54,4 @@ Status RunServe(const ServeOptions& options, std::ostream& out);
 
 }  // namespace kcache::serve
 
-#endif  // KCACHE_SRC_TESTSERVER_SERVER_H_
+#endif  // KCACHE_SRC_SERVE_SERVER_H_

@@ -1,4 +1,4 @@
-#include "testserver/cluster_state.h"
+#include "serve/cluster_state.h"
 
 #include <algorithm>
 

@@ -4,8 +4,8 @@
 // Requests are the list, watch, get and write requests to resources (not
 // discovery, /version or /metrics), numbered from 1 in order of arrival.
 
-#ifndef KCACHE_SRC_TESTSERVER_FAULTS_H_
-#define KCACHE_SRC_TESTSERVER_FAULTS_H_
+#ifndef KCACHE_SRC_SERVE_FAULTS_H_
+#define KCACHE_SRC_SERVE_FAULTS_H_
 
 #include <cstdint>
 #include <string>
@@ -59,4 +59,4 @@ struct Faults {
 
 }  // namespace kcache::serve
 
-#endif  // KCACHE_SRC_TESTSERVER_FAULTS_H_
+#endif  // KCACHE_SRC_SERVE_FAULTS_H_

@@ -1,10 +1,10 @@
-#include "testserver/synthetic.h"
+#include "serve/synthetic.h"
 
 #include <chrono>
 
 #include <nlohmann/json.hpp>
 
-#include "testserver/pods.h"
+#include "serve/pods.h"
 
 namespace kcache::serve {
 namespace {

@@ -2,8 +2,8 @@
 // and which fields its field selectors accept (as the apiserver's per-type
 // field label conversion does).
 
-#ifndef KCACHE_SRC_TESTSERVER_RESOURCE_TYPES_H_
-#define KCACHE_SRC_TESTSERVER_RESOURCE_TYPES_H_
+#ifndef KCACHE_SRC_SERVE_RESOURCE_TYPES_H_
+#define KCACHE_SRC_SERVE_RESOURCE_TYPES_H_
 
 #include <string>
 #include <vector>
@@ -44,4 +44,4 @@ std::string ApiResourceListJson(const std::vector<ResourceType>& types, const st
 
 }  // namespace kcache::serve
 
-#endif  // KCACHE_SRC_TESTSERVER_RESOURCE_TYPES_H_
+#endif  // KCACHE_SRC_SERVE_RESOURCE_TYPES_H_

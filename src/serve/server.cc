@@ -1,4 +1,4 @@
-#include "testserver/server.h"
+#include "serve/server.h"
 
 #include <signal.h>
 

@@ -1,8 +1,8 @@
 // The synthetic cluster `kcache serve` starts with, and the churn that
 // keeps changing it.
 
-#ifndef KCACHE_SRC_TESTSERVER_SYNTHETIC_H_
-#define KCACHE_SRC_TESTSERVER_SYNTHETIC_H_
+#ifndef KCACHE_SRC_SERVE_SYNTHETIC_H_
+#define KCACHE_SRC_SERVE_SYNTHETIC_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "kcache/status.h"
-#include "testserver/cluster_state.h"
-#include "testserver/pods.h"
+#include "serve/cluster_state.h"
+#include "serve/pods.h"
 
 namespace kcache::serve {
 
@@ -77,4 +77,4 @@ std::string StampResourceVersion(std::string json, uint64_t rv);
 
 }  // namespace kcache::serve
 
-#endif  // KCACHE_SRC_TESTSERVER_SYNTHETIC_H_
+#endif  // KCACHE_SRC_SERVE_SYNTHETIC_H_

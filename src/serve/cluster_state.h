@@ -9,8 +9,8 @@
 //
 // Thread-safety: thread-safe; all methods may be called concurrently.
 
-#ifndef KCACHE_SRC_TESTSERVER_CLUSTER_STATE_H_
-#define KCACHE_SRC_TESTSERVER_CLUSTER_STATE_H_
+#ifndef KCACHE_SRC_SERVE_CLUSTER_STATE_H_
+#define KCACHE_SRC_SERVE_CLUSTER_STATE_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -27,7 +27,7 @@
 #include "kcache/labels.h"
 #include "kcache/object.h"
 #include "kcache/status_or.h"
-#include "testserver/resource_types.h"
+#include "serve/resource_types.h"
 
 namespace kcache::serve {
 
@@ -160,4 +160,4 @@ std::string StateKey(const ResourceType& type, const std::string& namespace_,
 
 }  // namespace kcache::serve
 
-#endif  // KCACHE_SRC_TESTSERVER_CLUSTER_STATE_H_
+#endif  // KCACHE_SRC_SERVE_CLUSTER_STATE_H_

@@ -6,8 +6,8 @@
 // Thread-safety: Start and Stop from one thread; handlers run concurrently,
 // one per connection, and must be thread-safe.
 
-#ifndef KCACHE_SRC_TESTSERVER_HTTP_SERVER_H_
-#define KCACHE_SRC_TESTSERVER_HTTP_SERVER_H_
+#ifndef KCACHE_SRC_SERVE_HTTP_SERVER_H_
+#define KCACHE_SRC_SERVE_HTTP_SERVER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -136,4 +136,4 @@ std::string_view ReasonPhrase(int status);
 
 }  // namespace kcache::http
 
-#endif  // KCACHE_SRC_TESTSERVER_HTTP_SERVER_H_
+#endif  // KCACHE_SRC_SERVE_HTTP_SERVER_H_

@@ -1,4 +1,4 @@
-#include "testserver/api.h"
+#include "serve/api.h"
 
 #include <algorithm>
 #include <ctime>
@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "testserver/api_query.h"
-#include "testserver/api_reply.h"
+#include "serve/api_query.h"
+#include "serve/api_reply.h"
 
 namespace kcache::serve {
 namespace {

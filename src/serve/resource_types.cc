@@ -1,4 +1,4 @@
-#include "testserver/resource_types.h"
+#include "serve/resource_types.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "testserver/http_server.h"
+#include "serve/http_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

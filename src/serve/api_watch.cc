@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "testserver/api.h"
-#include "testserver/api_query.h"
-#include "testserver/api_reply.h"
+#include "serve/api.h"
+#include "serve/api_query.h"
+#include "serve/api_reply.h"
 #include "util/scope_guard.h"
 
 namespace kcache::serve {

@@ -1,4 +1,4 @@
-#include "testserver/api_query.h"
+#include "serve/api_query.h"
 
 #include <algorithm>
 #include <cctype>

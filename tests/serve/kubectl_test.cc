@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "kcache/rest_client.h"
+#include "serve/server.h"
 #include "testing/command.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
-#include "testserver/server.h"
 
 namespace kcache::serve {
 namespace {

@@ -1,4 +1,4 @@
-#include "testserver/pods.h"
+#include "serve/pods.h"
 
 #include <cstdio>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "testserver/faults.h"
+#include "serve/faults.h"
 
 #include <algorithm>
 #include <charconv>

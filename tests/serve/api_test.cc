@@ -1,7 +1,7 @@
 // kcache serve seen through the project's REST client: lists, pagination,
 // watches (selectors, bookmarks, streaming lists, 410), writes, Status
 // errors, every fault flag, many watches and a clean stop.
-#include "testserver/api.h"
+#include "serve/api.h"
 
 #include <sys/socket.h>
 
@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "kcache/rest_client.h"
+#include "serve/server.h"
 #include "testing/serve_fixture.h"
 #include "testing/status_matchers.h"
-#include "testserver/server.h"
 
 namespace kcache::serve {
 namespace {

@@ -5,8 +5,8 @@
 //
 // Thread-safety: thread-safe; Handle runs on many connections at once.
 
-#ifndef KCACHE_SRC_TESTSERVER_API_H_
-#define KCACHE_SRC_TESTSERVER_API_H_
+#ifndef KCACHE_SRC_SERVE_API_H_
+#define KCACHE_SRC_SERVE_API_H_
 
 #include <atomic>
 #include <chrono>
@@ -15,10 +15,10 @@
 #include <mutex>
 #include <string>
 
-#include "testserver/api_reply.h"
-#include "testserver/cluster_state.h"
-#include "testserver/faults.h"
-#include "testserver/http_server.h"
+#include "serve/api_reply.h"
+#include "serve/cluster_state.h"
+#include "serve/faults.h"
+#include "serve/http_server.h"
 
 namespace kcache::serve {
 
@@ -83,4 +83,4 @@ class Api {
 
 }  // namespace kcache::serve
 
-#endif  // KCACHE_SRC_TESTSERVER_API_H_
+#endif  // KCACHE_SRC_SERVE_API_H_
