@@ -149,6 +149,9 @@ class KCACHE_EXPORT Store {
   virtual StatusOr<std::vector<ObjectPtr>> List() const = 0;
   virtual StatusOr<std::vector<std::string>> ListKeys() const = 0;
   virtual std::unique_ptr<ObjectIterator> NewIterator() const = 0;
+  // Walks objects in key order from the first key not less than `start`: the
+  // next page of a list starts just after the last key of the previous one.
+  virtual std::unique_ptr<ObjectIterator> NewIteratorFrom(std::string_view start) const = 0;
   virtual StatusOr<size_t> Size() const = 0;
 
   // The resume resourceVersion: the one last committed. "" when none.

@@ -156,6 +156,7 @@ class MemoryIndexer final : public Indexer {
   }
 
   std::unique_ptr<ObjectIterator> NewIterator() const override;
+  std::unique_ptr<ObjectIterator> NewIteratorFrom(std::string_view start) const override;
 
   StatusOr<size_t> Size() const override {
     std::shared_lock lock(mu_);
@@ -238,9 +239,11 @@ class MemoryIndexer final : public Indexer {
   }
 
   // For iterators: the first entry after `after` (or the first at all).
-  bool NextItem(const std::string* after, std::string* key, ObjectPtr* obj) const {
+  // The first item after `after`, or (if null) not before `start`.
+  bool NextItem(const std::string* after, std::string_view start, std::string* key,
+                ObjectPtr* obj) const {
     std::shared_lock lock(mu_);
-    auto it = after ? items_.upper_bound(*after) : items_.begin();
+    auto it = after ? items_.upper_bound(*after) : items_.lower_bound(start);
     if (it == items_.end()) return false;
     *key = it->first;
     *obj = it->second;
@@ -374,11 +377,11 @@ class MemoryIndexer final : public Indexer {
 
 class MemoryIterator final : public ObjectIterator {
  public:
-  explicit MemoryIterator(const MemoryIndexer* store) : store_(store) {
-    valid_ = store_->NextItem(nullptr, &key_, &obj_);
+  MemoryIterator(const MemoryIndexer* store, std::string_view start) : store_(store) {
+    valid_ = store_->NextItem(nullptr, start, &key_, &obj_);
   }
   bool Valid() const override { return valid_; }
-  void Next() override { valid_ = store_->NextItem(&key_, &key_, &obj_); }
+  void Next() override { valid_ = store_->NextItem(&key_, {}, &key_, &obj_); }
   const std::string& key() const override { return key_; }
   const ObjectPtr& object() const override { return obj_; }
   Status status() const override { return Status::OK(); }
@@ -414,7 +417,11 @@ class MemoryIndexIterator final : public ObjectIterator {
 };
 
 std::unique_ptr<ObjectIterator> MemoryIndexer::NewIterator() const {
-  return std::make_unique<MemoryIterator>(this);
+  return std::make_unique<MemoryIterator>(this, "");
+}
+
+std::unique_ptr<ObjectIterator> MemoryIndexer::NewIteratorFrom(std::string_view start) const {
+  return std::make_unique<MemoryIterator>(this, start);
 }
 
 std::unique_ptr<ObjectIterator> MemoryIndexer::NewIndexIterator(std::string_view name,

@@ -933,9 +933,12 @@ StatusOr<ObjectPtr> RocksIndexer::GetByKey(std::string_view key) const {
   return Decode(View(record));
 }
 
-std::unique_ptr<ObjectIterator> RocksIndexer::NewIterator() const {
+std::unique_ptr<ObjectIterator> RocksIndexer::NewIterator() const { return NewIteratorFrom(""); }
+
+std::unique_ptr<ObjectIterator> RocksIndexer::NewIteratorFrom(std::string_view start) const {
   KeyRange keys = KeyspaceRange(ks_);
   size_t strip = keys.start.size();
+  keys.start.append(start);  // the iterator seeks its first key
   return std::make_unique<RocksIterator>(
       db_, db_->objects, std::move(keys.start), std::move(keys.limit), strip, /*via_index=*/false,
       /*cluster_only=*/false, ks_, [this](std::string_view r) { return Decode(r); });

@@ -43,6 +43,7 @@ class RocksIndexer final : public Indexer {
   StatusOr<std::vector<ObjectPtr>> List() const override;
   StatusOr<std::vector<std::string>> ListKeys() const override;
   std::unique_ptr<ObjectIterator> NewIterator() const override;
+  std::unique_ptr<ObjectIterator> NewIteratorFrom(std::string_view start) const override;
   StatusOr<size_t> Size() const override;
   std::string LastSyncResourceVersion() const override;
   Status Resync() override { return Status::OK(); }

@@ -44,6 +44,9 @@ class CountingIndexer final : public Indexer {
   std::unique_ptr<ObjectIterator> NewIterator() const override {
     return std::make_unique<Counted>(inner_->NewIterator(), &scanned_);
   }
+  std::unique_ptr<ObjectIterator> NewIteratorFrom(std::string_view start) const override {
+    return std::make_unique<Counted>(inner_->NewIteratorFrom(start), &scanned_);
+  }
   StatusOr<size_t> Size() const override { return inner_->Size(); }
   std::string LastSyncResourceVersion() const override { return inner_->LastSyncResourceVersion(); }
   Status Resync() override { return inner_->Resync(); }

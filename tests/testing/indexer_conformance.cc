@@ -421,5 +421,25 @@ TEST_P(IndexerConformanceTest, IteratorsWalkInKeyOrder) {
   EXPECT_FALSE(store->NewIndexIterator(kNamespaceIndex, "none")->Valid());
 }
 
+TEST_P(IndexerConformanceTest, IteratorFromAKeyStartsThere) {
+  auto store = Make();
+  for (const char* n : {"c", "a", "b"}) ASSERT_OK(store->Add(Pod(n, "ns1")));
+  ASSERT_OK(store->Add(Pod("z", "ns2")));
+  auto walk = [&](std::string_view start) {
+    std::vector<std::string> keys;
+    auto it = store->NewIteratorFrom(start);
+    for (; it->Valid(); it->Next()) keys.push_back(it->key());
+    EXPECT_OK(it->status());
+    return keys;
+  };
+  EXPECT_THAT(walk(""), ElementsAre("ns1/a", "ns1/b", "ns1/c", "ns2/z"));
+  EXPECT_THAT(walk("ns1/b"), ElementsAre("ns1/b", "ns1/c", "ns2/z"));
+  // A key that is not stored: the walk starts at the next one (a page
+  // boundary whose object was deleted meanwhile).
+  EXPECT_THAT(walk(std::string("ns1/b\0", 6)), ElementsAre("ns1/c", "ns2/z"));
+  EXPECT_THAT(walk("ns2/"), ElementsAre("ns2/z"));
+  EXPECT_THAT(walk("ns3"), ElementsAre());
+}
+
 }  // namespace
 }  // namespace kcache::testing
