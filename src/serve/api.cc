@@ -157,67 +157,16 @@ void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
       return (void)w.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}}, Metrics());
     }
   }
-  // Split the path into segments.
-  std::vector<std::string> seg;
-  for (size_t pos = 1; pos <= path.size();) {
-    size_t slash = path.find('/', pos);
-    if (slash == std::string::npos) slash = path.size();
-    if (slash > pos) seg.push_back(path.substr(pos, slash - pos));
-    pos = slash + 1;
-  }
-  std::string group, version;
-  size_t rest = 0;
-  if (seg.size() >= 2 && seg[0] == "api") {
-    version = seg[1];
-    rest = 2;
-  } else if (seg.size() >= 3 && seg[0] == "apis") {
-    group = seg[1];
-    version = seg[2];
-    rest = 3;
-  } else {
-    return SendNotFoundPage(w);
-  }
-  auto known_gv =
-      std::any_of(state_->types().begin(), state_->types().end(),
-                  [&](const ResourceType& t) { return t.group == group && t.version == version; });
-  if (!known_gv) return SendNotFoundPage(w);
-  if (seg.size() == rest) {
-    if (req.method != "GET") return SendNotFoundPage(w);
-    return (void)w.Send(200, json, ApiResourceListJson(state_->types(), group, version));
-  }
   Target t;
-  std::vector<std::string> r(seg.begin() + static_cast<ptrdiff_t>(rest), seg.end());
-  if (!r.empty() && r[0] == "watch") {
-    t.legacy_watch = true;
-    r.erase(r.begin());
-  }
-  auto find = [&](const std::string& resource) {
-    int i = state_->Find(group, resource);
-    return i >= 0 && state_->types()[i].version == version ? i : -1;
-  };
-  if (r.size() >= 3 && r[0] == "namespaces" && find(r[2]) >= 0 &&
-      state_->types()[find(r[2])].namespaced) {
-    if (r.size() > 5 || (r.size() == 5 && (r[4] != "status" || t.legacy_watch))) {
+  switch (ParseTarget(state_->types(), path, &t)) {
+    case PathKind::kNotFound:
       return SendNotFoundPage(w);
-    }
-    t.type = find(r[2]);
-    t.namespace_ = r[1];
-    if (r.size() >= 4) t.name = r[3];
-    if (r.size() == 5) t.subresource = r[4];
-  } else if (!r.empty() && r.size() <= 3 && find(r[0]) >= 0) {
-    t.type = find(r[0]);
-    if (r.size() >= 2) {
-      if (state_->types()[t.type].namespaced) return SendNotFoundPage(w);
-      t.name = r[1];
-    }
-    if (r.size() == 3) {
-      if (r[2] != "status" || t.legacy_watch) return SendNotFoundPage(w);
-      t.subresource = r[2];
-    }
-  } else {
-    return SendNotFoundPage(w);
+    case PathKind::kResourceList:
+      if (req.method != "GET") return SendNotFoundPage(w);
+      return (void)w.Send(200, json, ApiResourceListJson(state_->types(), t.group, t.version));
+    case PathKind::kResource:
+      break;
   }
-  t.rt = &state_->types()[t.type];
   HandleResource(req, t, w);
 }
 

@@ -12,48 +12,13 @@
 #include "serve/api_reply.h"
 
 namespace kcache::serve {
-namespace {
-
-using ojson = nlohmann::ordered_json;
-
-// The list options the apiserver refuses, as it words them.
-std::optional<Reply> CheckListOptions(const Query& q) {
-  if (q.send_initial_events) {
-    return ListOptionsInvalid("sendInitialEvents", "sendInitialEvents is forbidden for list");
-  }
-  if (!q.rv_match.empty()) {
-    if (q.rv_match != "Exact" && q.rv_match != "NotOlderThan") {
-      return Invalid("ListOptions", "meta.k8s.io", "resourceVersionMatch", "FieldValueNotSupported",
-                     "Unsupported value: " + Quote(q.rv_match) +
-                         ": supported values: \"Exact\", \"NotOlderThan\", \"\"");
-    }
-    if (!q.rv || q.rv->empty()) {
-      return ListOptionsInvalid(
-          "resourceVersionMatch",
-          "resourceVersionMatch is forbidden unless resourceVersion is provided");
-    }
-    if (!q.continue_token.empty()) {
-      return ListOptionsInvalid("resourceVersionMatch",
-                                "resourceVersionMatch is forbidden when continue is provided");
-    }
-    if (q.rv_match == "Exact" && *q.rv == "0") {
-      return ListOptionsInvalid(
-          "resourceVersionMatch",
-          "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
   const Faults& f = options_.faults;
   if (std::optional<Reply> bad = CheckListOptions(q)) return SendReply(w, *bad);
   if (f.expire.Contains(n)) {
     NoteFault("expire");
-    return SendReply(w,
-                     {410, "Expired", "The resourceVersion for the provided list is too old.", ""});
+    return SendReply(w, ListTooOld());
   }
   const uint64_t current = state_->current_rv();
   ListQuery lq;
@@ -89,32 +54,11 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
   StatusOr<ListResult> result = state_->List(t.type, lq);
   if (!result.ok()) {
     if (result.status().code() == StatusCode::kFailedPrecondition) {
-      ojson d = {
-          {"causes",
-           {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}}};
-      return SendReply(w, {504, "Timeout",
-                           "Timeout: Too large resource version: " + std::to_string(lq.at_rv) +
-                               ", current: " + std::to_string(current),
-                           d.dump(), 1});
+      return SendReply(w,
+                       TooLargeResourceVersion(std::to_string(lq.at_rv), std::to_string(current)));
     }
-    if (continuing) {
-      std::string recovery = EncodeContinue(current, lq.start_key);
-      http::Headers h = {{"Content-Type", "application/json"}};
-      return (void)w.Send(
-          410, h,
-          StatusJson(
-              410, "Expired",
-              "The provided continue parameter is too old to display a consistent list result. You "
-              "can "
-              "start a new list without the continue parameter, or use the continue token in this "
-              "response to retrieve the remainder of the results. Continuing with the provided "
-              "token "
-              "results in an inconsistent list - objects that were created, modified, or deleted "
-              "between the time the first chunk was returned and now may show up in the list.",
-              "", recovery));
-    }
-    return SendReply(w,
-                     {410, "Expired", "The resourceVersion for the provided list is too old.", ""});
+    if (continuing) return SendContinueExpired(w, EncodeContinue(current, lq.start_key));
+    return SendReply(w, ListTooOld());
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

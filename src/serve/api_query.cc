@@ -23,6 +23,69 @@ std::optional<int64_t> ParseInt(std::string_view s) {
 
 }  // namespace
 
+PathKind ParseTarget(const std::vector<ResourceType>& types, const std::string& path, Target* t) {
+  std::vector<std::string> seg;
+  for (size_t pos = 1; pos <= path.size();) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string::npos) slash = path.size();
+    if (slash > pos) seg.push_back(path.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  size_t rest = 0;
+  if (seg.size() >= 2 && seg[0] == "api") {
+    t->version = seg[1];
+    rest = 2;
+  } else if (seg.size() >= 3 && seg[0] == "apis") {
+    t->group = seg[1];
+    t->version = seg[2];
+    rest = 3;
+  } else {
+    return PathKind::kNotFound;
+  }
+  auto find = [&](const std::string& resource) {
+    for (size_t i = 0; i < types.size(); ++i) {
+      const ResourceType& rt = types[i];
+      if (rt.group == t->group && rt.version == t->version && rt.resource == resource) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  };
+  const bool known_gv = std::any_of(types.begin(), types.end(), [&](const ResourceType& rt) {
+    return rt.group == t->group && rt.version == t->version;
+  });
+  if (!known_gv) return PathKind::kNotFound;
+  if (seg.size() == rest) return PathKind::kResourceList;
+  std::vector<std::string> r(seg.begin() + static_cast<ptrdiff_t>(rest), seg.end());
+  if (!r.empty() && r[0] == "watch") {
+    t->legacy_watch = true;
+    r.erase(r.begin());
+  }
+  if (r.size() >= 3 && r[0] == "namespaces" && find(r[2]) >= 0 && types[find(r[2])].namespaced) {
+    if (r.size() > 5 || (r.size() == 5 && (r[4] != "status" || t->legacy_watch))) {
+      return PathKind::kNotFound;
+    }
+    t->type = find(r[2]);
+    t->namespace_ = r[1];
+    if (r.size() >= 4) t->name = r[3];
+    if (r.size() == 5) t->subresource = r[4];
+  } else if (!r.empty() && r.size() <= 3 && find(r[0]) >= 0) {
+    t->type = find(r[0]);
+    if (r.size() >= 2) {
+      if (types[t->type].namespaced) return PathKind::kNotFound;
+      t->name = r[1];
+    }
+    if (r.size() == 3) {
+      if (r[2] != "status" || t->legacy_watch) return PathKind::kNotFound;
+      t->subresource = r[2];
+    }
+  } else {
+    return PathKind::kNotFound;
+  }
+  t->rt = &types[t->type];
+  return PathKind::kResource;
+}
+
 std::optional<Reply> ParseQuery(const http::Request& req, const Target& t, Query* q) {
   q->watch = t.legacy_watch || ParseBool(req.Query("watch").value_or("false"));
   q->rv = req.Query("resourceVersion");
@@ -71,6 +134,50 @@ std::optional<Reply> ParseQuery(const http::Request& req, const Target& t, Query
       }
     }
     q->fields = std::move(sel).value();
+  }
+  return std::nullopt;
+}
+
+// The list options the apiserver refuses, as it words them.
+std::optional<Reply> CheckListOptions(const Query& q) {
+  if (q.send_initial_events) {
+    return ListOptionsInvalid("sendInitialEvents", "sendInitialEvents is forbidden for list");
+  }
+  if (!q.rv_match.empty()) {
+    if (q.rv_match != "Exact" && q.rv_match != "NotOlderThan") {
+      return Invalid("ListOptions", "meta.k8s.io", "resourceVersionMatch", "FieldValueNotSupported",
+                     "Unsupported value: " + Quote(q.rv_match) +
+                         ": supported values: \"Exact\", \"NotOlderThan\", \"\"");
+    }
+    if (!q.rv || q.rv->empty()) {
+      return ListOptionsInvalid(
+          "resourceVersionMatch",
+          "resourceVersionMatch is forbidden unless resourceVersion is provided");
+    }
+    if (!q.continue_token.empty()) {
+      return ListOptionsInvalid("resourceVersionMatch",
+                                "resourceVersionMatch is forbidden when continue is provided");
+    }
+    if (q.rv_match == "Exact" && *q.rv == "0") {
+      return ListOptionsInvalid(
+          "resourceVersionMatch",
+          "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+    }
+  }
+  return std::nullopt;
+}
+
+// The watch options the apiserver refuses, as it words them.
+std::optional<Reply> CheckWatchOptions(const Query& q) {
+  if (!q.rv_match.empty() && !q.send_initial_events.value_or(false)) {
+    return ListOptionsInvalid(
+        "resourceVersionMatch",
+        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+  }
+  if (q.send_initial_events.value_or(false) && q.rv_match != "NotOlderThan") {
+    return ListOptionsInvalid(
+        "sendInitialEvents",
+        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
   }
   return std::nullopt;
 }

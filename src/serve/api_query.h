@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "kcache/field_selector.h"
 #include "kcache/label_selector.h"
@@ -21,7 +22,9 @@ namespace kcache::serve {
 
 // What a resource path names.
 struct Target {
-  int type = -1;
+  std::string group;
+  std::string version;
+  int type = -1;  // index in the server's types
   const ResourceType* rt = nullptr;
   std::string namespace_;
   std::string name;
@@ -48,10 +51,24 @@ struct Query {
   }
 };
 
+enum class PathKind {
+  kNotFound,      // not an API path of `types`: the apiserver's plain 404 page
+  kResourceList,  // a group version's APIResourceList: /api/v1, /apis/GROUP/VERSION
+  kResource,      // a resource, a namespace's resource, an object or its status
+};
+// Reads `path` (percent-decoded) as the apiserver routes it among `types`:
+// sets the group and version of `t` for kResourceList, all of it for
+// kResource.
+PathKind ParseTarget(const std::vector<ResourceType>& types, const std::string& path, Target* t);
+
 // Reads the list and watch parameters of `req` for `t` into `q`; a 400
 // BadRequest (as the apiserver words it) for a bad limit, timeout or
 // selector.
 std::optional<Reply> ParseQuery(const http::Request& req, const Target& t, Query* q);
+
+// The list (watch) options the apiserver refuses, with its answer.
+std::optional<Reply> CheckListOptions(const Query& q);
+std::optional<Reply> CheckWatchOptions(const Query& q);
 
 // Query booleans as the apiserver reads them: anything but "0" and "false".
 bool ParseBool(std::string_view v);

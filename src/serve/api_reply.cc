@@ -27,17 +27,54 @@ std::string Details(const std::string& name, const std::string& group, const std
   return d.dump();
 }
 
+namespace {
+
+// The Status details of `r`, with retryAfterSeconds if it has one.
+std::string DetailsOf(const Reply& r) {
+  if (r.retry_after <= 0) return r.details;
+  ojson d = r.details.empty() ? ojson::object() : ojson::parse(r.details);
+  d["retryAfterSeconds"] = r.retry_after;
+  return d.dump();
+}
+
+}  // namespace
+
 void SendReply(http::ResponseWriter& w, const Reply& r) {
   http::Headers headers = {{"Content-Type", "application/json"},
                            {"Cache-Control", "no-cache, private"}};
-  std::string details = r.details;
-  if (r.retry_after > 0) {
-    headers.emplace_back("Retry-After", std::to_string(r.retry_after));
-    ojson d = details.empty() ? ojson::object() : ojson::parse(details);
-    d["retryAfterSeconds"] = r.retry_after;
-    details = d.dump();
-  }
-  w.Send(r.code, headers, StatusJson(r.code, r.reason, r.message, details));
+  if (r.retry_after > 0) headers.emplace_back("Retry-After", std::to_string(r.retry_after));
+  w.Send(r.code, headers, StatusJson(r.code, r.reason, r.message, DetailsOf(r)));
+}
+
+Reply TooOldResourceVersion(std::string_view rv, std::string_view floor) {
+  return {410, "Expired",
+          "too old resource version: " + std::string(rv) + " (" + std::string(floor) + ")", ""};
+}
+
+Reply ListTooOld() {
+  return {410, "Expired", "The resourceVersion for the provided list is too old.", ""};
+}
+
+Reply TooLargeResourceVersion(std::string_view rv, std::string_view current) {
+  ojson d = {
+      {"causes",
+       {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}}};
+  return {504, "Timeout",
+          "Timeout: Too large resource version: " + std::string(rv) +
+              ", current: " + std::string(current),
+          d.dump(), 1};
+}
+
+void SendContinueExpired(http::ResponseWriter& w, const std::string& recovery_token) {
+  w.Send(410, {{"Content-Type", "application/json"}},
+         StatusJson(410, "Expired",
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter, or use the "
+                    "continue token in this response to retrieve the remainder of the results. "
+                    "Continuing with the provided token results in an inconsistent list - objects "
+                    "that were created, modified, or deleted between the time the first chunk was "
+                    "returned and now may show up in the list.",
+                    "", recovery_token));
 }
 
 void SendNotFoundPage(http::ResponseWriter& w) {
@@ -95,7 +132,7 @@ std::string Bookmark(const ResourceType& t, uint64_t rv, bool initial_events_end
 }
 
 std::string ErrorEvent(const Reply& r) {
-  return R"({"type":"ERROR","object":)" + StatusJson(r.code, r.reason, r.message, r.details) +
+  return R"({"type":"ERROR","object":)" + StatusJson(r.code, r.reason, r.message, DetailsOf(r)) +
          "}\n";
 }
 

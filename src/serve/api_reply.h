@@ -58,6 +58,16 @@ Reply Invalid(std::string_view kind, std::string_view group, std::string_view fi
 // 422 Invalid for a forbidden ListOptions field.
 Reply ListOptionsInvalid(std::string_view field, std::string_view detail);
 
+// 410 for a watch from before the history the server keeps.
+Reply TooOldResourceVersion(std::string_view rv, std::string_view floor);
+// 410 for a list at a resourceVersion the server no longer keeps.
+Reply ListTooOld();
+// 504 for a resourceVersion the server has not reached (retry after 1 s).
+Reply TooLargeResourceVersion(std::string_view rv, std::string_view current);
+// 410 for a continue token from before the history, carrying the token that
+// continues the list from now.
+void SendContinueExpired(http::ResponseWriter& w, const std::string& recovery_token);
+
 // `json` with metadata.resourceVersion set to `rv`.
 std::string Restamp(std::string_view json, uint64_t rv);
 // A BOOKMARK event, marked as the end of initial events if asked.

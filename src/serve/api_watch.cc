@@ -18,32 +18,7 @@
 namespace kcache::serve {
 namespace {
 
-using ojson = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
-
-}  // namespace
-
-namespace {
-
-// The watch options the apiserver refuses, as it words them.
-std::optional<Reply> CheckWatchOptions(const Query& q) {
-  if (!q.rv_match.empty() && !q.send_initial_events.value_or(false)) {
-    return ListOptionsInvalid(
-        "resourceVersionMatch",
-        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
-  }
-  if (q.send_initial_events.value_or(false) && q.rv_match != "NotOlderThan") {
-    return ListOptionsInvalid(
-        "sendInitialEvents",
-        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
-  }
-  return std::nullopt;
-}
-
-Reply TooOld(std::string_view rv, uint64_t floor) {
-  return {410, "Expired",
-          "too old resource version: " + std::string(rv) + " (" + std::to_string(floor) + ")", ""};
-}
 
 // Appends to `pieces` the events of `batch` as `q` sees them. With a
 // selector, an object that starts matching is ADDED and one that stops
@@ -103,7 +78,8 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
   const Faults& f = options_.faults;
   if (f.expire.Contains(n)) {
     NoteFault("expire");
-    w.Write(ErrorEvent(TooOld(q.rv.value_or("0"), state_->floor(t.type))));
+    w.Write(ErrorEvent(
+        TooOldResourceVersion(q.rv.value_or("0"), std::to_string(state_->floor(t.type)))));
     return;
   }
   if (f.internal_error.Contains(n)) {
@@ -115,21 +91,15 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
   }
   const uint64_t current = state_->current_rv();
   if (from && *from > current) {
-    ojson d = {
-        {"causes",
-         {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}},
-        {"retryAfterSeconds", 1}};
-    w.Write(ErrorEvent({504, "Timeout",
-                        "Timeout: Too large resource version: " + std::to_string(*from) +
-                            ", current: " + std::to_string(current),
-                        d.dump()}));
+    w.Write(ErrorEvent(TooLargeResourceVersion(std::to_string(*from), std::to_string(current))));
     return;
   }
   uint64_t pos = from.value_or(current);
   if (q.send_initial_events.value_or(!from.has_value())) {
     if (!SendInitialEvents(t, q, &pos, w)) return;
   } else if (pos < state_->floor(t.type)) {
-    w.Write(ErrorEvent(TooOld(std::to_string(pos), state_->floor(t.type))));
+    w.Write(ErrorEvent(
+        TooOldResourceVersion(std::to_string(pos), std::to_string(state_->floor(t.type)))));
     return;
   }
   if (f.stall.Contains(n)) {

@@ -80,15 +80,18 @@ std::string ApiGroupListJson(const std::vector<ResourceType>& types) {
 }
 
 std::string ApiResourceListJson(const std::vector<ResourceType>& types, const std::string& group,
-                                const std::string& version) {
+                                const std::string& version, bool read_only) {
   nlohmann::ordered_json resources = nlohmann::ordered_json::array();
   for (const ResourceType& t : types) {
     if (t.group != group || t.version != version) continue;
-    nlohmann::ordered_json r = {{"name", t.resource},
-                                {"singularName", t.singular},
-                                {"namespaced", t.namespaced},
-                                {"kind", t.kind},
-                                {"verbs", {"create", "delete", "get", "list", "update", "watch"}}};
+    nlohmann::ordered_json r = {
+        {"name", t.resource},
+        {"singularName", t.singular},
+        {"namespaced", t.namespaced},
+        {"kind", t.kind},
+        {"verbs",
+         read_only ? nlohmann::ordered_json{"get", "list", "watch"}
+                   : nlohmann::ordered_json{"create", "delete", "get", "list", "update", "watch"}}};
     if (!t.short_names.empty()) r["shortNames"] = t.short_names;
     resources.push_back(std::move(r));
   }

@@ -39,8 +39,9 @@ const std::vector<ResourceType>& BuiltinResourceTypes();
 // /api, APIGroupList for /apis, APIResourceList for a group version.
 std::string ApiVersionsJson(const std::string& server_address);
 std::string ApiGroupListJson(const std::vector<ResourceType>& types);
+// A read-only server lists the verbs get, list and watch only.
 std::string ApiResourceListJson(const std::vector<ResourceType>& types, const std::string& group,
-                                const std::string& version);
+                                const std::string& version, bool read_only = false);
 
 }  // namespace kcache::serve
 
