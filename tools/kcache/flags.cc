@@ -117,9 +117,12 @@ Status FlagSet::Parse(const std::vector<std::string>& args, std::vector<std::str
       }
     }
     KCACHE_RETURN_IF_ERROR(Set(*f, spelled, *value));
+    changed_.insert(f->name);
   }
   return Status::OK();
 }
+
+bool FlagSet::Changed(std::string_view name) const { return changed_.count(name) > 0; }
 
 std::string FlagSet::Usage() const {
   std::string out;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,9 @@ class FlagSet {
   // `invalid argument "abc" for "--objects" flag: not an integer`.
   Status Parse(const std::vector<std::string>& args, std::vector<std::string>* positional);
 
+  // Whether the last Parse set flag `name` (by its long name).
+  bool Changed(std::string_view name) const;
+
   // One line per flag: "  -n, --namespace string   help (default "x")".
   std::string Usage() const;
 
@@ -49,6 +53,7 @@ class FlagSet {
   static Status Set(const Flag& f, std::string_view spelled, std::string_view value);
 
   std::vector<Flag> flags_;
+  std::set<std::string, std::less<>> changed_;
 };
 
 }  // namespace kcache::cli

@@ -20,6 +20,7 @@
 #include "tools/kcache/get.h"
 #include "tools/kcache/help.h"
 #include "tools/kcache/inspect.h"
+#include "tools/kcache/serve_cache.h"
 #include "tools/kcache/snapshot.h"
 #include "tools/kcache/sync.h"
 
@@ -262,6 +263,13 @@ int Serve(const std::vector<std::string>& args) {
                "requests that stall after the headers (and a watch's initial events)");
   flags.Int("fault-slow", '\0', &o.api.faults.slow_bytes_per_second,
             "send every response at most this many bytes per second (0: no limit)");
+  std::string cache_dir, token_file;
+  bool serve_secrets = false;
+  flags.String("cache", '\0', &cache_dir,
+               "serve this cache read-only (as a sync writes it) instead of a synthetic cluster");
+  flags.Bool("serve-secrets", '\0', &serve_secrets, "with --cache: serve secrets too");
+  flags.String("token-file", '\0', &token_file,
+               "with --cache: require a bearer token from this file (one per line)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "serve", &positional); rc >= 0) return rc;
   if (!positional.empty())
@@ -269,6 +277,33 @@ int Serve(const std::vector<std::string>& args) {
                 "serve");
   if (bookmark_seconds < 1)
     return Fail(kcache::Status::InvalidArgument("--bookmark-interval must be at least 1"), "serve");
+  if (!cache_dir.empty()) {
+    for (const char* synthetic :
+         {"pods", "namespaces", "nodes", "object-bytes", "seed", "creates", "updates", "relabels",
+          "deletes", "history", "fault-cut", "fault-expire", "fault-throttle", "retry-after",
+          "fault-error", "fault-malformed", "fault-stall", "fault-slow"}) {
+      if (flags.Changed(synthetic)) {
+        return Fail(kcache::Status::InvalidArgument("--" + std::string(synthetic) +
+                                                    " applies to the synthetic cluster, not to "
+                                                    "--cache"),
+                    "serve");
+      }
+    }
+    kcache::tool::CacheServeOptions co;
+    if (flags.Changed("listen")) co.listen = o.listen;
+    co.serve_secrets = serve_secrets;
+    co.token_file = token_file;
+    co.bookmark_interval = std::chrono::seconds(bookmark_seconds);
+    kcache::Status st = kcache::tool::RunServeCache(cache_dir, co, std::cout);
+    return st.ok() ? 0 : Fail(st, "serve");
+  }
+  for (const char* cache_only : {"serve-secrets", "token-file"}) {
+    if (flags.Changed(cache_only)) {
+      return Fail(kcache::Status::InvalidArgument("--" + std::string(cache_only) +
+                                                  " applies to --cache only"),
+                  "serve");
+    }
+  }
   o.cluster.seed = static_cast<uint64_t>(seed);
   o.api.bookmark_interval = std::chrono::seconds(bookmark_seconds);
   struct {

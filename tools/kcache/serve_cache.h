@@ -1,0 +1,76 @@
+// `kcache serve --cache DIR`: a read-only Kubernetes API over a cache, also
+// while `kcache sync` writes it. Discovery lists the resources the cache
+// holds as recorded at sync time; GET, LIST (selectors, limit and continue,
+// resourceVersion semantics) and WATCH (from the change journal, with
+// bookmarks and sendInitialEvents) answer as kube-apiserver does; writes
+// get 405. docs/serve.md describes what it serves and where it differs.
+//
+// Thread-safety: Start and Stop from one thread; requests are served
+// concurrently.
+
+#ifndef KCACHE_TOOLS_KCACHE_SERVE_CACHE_H_
+#define KCACHE_TOOLS_KCACHE_SERVE_CACHE_H_
+
+#include <chrono>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kcache/status_or.h"
+#include "serve/resource_types.h"
+
+namespace kcache::tool {
+
+struct CacheServeOptions {
+  // HOST:PORT; a host other than a loopback address is refused (see
+  // docs/serve.md). Port 0 picks a free one.
+  std::string listen = "127.0.0.1:8080";
+  // Serve secrets (core/v1 secrets); otherwise they are left out of
+  // discovery and answered 404.
+  bool serve_secrets = false;
+  // A file of bearer tokens, one per line; when set, every request must
+  // carry one of them ("Authorization: Bearer TOKEN").
+  std::string token_file;
+  // How often the server catches up with the cache's writer.
+  std::chrono::milliseconds refresh_interval{100};
+  // How often a quiet watch that allows bookmarks gets one.
+  std::chrono::milliseconds bookmark_interval{std::chrono::seconds(60)};
+  // A watch without timeoutSeconds ends after this long (the apiserver's
+  // --min-request-timeout).
+  std::chrono::seconds default_watch_timeout{1800};
+};
+
+class CacheServer {
+ public:
+  // Opens `cache_dir` read-only and listens. InvalidArgument for a
+  // non-loopback address or an empty token file; NotFound for a missing
+  // cache; FailedPrecondition if no keyspace can be served.
+  static StatusOr<std::unique_ptr<CacheServer>> Start(const std::string& cache_dir,
+                                                      const CacheServeOptions& options);
+  ~CacheServer();
+
+  // "http://HOST:PORT".
+  std::string url() const;
+  // What discovery lists, in keyspace order.
+  const std::vector<serve::ResourceType>& types() const;
+  // Keyspaces left out, each with the reason ("secrets: --serve-secrets not given").
+  const std::vector<std::string>& skipped() const;
+
+  // Ends every watch and connection. Idempotent.
+  void Stop();
+
+  class Impl;
+
+ private:
+  explicit CacheServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Serves `cache_dir` until SIGINT or SIGTERM, reporting to `out`.
+Status RunServeCache(const std::string& cache_dir, const CacheServeOptions& options,
+                     std::ostream& out);
+
+}  // namespace kcache::tool
+
+#endif  // KCACHE_TOOLS_KCACHE_SERVE_CACHE_H_
