@@ -30,9 +30,9 @@ namespace kcache::tool {
 namespace {
 
 using serve::Query;
-using serve::SendReply;
 using serve::Reply;
 using serve::ResourceType;
+using serve::SendReply;
 using serve::Target;
 using Clock = std::chrono::steady_clock;
 using ojson = nlohmann::ordered_json;
@@ -238,9 +238,7 @@ class CacheServer::Impl::ListView {
     }
   }
 
-  bool InScope(std::string_view key) const {
-    return key.substr(0, prefix.size()) == prefix;
-  }
+  bool InScope(std::string_view key) const { return key.substr(0, prefix.size()) == prefix; }
 
  private:
   bool started_ = false;
@@ -360,16 +358,16 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
     }
     if (path == "/version") {
       StatusOr<std::optional<ClusterInfo>> cluster = source_->cache().GetClusterInfo();
-      std::string git = cluster.ok() && *cluster && !(*cluster)->version.empty()
-                            ? (*cluster)->version
-                            : "v0.0.0";
+      std::string git =
+          cluster.ok() && *cluster && !(*cluster)->version.empty() ? (*cluster)->version : "v0.0.0";
       std::string major = "0", minor = "0";
       if (size_t dot = git.find('.'); git.size() > 1 && git[0] == 'v' && dot != std::string::npos) {
         major = git.substr(1, dot - 1);
         size_t end = git.find_first_not_of("0123456789", dot + 1);
         minor = git.substr(dot + 1, end == std::string::npos ? end : end - dot - 1);
       }
-      ojson v = {{"major", major}, {"minor", minor}, {"gitVersion", git}, {"platform", "linux/amd64"}};
+      ojson v = {
+          {"major", major}, {"minor", minor}, {"gitVersion", git}, {"platform", "linux/amd64"}};
       return (void)w.Send(200, json, v.dump());
     }
     if (path == "/healthz" || path == "/readyz" || path == "/livez") {
@@ -382,8 +380,8 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
       return serve::SendNotFoundPage(w);
     case serve::PathKind::kResourceList:
       if (req.method != "GET") return serve::SendNotFoundPage(w);
-      return (void)w.Send(200, json,
-                          serve::ApiResourceListJson(types_, t.group, t.version, /*read_only=*/true));
+      return (void)w.Send(
+          200, json, serve::ApiResourceListJson(types_, t.group, t.version, /*read_only=*/true));
     case serve::PathKind::kResource:
       break;
   }
@@ -398,9 +396,9 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
   if (out.include_object.empty()) out.include_object = "Metadata";
   if (out.include_object != "Metadata" && out.include_object != "Object" &&
       out.include_object != "None") {
-    return SendReply(w, {400, "BadRequest",
-                         "unrecognized includeObject value: " + serve::Quote(out.include_object),
-                         ""});
+    return SendReply(w,
+                     {400, "BadRequest",
+                      "unrecognized includeObject value: " + serve::Quote(out.include_object), ""});
   }
   if (!t.name.empty()) return Get(t, out, w);
   Query q;
@@ -457,9 +455,8 @@ std::string CacheServer::Impl::Item(const Target& t, const Output& out, const Ob
     ojson meta = ojson::parse(o.json(), nullptr, false);
     row["object"] = {{"kind", "PartialObjectMetadata"},
                      {"apiVersion", "meta.k8s.io/" + out.table_version},
-                     {"metadata", meta.is_object() && meta.contains("metadata")
-                                      ? meta["metadata"]
-                                      : ojson::object()}};
+                     {"metadata", meta.is_object() && meta.contains("metadata") ? meta["metadata"]
+                                                                                : ojson::object()}};
   } else {
     row["object"] = nullptr;
   }
@@ -565,7 +562,8 @@ void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
     continuing = true;
   } else if (q.rv && !q.rv->empty()) {
     if (!ParseDecimal(*q.rv) && *q.rv != "0") {
-      return SendReply(w, {400, "BadRequest", "invalid resource version " + serve::Quote(*q.rv), ""});
+      return SendReply(w,
+                       {400, "BadRequest", "invalid resource version " + serve::Quote(*q.rv), ""});
     }
     if (*q.rv == "0") {
       limit = 0;  // "Any": served whole, as from the apiserver's watch cache
@@ -638,7 +636,8 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
   std::optional<std::string> from;
   if (q.rv && !q.rv->empty() && *q.rv != "0") {
     if (!ParseDecimal(*q.rv)) {
-      return SendReply(w, {400, "BadRequest", "invalid resource version " + serve::Quote(*q.rv), ""});
+      return SendReply(w,
+                       {400, "BadRequest", "invalid resource version " + serve::Quote(*q.rv), ""});
     }
     from = *q.rv;
   }
@@ -677,10 +676,9 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
     for (;;) {
       StatusOr<bool> more = view.Next(&key, &o);
       if (!more.ok()) {
-        w.Write(serve::ErrorEvent({500, "InternalError",
-                                   "Internal error occurred: " +
-                                       std::string(more.status().message()),
-                                   ""}));
+        w.Write(serve::ErrorEvent(
+            {500, "InternalError",
+             "Internal error occurred: " + std::string(more.status().message()), ""}));
         return;
       }
       if (!*more || text.size() > (size_t{1} << 20)) {
@@ -717,10 +715,9 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
         std::string start(read.status().message());
         w.Write(serve::ErrorEvent(serve::TooOldResourceVersion(pos, start.empty() ? "0" : start)));
       } else {
-        w.Write(serve::ErrorEvent({500, "InternalError",
-                                   "Internal error occurred: " +
-                                       std::string(read.status().message()),
-                                   ""}));
+        w.Write(serve::ErrorEvent(
+            {500, "InternalError",
+             "Internal error occurred: " + std::string(read.status().message()), ""}));
       }
       return;
     }
@@ -743,8 +740,8 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
         text += event("ADDED", *e.object);
       } else if (was_in) {
         std::optional<uint64_t> rv = ParseDecimal(e.resource_version);
-        StatusOr<ObjectPtr> gone = Object::Parse(
-            serve::Restamp(e.previous->json(), rv.value_or(0)));
+        StatusOr<ObjectPtr> gone =
+            Object::Parse(serve::Restamp(e.previous->json(), rv.value_or(0)));
         if (gone.ok()) text += event("DELETED", **gone);
       }
     }
@@ -758,8 +755,8 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
       next_bookmark = now + options_.bookmark_interval;
     }
     if (w.PeerGone()) return;
-    auto until = std::min({deadline, now + std::chrono::seconds(1),
-                           q.bookmarks ? next_bookmark : deadline});
+    auto until =
+        std::min({deadline, now + std::chrono::seconds(1), q.bookmarks ? next_bookmark : deadline});
     gen = WaitRefresh(gen, until);
     {
       std::lock_guard<std::mutex> lock(refresh_mu_);

@@ -1,0 +1,413 @@
+// `kcache serve --cache`: the read-only API over a cache that a writer in
+// this process keeps changing, read through kcache's own REST client and
+// informer.
+
+#include "tools/kcache/serve_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kcache/cache.h"
+#include "kcache/informer.h"
+#include "kcache/reflector.h"
+#include "kcache/rest_client.h"
+#include "testing/eventually.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace kcache::tool {
+namespace {
+
+using kcache::testing::Eventually;
+
+std::string PodJson(const std::string& ns, const std::string& name, uint64_t rv,
+                    const std::string& phase = "Running", const std::string& app = "web") {
+  nlohmann::json j = {{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"metadata",
+                       {{"name", name},
+                        {"namespace", ns},
+                        {"resourceVersion", std::to_string(rv)},
+                        {"creationTimestamp", "2026-01-01T00:00:00Z"},
+                        {"labels", {{"app", app}}}}},
+                      {"spec", {{"nodeName", "node-1"}}},
+                      {"status", {{"phase", phase}}}};
+  return j.dump();
+}
+
+ObjectPtr Pod(const std::string& ns, const std::string& name, uint64_t rv,
+              const std::string& phase = "Running", const std::string& app = "web") {
+  return Object::Parse(PodJson(ns, name, rv, phase, app)).value();
+}
+
+ResourceInfo PodsInfo() {
+  ResourceInfo info;
+  info.version = "v1";
+  info.resource = "pods";
+  info.kind = "Pod";
+  info.singular = "pod";
+  info.short_names = {"po"};
+  return info;
+}
+
+ResourceRef Pods(std::string ns = "") { return {{"", "v1", "pods"}, true, std::move(ns)}; }
+
+// A cache with pods a0..a4 in "a" and b0..b4 in "b" (rv 1..10) and one
+// secret, written by this process; a server on it; a client of the server.
+class ServeCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cache = Cache::Open(dir_.Sub("cache"));
+    ASSERT_OK(cache);
+    cache_ = *cache;
+    auto pods = cache_->OpenKeyspace("pods");
+    ASSERT_OK(pods);
+    pods_ = *pods;
+    ASSERT_OK(cache_->SetResourceInfo("pods", PodsInfo()));
+    Transaction txn;
+    for (int i = 0; i < 5; ++i) txn.Add(Pod("a", "a" + std::to_string(i), ++rv_));
+    for (int i = 0; i < 5; ++i) txn.Add(Pod("b", "b" + std::to_string(i), ++rv_, "Pending", "db"));
+    ASSERT_OK(pods_->Commit(txn, nullptr));
+    auto secrets = cache_->OpenKeyspace("secrets");
+    ASSERT_OK(secrets);
+    ResourceInfo info{.version = "v1", .resource = "secrets", .kind = "Secret"};
+    ASSERT_OK(cache_->SetResourceInfo("secrets", info));
+    ASSERT_OK((*secrets)->Add(Object::Parse(R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"a","resourceVersion":"100"},"data":{"k":"dg=="}})")
+                                  .value()));
+  }
+
+  void StartServer(CacheServeOptions o = {}) {
+    o.listen = "127.0.0.1:0";
+    o.refresh_interval = std::chrono::milliseconds(20);
+    auto server = CacheServer::Start(dir_.Sub("cache"), o);
+    ASSERT_OK(server) << server.status();
+    server_ = std::move(server).value();
+    client_ = NewClient("");
+  }
+
+  // Retries no 429 or 504: the tests look at the answers themselves.
+  std::shared_ptr<RestClient> NewClient(const std::string& token) {
+    RestConfig config;
+    config.server = server_->url();
+    config.bearer_token = token;
+    RestClientOptions options;
+    options.max_retries = 0;
+    auto client = RestClient::Create(config, options);
+    EXPECT_OK(client);
+    return *client;
+  }
+
+  // Commits `txn`, whose objects carry resourceVersions from ++rv_ (as
+  // watch events do: one each, increasing), and waits until the server
+  // lists at the last.
+  void Write(Transaction txn) {
+    txn.resource_version = std::to_string(rv_);
+    ASSERT_OK(pods_->Commit(txn, nullptr));
+    ASSERT_TRUE(Eventually([&] {
+      auto list = client_->List(Pods(), {.limit = 1});
+      return list.ok() && list->resource_version == std::to_string(rv_);
+    }));
+  }
+
+  static std::vector<std::string> Names(const ObjectList& list) {
+    std::vector<std::string> names;
+    for (const ObjectPtr& o : list.items) names.push_back(o->name());
+    return names;
+  }
+
+  kcache::testing::TempDir dir_;
+  std::shared_ptr<Cache> cache_;
+  std::shared_ptr<Indexer> pods_;
+  uint64_t rv_ = 0;
+  std::unique_ptr<CacheServer> server_;
+  std::shared_ptr<RestClient> client_;
+};
+
+TEST_F(ServeCacheTest, DiscoveryListsWhatTheCacheHoldsReadOnlyAndWithoutSecrets) {
+  StartServer();
+  auto resources = client_->Get("/api/v1");
+  ASSERT_OK(resources);
+  auto j = nlohmann::json::parse(*resources);
+  ASSERT_EQ(j["resources"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["resources"][0]["name"], "pods");
+  EXPECT_EQ(j["resources"][0]["shortNames"], nlohmann::json::array({"po"}));
+  EXPECT_EQ(j["resources"][0]["verbs"], nlohmann::json::array({"get", "list", "watch"}));
+  EXPECT_EQ(client_->Get("/api/v1/secrets").status().code(), StatusCode::kNotFound);
+  ASSERT_EQ(server_->skipped().size(), 1u);
+  EXPECT_NE(server_->skipped()[0].find("--serve-secrets"), std::string::npos);
+}
+
+TEST_F(ServeCacheTest, SecretsAreServedWhenAsked) {
+  StartServer({.serve_secrets = true});
+  auto secret = client_->Get(ResourceRef{{"", "v1", "secrets"}, true, "a"}, "s");
+  ASSERT_OK(secret);
+  EXPECT_EQ((*secret)->name(), "s");
+}
+
+TEST_F(ServeCacheTest, GetAndListWithSelectors) {
+  StartServer();
+  auto a1 = client_->Get(Pods("a"), "a1");
+  ASSERT_OK(a1);
+  EXPECT_EQ((*a1)->json(), PodJson("a", "a1", 2));  // served as stored, byte for byte
+  EXPECT_EQ(client_->Get(Pods("a"), "b1").status().code(), StatusCode::kNotFound);
+
+  auto all = client_->List(Pods(), {});
+  ASSERT_OK(all);
+  EXPECT_EQ(all->resource_version, "10");
+  EXPECT_EQ(all->items.size(), 10u);
+  auto in_b = client_->List(Pods("b"), {});
+  ASSERT_OK(in_b);
+  EXPECT_EQ(Names(*in_b), (std::vector<std::string>{"b0", "b1", "b2", "b3", "b4"}));
+  auto web = client_->List(Pods(), {.label_selector = "app=web"});
+  ASSERT_OK(web);
+  EXPECT_EQ(Names(*web), (std::vector<std::string>{"a0", "a1", "a2", "a3", "a4"}));
+  auto pending = client_->List(Pods(), {.field_selector = "status.phase=Pending,metadata.name!=b2"});
+  ASSERT_OK(pending);
+  EXPECT_EQ(Names(*pending), (std::vector<std::string>{"b0", "b1", "b3", "b4"}));
+  // The apiserver's answer for a field pods do not select on.
+  auto bad = client_->List(Pods(), {.field_selector = "spec.hostname=x"});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status();
+  EXPECT_NE(bad.status().message().find("field label not supported: spec.hostname"),
+            std::string::npos)
+      << bad.status();
+}
+
+TEST_F(ServeCacheTest, WritesAreMethodNotAllowed) {
+  StartServer();
+  auto created = client_->Do("POST", "/api/v1/namespaces/a/pods", PodJson("a", "new", 0));
+  ASSERT_FALSE(created.ok());
+  EXPECT_NE(created.status().message().find("does not allow this method"), std::string::npos)
+      << created.status();
+  EXPECT_FALSE(client_->Delete(Pods("a"), "a1").ok());
+  EXPECT_OK(client_->Get(Pods("a"), "a1"));
+}
+
+// Pages of one list describe one resourceVersion, also when the cache has
+// changed between them (the journal's changes since are undone), as the
+// apiserver's pages read one etcd revision.
+TEST_F(ServeCacheTest, PagesOfAListStayAtItsResourceVersion) {
+  StartServer();
+  auto first = client_->List(Pods(), {.limit = 4});
+  ASSERT_OK(first);
+  EXPECT_EQ(Names(*first), (std::vector<std::string>{"a0", "a1", "a2", "a3"}));
+  ASSERT_FALSE(first->continue_token.empty());
+  Transaction txn;
+  txn.Update(Pod("a", "a4", ++rv_, "Failed"));
+  txn.Delete(Pod("b", "b0", ++rv_));
+  txn.Add(Pod("a", "a5", ++rv_));
+  txn.Add(Pod("b", "b9", ++rv_));
+  Write(std::move(txn));
+
+  std::vector<std::string> names;
+  std::map<std::string, std::string> phases;
+  std::string token = first->continue_token;
+  while (!token.empty()) {
+    auto page = client_->List(Pods(), {.limit = 4, .continue_token = token});
+    ASSERT_OK(page);
+    EXPECT_EQ(page->resource_version, "10");
+    for (const ObjectPtr& o : page->items) {
+      names.push_back(o->name());
+      phases[o->name()] = *o->FieldValue("status.phase");
+    }
+    token = page->continue_token;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"a4", "b0", "b1", "b2", "b3", "b4"}));
+  EXPECT_EQ(phases["a4"], "Running");
+
+  // The same list, at the old resourceVersion and at the new one.
+  auto exact = client_->List(
+      Pods(), {.resource_version = "10", .resource_version_match = "Exact"});
+  ASSERT_OK(exact);
+  EXPECT_EQ(exact->items.size(), 10u);
+  auto now = client_->List(Pods(), {});
+  ASSERT_OK(now);
+  EXPECT_EQ(now->resource_version, "14");
+  EXPECT_EQ(Names(*now), (std::vector<std::string>{"a0", "a1", "a2", "a3", "a4", "a5", "b1", "b2",
+                                                   "b3", "b4", "b9"}));
+  // Before the journal's window: 410, as for a compacted revision.
+  auto old = client_->List(Pods(), {.resource_version = "3", .resource_version_match = "Exact"});
+  EXPECT_EQ(old.status().code(), StatusCode::kExpired) << old.status();
+  // Ahead of the cache: 504 after the apiserver's 3 s wait.
+  auto ahead = client_->Get("/api/v1/pods?resourceVersion=99&resourceVersionMatch=NotOlderThan");
+  EXPECT_FALSE(ahead.ok());
+  EXPECT_NE(ahead.status().message().find("Too large resource version: 99, current: 14"),
+            std::string::npos)
+      << ahead.status();
+}
+
+TEST_F(ServeCacheTest, WatchFollowsTheWriterWithSelectorsAndBookmarks) {
+  StartServer({.bookmark_interval = std::chrono::milliseconds(200)});
+  auto watch = client_->Watch(Pods(), {.label_selector = "app=web",
+                                       .resource_version = "10",
+                                       .timeout_seconds = 30,
+                                       .allow_watch_bookmarks = true});
+  ASSERT_OK(watch);
+  Transaction txn;
+  txn.Update(Pod("a", "a1", ++rv_, "Failed"));  // MODIFIED
+  txn.Add(Pod("a", "a9", ++rv_));               // ADDED
+  txn.Update(Pod("a", "a2", ++rv_, "Running", "other"));  // leaves the selection: DELETED
+  txn.Update(Pod("b", "b1", ++rv_, "Running", "web"));    // enters it: ADDED
+  txn.Delete(Pod("a", "a3", ++rv_));                   // DELETED
+  txn.Update(Pod("b", "b2", ++rv_, "Failed", "db"));  // outside the selection: nothing
+  Write(std::move(txn));
+  std::vector<std::string> seen;
+  bool bookmark = false;
+  while (seen.size() < 5 || !bookmark) {
+    auto e = (*watch)->Next();
+    ASSERT_OK(e);
+    ASSERT_TRUE(e->has_value());
+    const WatchEvent& ev = **e;
+    if (ev.type == WatchEventType::kBookmark) {
+      EXPECT_EQ(ev.object->resource_version(), "16");
+      bookmark = true;
+      continue;
+    }
+    std::string type = ev.type == WatchEventType::kAdded      ? "ADDED"
+                       : ev.type == WatchEventType::kModified ? "MODIFIED"
+                                                                : "DELETED";
+    seen.push_back(type + " " + ev.object->name() + " " + ev.object->resource_version());
+  }
+  // a2 leaves the selection: its last matching state, at the change's
+  // resourceVersion, as the apiserver sends it.
+  EXPECT_EQ(seen, (std::vector<std::string>{"MODIFIED a1 11", "ADDED a9 12", "DELETED a2 13",
+                                            "ADDED b1 14", "DELETED a3 15"}));
+  (*watch)->Cancel();
+}
+
+TEST_F(ServeCacheTest, WatchWithInitialEventsEndsThemWithABookmark) {
+  StartServer();
+  auto watch = client_->Watch(Pods("b"), {.resource_version_match = "NotOlderThan",
+                                          .timeout_seconds = 5,
+                                          .allow_watch_bookmarks = true,
+                                          .send_initial_events = true});
+  ASSERT_OK(watch);
+  std::vector<std::string> added;
+  for (;;) {
+    auto e = (*watch)->Next();
+    ASSERT_OK(e);
+    ASSERT_TRUE(e->has_value());
+    if ((*e)->type == WatchEventType::kBookmark) {
+      EXPECT_EQ((*e)->object->annotations().at("k8s.io/initial-events-end"), "true");
+      EXPECT_EQ((*e)->object->resource_version(), "10");
+      break;
+    }
+    added.push_back((*e)->object->name());
+  }
+  EXPECT_EQ(added, (std::vector<std::string>{"b0", "b1", "b2", "b3", "b4"}));
+}
+
+// A watcher from before the journal's window, or from before a relist,
+// gets 410 Expired and must list again.
+TEST_F(ServeCacheTest, WatchFromBeforeTheWindowOrARelistIsExpired) {
+  StartServer();
+  auto old = client_->Watch(Pods(), {.resource_version = "3", .timeout_seconds = 5});
+  ASSERT_OK(old);
+  auto e = (*old)->Next();
+  EXPECT_EQ(e.status().code(), StatusCode::kExpired) << e.status();
+
+  auto watch = client_->Watch(Pods(), {.resource_version = "10", .timeout_seconds = 30});
+  ASSERT_OK(watch);
+  // A relist in progress: lists get 429 until it finishes.
+  auto session = pods_->BeginReplace(nullptr);
+  ASSERT_OK(session);
+  ASSERT_OK((*session)->Put(Pod("a", "a0", ++rv_)));
+  ASSERT_TRUE(Eventually([&] {
+    auto list = client_->List(Pods(), {});
+    return list.status().code() == StatusCode::kResourceExhausted;
+  }));
+  ASSERT_OK((*session)->Finish("20"));
+  auto next = (*watch)->Next();
+  EXPECT_EQ(next.status().code(), StatusCode::kExpired) << next.status();
+  auto list = client_->List(Pods(), {});
+  ASSERT_OK(list);
+  EXPECT_EQ(list->resource_version, "20");
+  EXPECT_EQ(Names(*list), std::vector<std::string>{"a0"});
+}
+
+TEST_F(ServeCacheTest, BearerTokensAreRequiredWhenConfigured) {
+  const std::string tokens = dir_.Sub("tokens");
+  std::ofstream(tokens) << "# readers\nsecret-one\nsecret-two\n";
+  StartServer({.token_file = tokens});
+  EXPECT_EQ(client_->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(NewClient("secret-on")->List(Pods(), {}).status().code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_OK(NewClient("secret-two")->List(Pods(), {}));
+}
+
+TEST_F(ServeCacheTest, RefusesNonLoopbackAddressesAndEmptyTokenFiles) {
+  auto open = CacheServer::Start(dir_.Sub("cache"), {.listen = "0.0.0.0:0"});
+  EXPECT_EQ(open.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(open.status().message().find("loopback"), std::string::npos) << open.status();
+  std::ofstream(dir_.Sub("empty")) << "\n# none\n";
+  auto empty =
+      CacheServer::Start(dir_.Sub("cache"), {.listen = "127.0.0.1:0", .token_file = dir_.Sub("empty")});
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument) << empty.status();
+  auto missing = CacheServer::Start(dir_.Sub("none"), {.listen = "127.0.0.1:0"});
+  EXPECT_FALSE(missing.ok());
+}
+
+// kcache's own informer lists and watches through the server and follows
+// what the writer commits.
+TEST_F(ServeCacheTest, AnInformerSyncsAndFollowsTheWriter) {
+  StartServer();
+  auto store = NewMemoryIndexer();
+  InformerOptions options;
+  options.reflector.backoff_initial = std::chrono::milliseconds(50);
+  auto informer = SharedIndexInformer::Create(NewListWatch(client_, Pods()), store, options);
+  ASSERT_OK(informer->Start());
+  ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(30)));
+  EXPECT_EQ(*store->Size(), 10u);
+  Transaction txn;
+  txn.Update(Pod("a", "a1", ++rv_, "Failed"));
+  txn.Delete(Pod("b", "b4", ++rv_));
+  txn.Add(Pod("c", "c1", ++rv_));
+  Write(std::move(txn));
+  EXPECT_TRUE(Eventually([&] {
+    auto a1 = store->GetByKey("a/a1");
+    return *store->Size() == 10u && a1.ok() && *a1 && (*a1)->FieldValue("status.phase").value_or("") == "Failed" &&
+           store->GetByKey("c/c1").value() != nullptr;
+  }));
+  informer->Stop();
+}
+
+// The server restarts on the same address while the writer goes on: the
+// informer's watch resumes from its resourceVersion, without a new list.
+TEST_F(ServeCacheTest, AWatcherResumesAfterTheServerRestarts) {
+  StartServer();
+  const std::string url = server_->url();
+  auto store = NewMemoryIndexer();
+  InformerOptions options;
+  options.reflector.backoff_initial = std::chrono::milliseconds(50);
+  options.reflector.backoff_max = std::chrono::milliseconds(200);
+  auto informer = SharedIndexInformer::Create(NewListWatch(client_, Pods()), store, options);
+  ASSERT_OK(informer->Start());
+  ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(30)));
+  // A watch that ends within a second of opening with no event makes
+  // client-go (and kcache) relist: let it last longer.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server_->Stop();
+  Transaction txn;
+  txn.Add(Pod("c", "while-down", ++rv_));
+  txn.resource_version = std::to_string(rv_);
+  ASSERT_OK(pods_->Commit(txn, nullptr));
+  CacheServeOptions o;
+  o.listen = url.substr(std::string_view("http://").size());
+  o.refresh_interval = std::chrono::milliseconds(20);
+  auto restarted = CacheServer::Start(dir_.Sub("cache"), o);
+  ASSERT_OK(restarted) << restarted.status();
+  server_ = std::move(restarted).value();
+  EXPECT_TRUE(Eventually([&] { return store->GetByKey("c/while-down").value() != nullptr; }));
+  EXPECT_EQ(informer->stats().lists, 1u);
+  informer->Stop();
+}
+
+}  // namespace
+}  // namespace kcache::tool
