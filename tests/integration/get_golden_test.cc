@@ -77,6 +77,36 @@ class GetGoldenTest : public ::testing::Test {
     return {r.exit_code, r.output, DropWarnings(Slurp(err))};
   }
 
+  // Starts `kcache serve --cache` on a free port and writes a kubeconfig
+  // for it; returns the kubectl command that reads through it (its own
+  // discovery cache: ports are reused across runs).
+  static std::string Serve(const std::string& cache, const std::string& name) {
+    const std::string base = dir_->path() + "/" + name;
+    auto started =
+        RunCommand("(" + kcache_ + " serve --serve-secrets --listen 127.0.0.1:0 --cache " + cache +
+                   " >" + base + ".log 2>&1 & echo $! >" + base + ".pid)");
+    EXPECT_EQ(started.exit_code, 0) << started.output;
+    std::string url;
+    for (int i = 0; i < 100 && url.empty(); ++i) {
+      std::string log = Slurp(base + ".log");
+      if (size_t at = log.find("serving on "); at != std::string::npos) {
+        url = log.substr(at + 11, log.find(' ', at + 11) - at - 11);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    EXPECT_FALSE(url.empty()) << Slurp(base + ".log");
+    std::ofstream(base + ".kubeconfig")
+        << "apiVersion: v1\nkind: Config\nclusters:\n- name: kcache\n  cluster:\n    server: "
+        << url
+        << "\ncontexts:\n- name: kcache\n  context:\n    cluster: kcache\n    user: reader\n"
+           "current-context: kcache\nusers:\n- name: reader\n  user: {}\n";
+    return "kubectl --kubeconfig " + base + ".kubeconfig --cache-dir " + base + ".discovery";
+  }
+  static void StopServing(const std::string& name) {
+    RunCommand("kill $(cat " + dir_->path() + "/" + name + ".pid)");
+  }
+
   static std::string golden_, kcache_, env_;
   static testing::TempDir* dir_;
 };
@@ -113,6 +143,34 @@ TEST_F(GetGoldenTest, EveryFormPrintsWhatKubectlPrints) {
   EXPECT_GT(checked, 50) << "forms.txt lost its forms";
 }
 
+// kubectl through `kcache serve --cache` prints what kubectl prints from
+// the API server, for every form: the served cache answers discovery,
+// tables, lists, selectors and errors as the API server does.
+TEST_F(GetGoldenTest, KubectlThroughServePrintsWhatItPrintsFromTheApiServer) {
+  std::ifstream forms(golden_ + "/forms.txt");
+  ASSERT_TRUE(forms) << golden_ << "/forms.txt";
+  const std::string served = Serve(dir_->path() + "/cache", "serve-golden");
+  int checked = 0;
+  for (std::string line; std::getline(forms, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.rfind("~ ", 0) == 0) line = line.substr(2);
+    ++checked;
+    Outcome before = Get("kubectl", line);
+    Outcome ours = Get(served, line);
+    Outcome after = Get("kubectl", line);
+    EXPECT_TRUE(ours.out == before.out || ours.out == after.out)
+        << "get " << line << "\n--- from the API server:\n"
+        << after.out << "--- through kcache serve:\n"
+        << ours.out;
+    EXPECT_EQ(ours.code, after.code)
+        << "exit code of get " << line << "\nserved stderr: " << ours.err
+        << "API server stderr: " << after.err;
+    EXPECT_EQ(ours.err, after.err) << "standard error of get " << line;
+  }
+  EXPECT_GT(checked, 50) << "forms.txt lost its forms";
+  StopServing("serve-golden");
+}
+
 // Tables' AGE cells count seconds: two tools printing the same row a
 // moment apart may differ there, and so may the padding of that column.
 // (Forms without AGE are compared byte for byte.)
@@ -142,6 +200,8 @@ TEST_F(GetGoldenTest, WatchPrintsWhatKubectlPrints) {
   const std::string sync_pid = dir_->path() + "/sync.pid";
   run("(" + kcache_ + " sync configmaps --cache " + cache + " >" + dir_->path() +
       "/sync.log 2>&1 & echo $! >" + sync_pid + ")");
+  // kubectl -w through `kcache serve` on the same cache, as the sync writes it.
+  const std::string served = Serve(cache, "serve-watch");
   // The API server's resourceVersion now: the changes below come after it.
   std::string start_rv = run("kubectl get --raw /api/v1/namespaces/" + ns +
                              "/configmaps | python3 -c 'import json, sys; "
@@ -172,6 +232,7 @@ TEST_F(GetGoldenTest, WatchPrintsWhatKubectlPrints) {
     run("(timeout 40 kubectl " + args + " >" + base + ".kubectl 2>&1 &)");
     run("(" + kcache_ + " " + args + " --request-timeout 40s --cache " + cache + " >" + base +
         ".kcache 2>&1 &)");
+    run("(timeout 40 " + served + " " + args + " >" + base + ".served 2>&1 &)");
     files.push_back(base);
   }
   std::this_thread::sleep_for(std::chrono::seconds(3));
@@ -190,6 +251,11 @@ TEST_F(GetGoldenTest, WatchPrintsWhatKubectlPrints) {
     EXPECT_EQ(WithoutAge(ours), WithoutAge(theirs)) << "get -w " << forms[i] << "\n--- kubectl:\n"
                                                     << theirs << "--- kcache:\n"
                                                     << ours;
+    std::string through = Slurp(files[i] + ".served");
+    EXPECT_EQ(WithoutAge(through), WithoutAge(theirs))
+        << "get -w " << forms[i] << "\n--- from the API server:\n"
+        << theirs << "--- through kcache serve:\n"
+        << through;
   }
   // Six changes, each a line of the plain table after its header and the
   // two objects (a test that saw no events would prove nothing).
@@ -215,6 +281,7 @@ TEST_F(GetGoldenTest, WatchPrintsWhatKubectlPrints) {
   EXPECT_EQ(several.exit_code, 1) << several.output;
   EXPECT_EQ(several.output, kubectl_several.output);
   RunCommand("kill $(cat " + sync_pid + ")");
+  StopServing("serve-watch");
 }
 
 }  // namespace

@@ -80,8 +80,10 @@ class ServeCacheTest : public ::testing::Test {
     ASSERT_OK(secrets);
     ResourceInfo info{.version = "v1", .resource = "secrets", .kind = "Secret"};
     ASSERT_OK(cache_->SetResourceInfo("secrets", info));
-    ASSERT_OK((*secrets)->Add(Object::Parse(R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"a","resourceVersion":"100"},"data":{"k":"dg=="}})")
-                                  .value()));
+    ASSERT_OK((*secrets)->Add(
+        Object::Parse(
+            R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"a","resourceVersion":"100"},"data":{"k":"dg=="}})")
+            .value()));
   }
 
   void StartServer(CacheServeOptions o = {}) {
@@ -169,7 +171,8 @@ TEST_F(ServeCacheTest, GetAndListWithSelectors) {
   auto web = client_->List(Pods(), {.label_selector = "app=web"});
   ASSERT_OK(web);
   EXPECT_EQ(Names(*web), (std::vector<std::string>{"a0", "a1", "a2", "a3", "a4"}));
-  auto pending = client_->List(Pods(), {.field_selector = "status.phase=Pending,metadata.name!=b2"});
+  auto pending =
+      client_->List(Pods(), {.field_selector = "status.phase=Pending,metadata.name!=b2"});
   ASSERT_OK(pending);
   EXPECT_EQ(Names(*pending), (std::vector<std::string>{"b0", "b1", "b3", "b4"}));
   // The apiserver's answer for a field pods do not select on.
@@ -223,8 +226,7 @@ TEST_F(ServeCacheTest, PagesOfAListStayAtItsResourceVersion) {
   EXPECT_EQ(phases["a4"], "Running");
 
   // The same list, at the old resourceVersion and at the new one.
-  auto exact = client_->List(
-      Pods(), {.resource_version = "10", .resource_version_match = "Exact"});
+  auto exact = client_->List(Pods(), {.resource_version = "10", .resource_version_match = "Exact"});
   ASSERT_OK(exact);
   EXPECT_EQ(exact->items.size(), 10u);
   auto now = client_->List(Pods(), {});
@@ -251,12 +253,12 @@ TEST_F(ServeCacheTest, WatchFollowsTheWriterWithSelectorsAndBookmarks) {
                                        .allow_watch_bookmarks = true});
   ASSERT_OK(watch);
   Transaction txn;
-  txn.Update(Pod("a", "a1", ++rv_, "Failed"));  // MODIFIED
-  txn.Add(Pod("a", "a9", ++rv_));               // ADDED
+  txn.Update(Pod("a", "a1", ++rv_, "Failed"));            // MODIFIED
+  txn.Add(Pod("a", "a9", ++rv_));                         // ADDED
   txn.Update(Pod("a", "a2", ++rv_, "Running", "other"));  // leaves the selection: DELETED
   txn.Update(Pod("b", "b1", ++rv_, "Running", "web"));    // enters it: ADDED
-  txn.Delete(Pod("a", "a3", ++rv_));                   // DELETED
-  txn.Update(Pod("b", "b2", ++rv_, "Failed", "db"));  // outside the selection: nothing
+  txn.Delete(Pod("a", "a3", ++rv_));                      // DELETED
+  txn.Update(Pod("b", "b2", ++rv_, "Failed", "db"));      // outside the selection: nothing
   Write(std::move(txn));
   std::vector<std::string> seen;
   bool bookmark = false;
@@ -272,7 +274,7 @@ TEST_F(ServeCacheTest, WatchFollowsTheWriterWithSelectorsAndBookmarks) {
     }
     std::string type = ev.type == WatchEventType::kAdded      ? "ADDED"
                        : ev.type == WatchEventType::kModified ? "MODIFIED"
-                                                                : "DELETED";
+                                                              : "DELETED";
     seen.push_back(type + " " + ev.object->name() + " " + ev.object->resource_version());
   }
   // a2 leaves the selection: its last matching state, at the change's
@@ -337,8 +339,7 @@ TEST_F(ServeCacheTest, BearerTokensAreRequiredWhenConfigured) {
   std::ofstream(tokens) << "# readers\nsecret-one\nsecret-two\n";
   StartServer({.token_file = tokens});
   EXPECT_EQ(client_->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
-  EXPECT_EQ(NewClient("secret-on")->List(Pods(), {}).status().code(),
-            StatusCode::kUnauthenticated);
+  EXPECT_EQ(NewClient("secret-on")->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
   EXPECT_OK(NewClient("secret-two")->List(Pods(), {}));
 }
 
@@ -347,8 +348,8 @@ TEST_F(ServeCacheTest, RefusesNonLoopbackAddressesAndEmptyTokenFiles) {
   EXPECT_EQ(open.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(open.status().message().find("loopback"), std::string::npos) << open.status();
   std::ofstream(dir_.Sub("empty")) << "\n# none\n";
-  auto empty =
-      CacheServer::Start(dir_.Sub("cache"), {.listen = "127.0.0.1:0", .token_file = dir_.Sub("empty")});
+  auto empty = CacheServer::Start(dir_.Sub("cache"),
+                                  {.listen = "127.0.0.1:0", .token_file = dir_.Sub("empty")});
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument) << empty.status();
   auto missing = CacheServer::Start(dir_.Sub("none"), {.listen = "127.0.0.1:0"});
   EXPECT_FALSE(missing.ok());
@@ -372,7 +373,8 @@ TEST_F(ServeCacheTest, AnInformerSyncsAndFollowsTheWriter) {
   Write(std::move(txn));
   EXPECT_TRUE(Eventually([&] {
     auto a1 = store->GetByKey("a/a1");
-    return *store->Size() == 10u && a1.ok() && *a1 && (*a1)->FieldValue("status.phase").value_or("") == "Failed" &&
+    return *store->Size() == 10u && a1.ok() && *a1 &&
+           (*a1)->FieldValue("status.phase").value_or("") == "Failed" &&
            store->GetByKey("c/c1").value() != nullptr;
   }));
   informer->Stop();
@@ -406,6 +408,49 @@ TEST_F(ServeCacheTest, AWatcherResumesAfterTheServerRestarts) {
   server_ = std::move(restarted).value();
   EXPECT_TRUE(Eventually([&] { return store->GetByKey("c/while-down").value() != nullptr; }));
   EXPECT_EQ(informer->stats().lists, 1u);
+  informer->Stop();
+}
+
+// A watcher that was away while more changes came than the journal keeps
+// gets 410 when it comes back, and relists from the server.
+TEST_F(ServeCacheTest, AWatcherTooFarBehindTheJournalGets410AndRelists) {
+  // The writer reopens the cache with a journal of 5 changes.
+  pods_.reset();
+  cache_.reset();
+  CacheOptions small;
+  small.journal.max_events = 5;
+  auto cache = Cache::Open(dir_.Sub("cache"), small);
+  ASSERT_OK(cache);
+  cache_ = *cache;
+  auto pods = cache_->OpenKeyspace("pods");
+  ASSERT_OK(pods);
+  pods_ = *pods;
+  StartServer();
+  const std::string url = server_->url();
+  auto store = NewMemoryIndexer();
+  InformerOptions options;
+  options.reflector.backoff_initial = std::chrono::milliseconds(50);
+  options.reflector.backoff_max = std::chrono::milliseconds(200);
+  auto informer = SharedIndexInformer::Create(NewListWatch(client_, Pods()), store, options);
+  ASSERT_OK(informer->Start());
+  ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(30)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server_->Stop();
+  for (int i = 0; i < 20; ++i) {
+    Transaction txn;
+    txn.Add(Pod("c", "c" + std::to_string(i), ++rv_));
+    txn.resource_version = std::to_string(rv_);
+    ASSERT_OK(pods_->Commit(txn, nullptr));
+  }
+  CacheServeOptions o;
+  o.listen = url.substr(std::string_view("http://").size());
+  o.refresh_interval = std::chrono::milliseconds(20);
+  auto restarted = CacheServer::Start(dir_.Sub("cache"), o);
+  ASSERT_OK(restarted) << restarted.status();
+  server_ = std::move(restarted).value();
+  EXPECT_TRUE(Eventually([&] { return *store->Size() == 30u; })) << *store->Size();
+  EXPECT_EQ(informer->stats().lists, 2u);
+  EXPECT_EQ(store->LastSyncResourceVersion(), std::to_string(rv_));
   informer->Stop();
 }
 

@@ -1,7 +1,8 @@
 // The client-go peer of kcache's informer benchmark: a v1.20
 // SharedInformerFactory pod informer, built from Debian's kubernetes source
 // by tools/bench/build-peer. It prints one JSON line when the informer has
-// synced and exits. With --create it creates pods instead.
+// synced and exits, or with --follow-until once a pod appears after that.
+// With --create it creates pods instead.
 package main
 
 import (
@@ -33,6 +34,8 @@ func main() {
 	from := flag.Int("from", 0, "first pod index for --create")
 	namespace := flag.String("namespace", "bench", "namespace for --create")
 	objectBytes := flag.Int("object-bytes", 6800, "approximate JSON size of each created pod")
+	followUntil := flag.String("follow-until", "", "after syncing, run until pod NAMESPACE/NAME is in the informer's store")
+	followTimeout := flag.Duration("follow-timeout", time.Minute, "how long --follow-until waits")
 	flag.Parse()
 
 	var cfg *rest.Config
@@ -79,6 +82,25 @@ func main() {
 		"objects":        len(informer.GetStore().ListKeys()),
 		"heap_bytes":     m.HeapAlloc,
 	})
+	if *followUntil == "" {
+		return
+	}
+	deadline := time.Now().Add(*followTimeout)
+	for {
+		if _, exists, _ := informer.GetStore().GetByKey(*followUntil); exists {
+			json.NewEncoder(os.Stdout).Encode(map[string]interface{}{
+				"followed": *followUntil,
+				"objects":  len(informer.GetStore().ListKeys()),
+				"adds":     atomic.LoadInt64(&adds),
+			})
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintln(os.Stderr, "error: pod", *followUntil, "did not appear within", *followTimeout)
+			os.Exit(1)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func createPods(client kubernetes.Interface, ns string, from, to, objectBytes int) error {

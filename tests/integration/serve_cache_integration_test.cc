@@ -1,0 +1,121 @@
+// One `kcache sync` from the real kube-apiserver, many readers through
+// `kcache serve --cache`: a client-go v1.20 informer (the informer
+// benchmark's peer, tools/bench/informer-peer) and kcache's own informer
+// list and watch the served cache and follow what changes on the API
+// server, as the sync writes it.
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include "integration/cluster.h"
+#include "kcache/indexer.h"
+#include "kcache/informer.h"
+#include "kcache/reflector.h"
+#include "kcache/rest_client.h"
+#include "testing/command.h"
+#include "testing/eventually.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using testing::Cluster;
+using testing::Eventually;
+using testing::RunCommand;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Waits up to `seconds` for `path` to contain `text`.
+bool WaitForText(const std::string& path, const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (Slurp(path).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+std::string PodJson(const std::string& ns, const std::string& name) {
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         R"(","namespace":")" + ns +
+         R"("},"spec":{"containers":[{"name":"app","image":"registry.example.com/app:v1"}]}})";
+}
+
+TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThroughServe) {
+  Cluster& c = Cluster::Get();
+  const char* bin = std::getenv("KCACHE_BIN");
+  const char* source = std::getenv("KCACHE_SOURCE_DIR");
+  ASSERT_TRUE(bin && source) << "KCACHE_BIN and KCACHE_SOURCE_DIR must be set";
+  const std::string kcache = bin;
+  auto peer_build = RunCommand(std::string(source) + "/tools/bench/build-peer informer-peer");
+  ASSERT_EQ(peer_build.exit_code, 0) << peer_build.output;
+  std::string peer = peer_build.output.substr(0, peer_build.output.find_last_not_of("\n") + 1);
+  peer = peer.substr(peer.rfind('\n') + 1);
+
+  const std::string ns = c.Namespace("serve-peer");
+  auto admin = c.Admin();
+  const ResourceRef pods{{"", "v1", "pods"}, true, ns};
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_OK(admin->Create(pods, PodJson(ns, "before-" + std::to_string(i))));
+  }
+  testing::TempDir dir;
+  const std::string env = "export KUBECONFIG=" + c.File("kubeconfig") + "; ";
+  auto sync = RunCommand(env + "(" + kcache + " sync pods --cache " + dir.Sub("cache") + " >" +
+                         dir.Sub("sync.log") + " 2>&1 & echo $! >" + dir.Sub("sync.pid") + ")");
+  ASSERT_EQ(sync.exit_code, 0) << sync.output;
+  ASSERT_TRUE(WaitForText(dir.Sub("sync.log"), "pods: synced", 60)) << Slurp(dir.Sub("sync.log"));
+  auto serve = RunCommand("(" + kcache + " serve --listen 127.0.0.1:0 --cache " + dir.Sub("cache") +
+                          " >" + dir.Sub("serve.log") + " 2>&1 & echo $! >" +
+                          dir.Sub("serve.pid") + ")");
+  ASSERT_EQ(serve.exit_code, 0) << serve.output;
+  ASSERT_TRUE(WaitForText(dir.Sub("serve.log"), "serving on ", 30)) << Slurp(dir.Sub("serve.log"));
+  const std::string log = Slurp(dir.Sub("serve.log"));
+  const size_t at = log.find("serving on ") + 11;
+  const std::string url = log.substr(at, log.find(' ', at) - at);
+
+  // client-go, through the served cache.
+  auto started = RunCommand("(" + peer + " --server " + url + " --follow-until " + ns +
+                            "/late --follow-timeout 90s >" + dir.Sub("peer.out") + " 2>" +
+                            dir.Sub("peer.err") + " &)");
+  ASSERT_EQ(started.exit_code, 0) << started.output;
+  ASSERT_TRUE(WaitForText(dir.Sub("peer.out"), "synced_seconds", 60))
+      << Slurp(dir.Sub("peer.out")) << Slurp(dir.Sub("peer.err"));
+  auto synced = nlohmann::json::parse(Slurp(dir.Sub("peer.out")).substr(0, Slurp(dir.Sub("peer.out")).find('\n')));
+  EXPECT_GE(synced["objects"].get<int>(), 30) << synced.dump();
+
+  // kcache's informer, through the same server.
+  RestConfig config;
+  config.server = url;
+  auto client = RestClient::Create(config);
+  ASSERT_OK(client);
+  auto store = NewMemoryIndexer();
+  auto informer = SharedIndexInformer::Create(NewListWatch(*client, pods), store, {});
+  ASSERT_OK(informer->Start());
+  ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(60)));
+  EXPECT_EQ(*store->Size(), 30u);
+
+  // A change on the API server reaches both: API server -> sync -> cache
+  // (its journal) -> serve -> each informer's watch.
+  ASSERT_OK(admin->Create(pods, PodJson(ns, "late")));
+  ASSERT_OK(admin->Delete(pods, "before-0"));
+  EXPECT_TRUE(WaitForText(dir.Sub("peer.out"), "\"followed\"", 60))
+      << Slurp(dir.Sub("peer.out")) << Slurp(dir.Sub("peer.err"));
+  EXPECT_TRUE(Eventually([&] {
+    return store->GetByKey(ns + "/late").value() != nullptr &&
+           store->GetByKey(ns + "/before-0").value() == nullptr;
+  }));
+  EXPECT_EQ(informer->stats().lists, 1u);
+  informer->Stop();
+  RunCommand("kill $(cat " + dir.Sub("serve.pid") + ") $(cat " + dir.Sub("sync.pid") + ")");
+}
+
+}  // namespace
+}  // namespace kcache
