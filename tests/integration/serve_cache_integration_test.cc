@@ -44,9 +44,8 @@ bool WaitForText(const std::string& path, const std::string& text, int seconds) 
 }
 
 std::string PodJson(const std::string& ns, const std::string& name) {
-  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
-         R"(","namespace":")" + ns +
-         R"("},"spec":{"containers":[{"name":"app","image":"registry.example.com/app:v1"}]}})";
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(","namespace":")" +
+         ns + R"("},"spec":{"containers":[{"name":"app","image":"registry.example.com/app:v1"}]}})";
 }
 
 TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThroughServe) {
@@ -72,9 +71,9 @@ TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThro
                          dir.Sub("sync.log") + " 2>&1 & echo $! >" + dir.Sub("sync.pid") + ")");
   ASSERT_EQ(sync.exit_code, 0) << sync.output;
   ASSERT_TRUE(WaitForText(dir.Sub("sync.log"), "pods: synced", 60)) << Slurp(dir.Sub("sync.log"));
-  auto serve = RunCommand("(" + kcache + " serve --listen 127.0.0.1:0 --cache " + dir.Sub("cache") +
-                          " >" + dir.Sub("serve.log") + " 2>&1 & echo $! >" +
-                          dir.Sub("serve.pid") + ")");
+  auto serve =
+      RunCommand("(" + kcache + " serve --listen 127.0.0.1:0 --cache " + dir.Sub("cache") + " >" +
+                 dir.Sub("serve.log") + " 2>&1 & echo $! >" + dir.Sub("serve.pid") + ")");
   ASSERT_EQ(serve.exit_code, 0) << serve.output;
   ASSERT_TRUE(WaitForText(dir.Sub("serve.log"), "serving on ", 30)) << Slurp(dir.Sub("serve.log"));
   const std::string log = Slurp(dir.Sub("serve.log"));
@@ -88,7 +87,8 @@ TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThro
   ASSERT_EQ(started.exit_code, 0) << started.output;
   ASSERT_TRUE(WaitForText(dir.Sub("peer.out"), "synced_seconds", 60))
       << Slurp(dir.Sub("peer.out")) << Slurp(dir.Sub("peer.err"));
-  auto synced = nlohmann::json::parse(Slurp(dir.Sub("peer.out")).substr(0, Slurp(dir.Sub("peer.out")).find('\n')));
+  auto synced = nlohmann::json::parse(
+      Slurp(dir.Sub("peer.out")).substr(0, Slurp(dir.Sub("peer.out")).find('\n')));
   EXPECT_GE(synced["objects"].get<int>(), 30) << synced.dump();
 
   // kcache's informer, through the same server.

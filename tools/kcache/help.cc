@@ -59,9 +59,15 @@ const CommandHelp kHelp[] = {
      "either). Exit code 0: no differences, 1: differences, 2: trouble.",
      "  kcache diff before.kcs after.kcs\n"
      "  kcache diff /var/lib/kcache after.kcs --summary\n"},
-    {"serve", "serve [--listen HOST:PORT] [--pods N] [churn and fault flags]",
-     "A list/watch server with a synthetic cluster: pods, configmaps, namespaces, nodes and a "
-     "custom resource, with churn and injected faults, for demos and tests.",
+    {"serve", "serve (--cache DIR [--token-file F] | [--pods N] [churn and fault flags])",
+     "With --cache: a read-only Kubernetes API over a cache (also while kcache sync writes it) "
+     "for kubectl, informers and scripts: discovery, get, list, watch from the cache's change "
+     "journal, server-side tables. Otherwise a list/watch server with a synthetic cluster: "
+     "pods, configmaps, namespaces, nodes and a custom resource, with churn and injected "
+     "faults, for demos and tests. A cache is served on loopback addresses only.",
+     "  # One sync of the cluster, many readers\n"
+     "  kcache serve --cache /var/lib/kcache --listen 127.0.0.1:8001\n"
+     "  kubectl --server http://127.0.0.1:8001 get pods -A -w\n"
      "  # 10,000 pods, 50 status updates a second\n"
      "  kcache serve --listen 127.0.0.1:8001 --pods 10000 --updates 50\n"
      "  # Every fifth request cut off mid-way\n"

@@ -38,6 +38,8 @@ Usage:
   kcache bench get [flags]     kcache get's time and peak memory over caches of 10k to 1M pods
   kcache bench snapshot [flags]
                                snapshot export/import against the disk's write rate; open to first get
+  kcache serve --cache DIR [flags]
+                               a read-only Kubernetes API over a cache, for kubectl and informers
   kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
   kcache sync RESOURCE... --cache DIR [flags]
                                mirror resources of a cluster into a cache and keep it current
