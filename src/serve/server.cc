@@ -40,13 +40,21 @@ void Server::Stop() {
   if (http_) http_->Stop();
 }
 
+StopSignals::StopSignals() {
+  sigemptyset(&set_);
+  sigaddset(&set_, SIGINT);
+  sigaddset(&set_, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+}
+
+const char* StopSignals::Wait() {
+  int sig = 0;
+  sigwait(&set_, &sig);
+  return sig == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
 Status RunServe(const ServeOptions& options, std::ostream& out) {
-  // Block the signals before any thread starts, so that only sigwait sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  StopSignals signals;
   auto started = std::chrono::steady_clock::now();
   StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
   if (!server.ok()) return server.status();
@@ -64,9 +72,8 @@ Status RunServe(const ServeOptions& options, std::ostream& out) {
   out << "serving on " << (*server)->url() << "  (try: kubectl --server " << (*server)->url()
       << " get pods -A)\n";
   out.flush();
-  int sig = 0;
-  sigwait(&signals, &sig);
-  out << "kcache serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n";
+  const char* sig = signals.Wait();
+  out << "kcache serve: " << sig << ", stopping\n";
   out.flush();
   (*server)->Stop();
   return Status::OK();

@@ -7,6 +7,8 @@
 #ifndef KCACHE_SRC_SERVE_SERVER_H_
 #define KCACHE_SRC_SERVE_SERVER_H_
 
+#include <signal.h>
+
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -47,6 +49,19 @@ class Server {
   std::unique_ptr<Api> api_;
   std::unique_ptr<Churn> churn_;
   std::unique_ptr<http::Server> http_;
+};
+
+// SIGINT and SIGTERM, blocked in the constructing thread and in the threads
+// it starts afterwards, so that only Wait() receives them. Construct before
+// any thread starts.
+class StopSignals {
+ public:
+  StopSignals();
+  // Blocks until one arrives; returns its name, "SIGINT" or "SIGTERM".
+  const char* Wait();
+
+ private:
+  sigset_t set_;
 };
 
 // Runs a server until SIGINT or SIGTERM, reporting to `out`.

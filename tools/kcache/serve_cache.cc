@@ -1,7 +1,6 @@
 #include "tools/kcache/serve_cache.h"
 
 #include <arpa/inet.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,6 +20,7 @@
 #include "serve/api_query.h"
 #include "serve/api_reply.h"
 #include "serve/http_server.h"
+#include "serve/server.h"
 #include "tools/kcache/source.h"
 #include "tools/kcache/tables.h"
 #include "util/rw_mutex.h"
@@ -802,12 +802,7 @@ void CacheServer::Stop() {
 
 Status RunServeCache(const std::string& cache_dir, const CacheServeOptions& options,
                      std::ostream& out) {
-  // Block the signals before any thread starts, so that only sigwait sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  serve::StopSignals signals;
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<CacheServer> server,
                           CacheServer::Start(cache_dir, options));
   out << "kcache serve: cache " << cache_dir << ", " << server->types().size()
@@ -816,9 +811,8 @@ Status RunServeCache(const std::string& cache_dir, const CacheServeOptions& opti
   out << "serving on " << server->url() << "  (try: kubectl --server " << server->url()
       << " get pods -A)\n";
   out.flush();
-  int sig = 0;
-  sigwait(&signals, &sig);
-  out << "kcache serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n";
+  const char* sig = signals.Wait();
+  out << "kcache serve: " << sig << ", stopping\n";
   out.flush();
   server->Stop();
   return Status::OK();

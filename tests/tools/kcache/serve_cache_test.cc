@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -86,8 +87,9 @@ class ServeCacheTest : public ::testing::Test {
             .value()));
   }
 
-  void StartServer(CacheServeOptions o = {}) {
-    o.listen = "127.0.0.1:0";
+  // Listens on `listen` (default: a free port).
+  void StartServer(CacheServeOptions o = {}, std::string listen = "127.0.0.1:0") {
+    o.listen = listen;
     o.refresh_interval = std::chrono::milliseconds(20);
     auto server = CacheServer::Start(dir_.Sub("cache"), o);
     ASSERT_OK(server) << server.status();
@@ -105,6 +107,29 @@ class ServeCacheTest : public ::testing::Test {
     auto client = RestClient::Create(config, options);
     EXPECT_OK(client);
     return *client;
+  }
+
+  // An informer over the server, synced; its watch has lasted long enough
+  // that its end does not look like a failed one (client-go and kcache
+  // relist after a watch that ends within a second with no event).
+  std::shared_ptr<SharedIndexInformer> SyncedInformer(const std::shared_ptr<Indexer>& store) {
+    InformerOptions options;
+    options.reflector.backoff_initial = std::chrono::milliseconds(50);
+    options.reflector.backoff_max = std::chrono::milliseconds(200);
+    auto informer = SharedIndexInformer::Create(NewListWatch(client_, Pods()), store, options);
+    EXPECT_OK(informer->Start());
+    EXPECT_TRUE(informer->WaitForSync(std::chrono::seconds(30)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return informer;
+  }
+
+  // Stops the server, lets `while_down` write, and starts it again on the
+  // same address.
+  void RestartServer(const std::function<void()>& while_down) {
+    const std::string url = server_->url();
+    server_->Stop();
+    while_down();
+    StartServer({}, url.substr(std::string_view("http://").size()));
   }
 
   // Commits `txn`, whose objects carry resourceVersions from ++rv_ (as
@@ -384,28 +409,14 @@ TEST_F(ServeCacheTest, AnInformerSyncsAndFollowsTheWriter) {
 // informer's watch resumes from its resourceVersion, without a new list.
 TEST_F(ServeCacheTest, AWatcherResumesAfterTheServerRestarts) {
   StartServer();
-  const std::string url = server_->url();
   auto store = NewMemoryIndexer();
-  InformerOptions options;
-  options.reflector.backoff_initial = std::chrono::milliseconds(50);
-  options.reflector.backoff_max = std::chrono::milliseconds(200);
-  auto informer = SharedIndexInformer::Create(NewListWatch(client_, Pods()), store, options);
-  ASSERT_OK(informer->Start());
-  ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(30)));
-  // A watch that ends within a second of opening with no event makes
-  // client-go (and kcache) relist: let it last longer.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  server_->Stop();
-  Transaction txn;
-  txn.Add(Pod("c", "while-down", ++rv_));
-  txn.resource_version = std::to_string(rv_);
-  ASSERT_OK(pods_->Commit(txn, nullptr));
-  CacheServeOptions o;
-  o.listen = url.substr(std::string_view("http://").size());
-  o.refresh_interval = std::chrono::milliseconds(20);
-  auto restarted = CacheServer::Start(dir_.Sub("cache"), o);
-  ASSERT_OK(restarted) << restarted.status();
-  server_ = std::move(restarted).value();
+  auto informer = SyncedInformer(store);
+  RestartServer([&] {
+    Transaction txn;
+    txn.Add(Pod("c", "while-down", ++rv_));
+    txn.resource_version = std::to_string(rv_);
+    ASSERT_OK(pods_->Commit(txn, nullptr));
+  });
   EXPECT_TRUE(Eventually([&] { return store->GetByKey("c/while-down").value() != nullptr; }));
   EXPECT_EQ(informer->stats().lists, 1u);
   informer->Stop();
@@ -426,28 +437,16 @@ TEST_F(ServeCacheTest, AWatcherTooFarBehindTheJournalGets410AndRelists) {
   ASSERT_OK(pods);
   pods_ = *pods;
   StartServer();
-  const std::string url = server_->url();
   auto store = NewMemoryIndexer();
-  InformerOptions options;
-  options.reflector.backoff_initial = std::chrono::milliseconds(50);
-  options.reflector.backoff_max = std::chrono::milliseconds(200);
-  auto informer = SharedIndexInformer::Create(NewListWatch(client_, Pods()), store, options);
-  ASSERT_OK(informer->Start());
-  ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(30)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  server_->Stop();
-  for (int i = 0; i < 20; ++i) {
-    Transaction txn;
-    txn.Add(Pod("c", "c" + std::to_string(i), ++rv_));
-    txn.resource_version = std::to_string(rv_);
-    ASSERT_OK(pods_->Commit(txn, nullptr));
-  }
-  CacheServeOptions o;
-  o.listen = url.substr(std::string_view("http://").size());
-  o.refresh_interval = std::chrono::milliseconds(20);
-  auto restarted = CacheServer::Start(dir_.Sub("cache"), o);
-  ASSERT_OK(restarted) << restarted.status();
-  server_ = std::move(restarted).value();
+  auto informer = SyncedInformer(store);
+  RestartServer([&] {
+    for (int i = 0; i < 20; ++i) {
+      Transaction txn;
+      txn.Add(Pod("c", "c" + std::to_string(i), ++rv_));
+      txn.resource_version = std::to_string(rv_);
+      ASSERT_OK(pods_->Commit(txn, nullptr));
+    }
+  });
   EXPECT_TRUE(Eventually([&] { return *store->Size() == 30u; })) << *store->Size();
   EXPECT_EQ(informer->stats().lists, 2u);
   EXPECT_EQ(store->LastSyncResourceVersion(), std::to_string(rv_));
