@@ -163,7 +163,16 @@ class CacheServer::Impl {
   std::vector<std::string> skipped_;
   std::unique_ptr<http::Server> http_;
 
+  // "HOST:PORT" as bound; requests may read it while Listen sets it.
+  std::string address() const {
+    std::lock_guard<std::mutex> lock(address_mu_);
+    return address_;
+  }
+
  private:
+  mutable std::mutex address_mu_;
+  std::string address_;  // guarded by address_mu_
+
   // The objects of one keyspace as of one resourceVersion: the store as it
   // is now, with the keys that changed since restored from the journal.
   class ListView;
@@ -292,6 +301,8 @@ Status CacheServer::Impl::Listen() {
     return http.status();
   }
   http_ = std::move(http).value();
+  std::lock_guard<std::mutex> lock(address_mu_);
+  address_ = http_->url().substr(std::string_view("http://").size());
   return Status::OK();
 }
 
@@ -350,8 +361,7 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
   const http::Headers json = {{"Content-Type", "application/json"}};
   if (req.method == "GET") {
     if (path == "/api" || path == "/api/") {
-      return (void)w.Send(200, json,
-                          serve::ApiVersionsJson(http_ ? http_->url().substr(7) : options_.listen));
+      return (void)w.Send(200, json, serve::ApiVersionsJson(address()));
     }
     if (path == "/apis" || path == "/apis/") {
       return (void)w.Send(200, json, serve::ApiGroupListJson(types_));
@@ -582,24 +592,55 @@ void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
     return SendReply(w, *bad);
   }
   const auto now = std::chrono::system_clock::now();
-  std::vector<std::string> items;
   std::string key, next;
   ObjectPtr o;
   auto passes = [&](const Object& obj) {
     return q.labels.Matches(obj.labels()) && q.fields.Matches(obj);
   };
-  // With a limit, one more match is looked for: the page's continue token
-  // starts at it, and the last page has none (the apiserver does the same).
-  for (;;) {
-    StatusOr<bool> more = view.Next(&key, &o);
-    if (!more.ok()) {
-      return SendReply(w, {500, "InternalError",
-                           "Internal error occurred: " + std::string(more.status().message()), ""});
+  // Reads the next object in scope that passes the selectors; false at the end.
+  auto next_match = [&]() -> StatusOr<bool> {
+    for (;;) {
+      KCACHE_ASSIGN_OR_RETURN(bool more, view.Next(&key, &o));
+      if (!more) return false;
+      if (view.cluster_scoped && key.find('/') != std::string::npos) continue;
+      if (passes(*o)) return true;
     }
+  };
+  auto internal = [&](const Status& st) {
+    return Reply{500, "InternalError", "Internal error occurred: " + std::string(st.message()), ""};
+  };
+  constexpr size_t kFlushBytes = size_t{1} << 20;
+  if (limit == 0) {
+    // Unpaginated (informers list this way): streamed as read, in chunks of
+    // about 1 MiB, whatever the size of the keyspace.
+    StatusOr<bool> more = next_match();
+    if (!more.ok()) return SendReply(w, internal(more.status()));
+    if (!w.Begin(200, {{"Content-Type", "application/json"}})) return;
+    std::string text = ListHead(t, out, view.rv, "", true);
+    for (bool first = true; *more; first = false) {
+      if (!first) text += ',';
+      text += Item(t, out, *o, now);
+      if (text.size() >= kFlushBytes) {
+        if (!w.Write(text)) return;
+        text.clear();
+      }
+      more = next_match();
+      if (!more.ok()) return w.Cut();  // a short body, not a short list
+    }
+    text += "]}";
+    w.Write(text);
+    return;
+  }
+  // A page: its continue token comes before its items, so the page (at
+  // most `limit` objects, as the client asked) is read first. One more
+  // match is looked for: the token starts at it, and the last page has
+  // none, as from the apiserver.
+  std::vector<std::string> items;
+  for (;;) {
+    StatusOr<bool> more = next_match();
+    if (!more.ok()) return SendReply(w, internal(more.status()));
     if (!*more) break;
-    if (view.cluster_scoped && key.find('/') != std::string::npos) continue;
-    if (!passes(*o)) continue;
-    if (limit > 0 && items.size() == limit) {
+    if (items.size() == limit) {
       next = key;
       break;
     }
@@ -609,10 +650,8 @@ void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
   if (!next.empty()) {
     std::optional<uint64_t> rv = ParseDecimal(view.rv);
     if (!rv) {
-      return SendReply(w, {500, "InternalError",
-                           "Internal error occurred: resourceVersion " + serve::Quote(view.rv) +
-                               " is not a number: cannot page",
-                           ""});
+      return SendReply(w, internal(Status::Internal("resourceVersion " + serve::Quote(view.rv) +
+                                                    " is not a number: cannot page")));
     }
     token = serve::EncodeContinue(*rv, next);
   }
