@@ -328,8 +328,8 @@ void CacheServer::Impl::RefreshLoop() {
       st = source_->cache().Refresh();
     }
     lock.lock();
-    // A failed catch-up (the writer mid-way through a flush) is retried on
-    // the next tick; the view stays the last good one.
+    // A failed catch-up is retried on the next tick; until then requests
+    // see the last good view.
     if (st.ok()) ++generation_;
     refreshed_.notify_all();
   }
