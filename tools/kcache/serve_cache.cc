@@ -683,8 +683,18 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
   const auto deadline = Clock::now() + (q.timeout_seconds && *q.timeout_seconds > 0
                                             ? std::chrono::seconds(*q.timeout_seconds)
                                             : options_.default_watch_timeout);
+  // The watch starts once the cache has reached `from`; a keyspace being
+  // relisted answers 429 before the stream, as the apiserver's
+  // initializing watch cache does, other refusals come as an ERROR event.
+  ListView view;
+  std::optional<Reply> refused = OpenView(t, std::nullopt, from.value_or(""), "", &view);
+  if (refused && refused->code != 504) return SendReply(w, *refused);
   if (!w.Begin(200,
                {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}})) {
+    return;
+  }
+  if (refused) {
+    w.Write(serve::ErrorEvent(*refused));
     return;
   }
   auto passes = [&](const ObjectPtr& o) {
@@ -705,11 +715,6 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
   };
   std::string pos;
   if (q.send_initial_events.value_or(!from.has_value())) {
-    ListView view;
-    if (std::optional<Reply> bad = OpenView(t, std::nullopt, from.value_or(""), "", &view)) {
-      w.Write(serve::ErrorEvent(*bad));
-      return;
-    }
     std::string key, text;
     ObjectPtr o;
     for (;;) {
@@ -734,6 +739,7 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
     }
   } else {
     pos = *from;
+    view.now.reset();
   }
   auto next_bookmark = Clock::now() + options_.bookmark_interval;
   uint64_t gen = generation();

@@ -350,6 +350,8 @@ TEST_F(ServeCacheTest, WatchFromBeforeTheWindowOrARelistIsExpired) {
     auto list = client_->List(Pods(), {});
     return list.status().code() == StatusCode::kResourceExhausted;
   }));
+  auto during = client_->Watch(Pods(), {.resource_version = "10", .timeout_seconds = 5});
+  EXPECT_EQ(during.status().code(), StatusCode::kResourceExhausted) << during.status();
   ASSERT_OK((*session)->Finish("20"));
   auto next = (*watch)->Next();
   EXPECT_EQ(next.status().code(), StatusCode::kExpired) << next.status();
