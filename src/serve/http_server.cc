@@ -6,6 +6,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -17,6 +19,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 namespace kcache::http {
 namespace {
@@ -80,6 +85,30 @@ bool ParseHead(std::string_view head, Request* req) {
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
     req->headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
     line_end = next;
+  }
+  return true;
+}
+
+// OpenSSL's queued errors as one line.
+std::string TlsError() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out.empty() ? "unknown TLS error" : out;
+}
+
+// Writes all of `data` into the TLS session (a blocking socket: SSL_write
+// returns once every byte is in records).
+bool TlsWriteAll(SSL* ssl, std::string_view data) {
+  while (!data.empty()) {
+    ERR_clear_error();
+    int n = SSL_write(ssl, data.data(), static_cast<int>(std::min<size_t>(data.size(), INT_MAX)));
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
   }
   return true;
 }
@@ -169,13 +198,31 @@ bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
       while (!piece.empty()) {
         if (stopping_->load()) return broken_ = true, false;
         std::string_view part = piece.substr(0, slice);
-        ResponseWriter unlimited(fd_, stopping_);
+        ResponseWriter unlimited(fd_, stopping_, ssl_);
         if (!unlimited.SendAll(std::span<const std::string_view>(&part, 1)))
           return broken_ = true, false;
         piece.remove_prefix(part.size());
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
+    return true;
+  }
+  if (ssl_) {
+    // Pieces gathered into records of up to 16 KiB (TLS's largest).
+    constexpr size_t kRecord = 16 << 10;
+    std::string record;
+    for (std::string_view piece : pieces) {
+      if (record.size() + piece.size() > kRecord && !record.empty()) {
+        if (!TlsWriteAll(ssl_, record)) return broken_ = true, false;
+        record.clear();
+      }
+      if (piece.size() >= kRecord) {
+        if (!TlsWriteAll(ssl_, piece)) return broken_ = true, false;
+      } else {
+        record.append(piece);
+      }
+    }
+    if (!record.empty() && !TlsWriteAll(ssl_, record)) return broken_ = true, false;
     return true;
   }
   std::vector<iovec> iov;
@@ -267,7 +314,25 @@ bool ResponseWriter::PeerGone() const {
   return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Handler handler) {
+StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Handler handler,
+                                                const std::optional<TlsFiles>& tls) {
+  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(nullptr, SSL_CTX_free);
+  if (tls) {
+    ERR_clear_error();
+    ctx.reset(SSL_CTX_new(TLS_server_method()));
+    if (!ctx) return Status::Internal("TLS: " + TlsError());
+    SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+    if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls->cert_file.c_str()) != 1) {
+      return Status::InvalidArgument("TLS certificate " + tls->cert_file + ": " + TlsError());
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx.get(), tls->key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+      return Status::InvalidArgument("TLS private key " + tls->key_file + ": " + TlsError());
+    }
+    if (SSL_CTX_check_private_key(ctx.get()) != 1) {
+      return Status::InvalidArgument("TLS private key " + tls->key_file +
+                                     " does not match the certificate " + tls->cert_file);
+    }
+  }
   size_t colon = host_port.rfind(':');
   if (colon == std::string_view::npos || colon + 1 == host_port.size()) {
     return Status::InvalidArgument("listen address \"" + std::string(host_port) +
@@ -318,24 +383,30 @@ StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Hand
     auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
     inet_ntop(AF_INET6, &a->sin6_addr, name, sizeof name);
     bound_port = ntohs(a->sin6_port);
-    url = "http://[" + std::string(name) + "]:" + std::to_string(bound_port);
+    url = (tls ? "https://[" : "http://[") + std::string(name) + "]:" + std::to_string(bound_port);
   } else {
     auto* a = reinterpret_cast<sockaddr_in*>(&addr);
     inet_ntop(AF_INET, &a->sin_addr, name, sizeof name);
     bound_port = ntohs(a->sin_port);
-    url = "http://" + std::string(name) + ":" + std::to_string(bound_port);
+    url = (tls ? "https://" : "http://") + std::string(name) + ":" + std::to_string(bound_port);
   }
-  std::unique_ptr<Server> server(new Server(fd, bound_port, std::move(url), std::move(handler)));
+  std::unique_ptr<Server> server(
+      new Server(fd, bound_port, std::move(url), std::move(handler), ctx.release()));
   server->acceptor_ = std::thread([s = server.get()] { s->Accept(); });
   return server;
 }
 
-Server::Server(int listen_fd, int port, std::string url, Handler handler)
-    : listen_fd_(listen_fd), port_(port), url_(std::move(url)), handler_(std::move(handler)) {}
+Server::Server(int listen_fd, int port, std::string url, Handler handler, SSL_CTX* tls)
+    : listen_fd_(listen_fd),
+      tls_(tls),
+      port_(port),
+      url_(std::move(url)),
+      handler_(std::move(handler)) {}
 
 Server::~Server() {
   Stop();
   close(listen_fd_);
+  if (tls_) SSL_CTX_free(tls_);
 }
 
 void Server::Stop() {
@@ -390,10 +461,29 @@ void Server::Accept() {
 
 void Server::Serve(Connection* conn) {
   const int fd = conn->fd;
+  // OpenSSL writes to the socket without MSG_NOSIGNAL: a peer gone
+  // mid-write must fail that write (EPIPE), not kill the process. SIGPIPE
+  // from a write goes to the writing thread, so blocking it here suffices.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
+  if (tls_) {
+    ssl.reset(SSL_new(tls_));
+    // A failed handshake (a plain-HTTP client, an untrusting one) ends the
+    // connection; the client sees why.
+    if (!ssl || SSL_set_fd(ssl.get(), fd) != 1 || SSL_accept(ssl.get()) != 1) {
+      ERR_clear_error();
+      shutdown(fd, SHUT_RDWR);
+      conn->done = true;
+      return;
+    }
+  }
   std::string in;
   char buf[16 << 10];
   auto fill = [&]() {
-    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    ssize_t n = ssl ? SSL_read(ssl.get(), buf, sizeof buf) : recv(fd, buf, sizeof buf, 0);
     if (n <= 0) return false;
     in.append(buf, static_cast<size_t>(n));
     return true;
@@ -403,7 +493,7 @@ void Server::Serve(Connection* conn) {
     while ((end = in.find("\r\n\r\n")) == std::string::npos) {
       if (in.size() > kMaxHeaderBytes || !fill()) {
         if (in.size() > kMaxHeaderBytes) {
-          ResponseWriter(fd, &stopping_)
+          ResponseWriter(fd, &stopping_, ssl.get())
               .Send(431, {{"Content-Type", "text/plain"}}, "request header too large\n");
         }
         shutdown(fd, SHUT_RDWR);
@@ -412,7 +502,7 @@ void Server::Serve(Connection* conn) {
       }
     }
     Request req;
-    ResponseWriter w(fd, &stopping_);
+    ResponseWriter w(fd, &stopping_, ssl.get());
     bool ok = ParseHead(std::string_view(in).substr(0, end), &req);
     in.erase(0, end + 4);
     if (!ok) {
@@ -450,7 +540,8 @@ void Server::Serve(Connection* conn) {
     if (EqualsIgnoreCase(req.Header("Connection"), "close") || stopping_) break;
   }
 done:
-  shutdown(fd, SHUT_RDWR);  // the client sees the end of the connection
+  if (ssl) SSL_shutdown(ssl.get());  // close_notify: the end is not a truncation
+  shutdown(fd, SHUT_RDWR);           // the client sees the end of the connection
   conn->done = true;
 }
 

@@ -1,7 +1,7 @@
 // A small HTTP/1.1 server: one thread per connection, keep-alive, bodies
-// sent with Content-Length or chunked, one writev per chunk. It serves
-// `kcache serve` and the tests' scripted servers; it is not meant to face
-// the internet (no TLS, loopback by default).
+// sent with Content-Length or chunked, one writev per chunk (or, over TLS,
+// one TLS record per 16 KiB). It serves `kcache serve` and the tests'
+// scripted servers.
 //
 // Thread-safety: Start and Stop from one thread; handlers run concurrently,
 // one per connection, and must be thread-safe.
@@ -24,6 +24,9 @@
 #include <vector>
 
 #include "kcache/status_or.h"
+
+struct ssl_st;
+struct ssl_ctx_st;
 
 namespace kcache::http {
 
@@ -49,7 +52,9 @@ struct Request {
 // gone; the handler should then return.
 class ResponseWriter {
  public:
-  ResponseWriter(int fd, const std::atomic<bool>* stopping) : fd_(fd), stopping_(stopping) {}
+  // `ssl`: the connection's TLS session, or null for plain TCP.
+  ResponseWriter(int fd, const std::atomic<bool>* stopping, ssl_st* ssl = nullptr)
+      : fd_(fd), stopping_(stopping), ssl_(ssl) {}
 
   bool Send(int status, const Headers& headers, std::string_view body);
   bool Begin(int status, const Headers& headers);
@@ -79,6 +84,7 @@ class ResponseWriter {
 
   int fd_;
   const std::atomic<bool>* stopping_;
+  ssl_st* ssl_;
   bool started_ = false;
   bool finished_ = false;
   bool chunked_ = false;
@@ -89,15 +95,24 @@ class ResponseWriter {
 
 using Handler = std::function<void(const Request&, ResponseWriter&)>;
 
+// Serving over TLS (1.2 or later): the server's certificate chain and its
+// private key, both PEM files.
+struct TlsFiles {
+  std::string cert_file;
+  std::string key_file;
+};
+
 class Server {
  public:
   // Listens on `host_port` ("127.0.0.1:8080", "[::1]:0", "localhost:0";
-  // port 0 picks a free one). InvalidArgument for a malformed address,
-  // Unavailable when it cannot be bound.
-  static StatusOr<std::unique_ptr<Server>> Start(std::string_view host_port, Handler handler);
+  // port 0 picks a free one), over TLS when `tls` is given.
+  // InvalidArgument for a malformed address or unusable certificate or key
+  // (naming the file), Unavailable when it cannot be bound.
+  static StatusOr<std::unique_ptr<Server>> Start(std::string_view host_port, Handler handler,
+                                                 const std::optional<TlsFiles>& tls = {});
   ~Server();
 
-  // "http://HOST:PORT" with the bound port.
+  // "http://HOST:PORT" (or https) with the bound port.
   std::string url() const { return url_; }
   int port() const { return port_; }
 
@@ -114,11 +129,12 @@ class Server {
     std::thread thread;
     std::atomic<bool> done{false};
   };
-  Server(int listen_fd, int port, std::string url, Handler handler);
+  Server(int listen_fd, int port, std::string url, Handler handler, ssl_ctx_st* tls);
   void Accept();
   void Serve(Connection* conn);
 
   const int listen_fd_;
+  ssl_ctx_st* const tls_;  // owned; null for plain TCP
   const int port_;
   const std::string url_;
   const Handler handler_;

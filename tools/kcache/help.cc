@@ -59,12 +59,15 @@ const CommandHelp kHelp[] = {
      "either). Exit code 0: no differences, 1: differences, 2: trouble.",
      "  kcache diff before.kcs after.kcs\n"
      "  kcache diff /var/lib/kcache after.kcs --summary\n"},
-    {"serve", "serve (--cache DIR [--token-file F] | [--pods N] [churn and fault flags])",
+    {"serve",
+     "serve (--cache DIR [--token-file F] [--tls-cert-file C --tls-private-key-file K] | [--pods "
+     "N] [churn and fault flags])",
      "With --cache: a read-only Kubernetes API over a cache (also while kcache sync writes it) "
      "for kubectl, informers and scripts: discovery, get, list, watch from the cache's change "
      "journal, server-side tables. Otherwise a list/watch server with a synthetic cluster: "
      "pods, configmaps, namespaces, nodes and a custom resource, with churn and injected "
-     "faults, for demos and tests. A cache is served on loopback addresses only.",
+     "faults, for demos and tests. A cache is served on loopback addresses unless it is served "
+     "over TLS with bearer tokens.",
      "  # One sync of the cluster, many readers\n"
      "  kcache serve --cache /var/lib/kcache --listen 127.0.0.1:8001\n"
      "  kubectl --server http://127.0.0.1:8001 get pods -A -w\n"

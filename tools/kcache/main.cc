@@ -265,13 +265,17 @@ int Serve(const std::vector<std::string>& args) {
                "requests that stall after the headers (and a watch's initial events)");
   flags.Int("fault-slow", '\0', &o.api.faults.slow_bytes_per_second,
             "send every response at most this many bytes per second (0: no limit)");
-  std::string cache_dir, token_file;
+  std::string cache_dir, token_file, tls_cert, tls_key;
   bool serve_secrets = false;
   flags.String("cache", '\0', &cache_dir,
                "serve this cache read-only (as a sync writes it) instead of a synthetic cluster");
   flags.Bool("serve-secrets", '\0', &serve_secrets, "with --cache: serve secrets too");
   flags.String("token-file", '\0', &token_file,
                "with --cache: require a bearer token from this file (one per line)");
+  flags.String("tls-cert-file", '\0', &tls_cert,
+               "with --cache: serve HTTPS with this certificate chain (PEM)");
+  flags.String("tls-private-key-file", '\0', &tls_key,
+               "with --cache: the private key of --tls-cert-file (PEM)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "serve", &positional); rc >= 0) return rc;
   if (!positional.empty())
@@ -295,11 +299,14 @@ int Serve(const std::vector<std::string>& args) {
     if (flags.Changed("listen")) co.listen = o.listen;
     co.serve_secrets = serve_secrets;
     co.token_file = token_file;
+    co.tls_cert_file = tls_cert;
+    co.tls_key_file = tls_key;
     co.bookmark_interval = std::chrono::seconds(bookmark_seconds);
     kcache::Status st = kcache::tool::RunServeCache(cache_dir, co, std::cout);
     return st.ok() ? 0 : Fail(st, "serve");
   }
-  for (const char* cache_only : {"serve-secrets", "token-file"}) {
+  for (const char* cache_only :
+       {"serve-secrets", "token-file", "tls-cert-file", "tls-private-key-file"}) {
     if (flags.Changed(cache_only)) {
       return Fail(kcache::Status::InvalidArgument("--" + std::string(cache_only) +
                                                   " applies to --cache only"),

@@ -295,14 +295,18 @@ Status CacheServer::Impl::Load() {
 Status CacheServer::Impl::Listen() {
   refresher_ = std::thread([this] { RefreshLoop(); });
   auto handler = [this](const http::Request& req, http::ResponseWriter& w) { Handle(req, w); };
-  StatusOr<std::unique_ptr<http::Server>> http = http::Server::Start(options_.listen, handler);
+  std::optional<http::TlsFiles> tls;
+  if (!options_.tls_cert_file.empty()) {
+    tls = http::TlsFiles{options_.tls_cert_file, options_.tls_key_file};
+  }
+  StatusOr<std::unique_ptr<http::Server>> http = http::Server::Start(options_.listen, handler, tls);
   if (!http.ok()) {
     Stop();
     return http.status();
   }
   http_ = std::move(http).value();
   std::lock_guard<std::mutex> lock(address_mu_);
-  address_ = http_->url().substr(std::string_view("http://").size());
+  address_ = http_->url().substr(http_->url().find("://") + 3);
   return Status::OK();
 }
 
@@ -816,11 +820,17 @@ CacheServer::~CacheServer() { Stop(); }
 
 StatusOr<std::unique_ptr<CacheServer>> CacheServer::Start(const std::string& cache_dir,
                                                           const CacheServeOptions& options) {
-  if (!IsLoopback(options.listen)) {
+  const bool tls = !options.tls_cert_file.empty() || !options.tls_key_file.empty();
+  if (tls && (options.tls_cert_file.empty() || options.tls_key_file.empty())) {
+    return Status::InvalidArgument(
+        "--tls-cert-file and --tls-private-key-file go together: name both");
+  }
+  if (!IsLoopback(options.listen) && (!tls || options.token_file.empty())) {
     return Status::InvalidArgument(
         "--listen " + options.listen +
-        ": kcache serve listens on loopback addresses only (127.0.0.1, ::1, localhost); "
-        "reach it from elsewhere through an SSH tunnel or a proxy that authenticates");
+        ": kcache serve listens on loopback addresses (127.0.0.1, ::1, localhost) unless it "
+        "serves TLS (--tls-cert-file, --tls-private-key-file) and requires tokens "
+        "(--token-file)");
   }
   if (options.refresh_interval.count() <= 0 || options.bookmark_interval.count() <= 0) {
     return Status::InvalidArgument("refresh and bookmark intervals must be positive");
@@ -851,7 +861,8 @@ Status RunServeCache(const std::string& cache_dir, const CacheServeOptions& opti
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<CacheServer> server,
                           CacheServer::Start(cache_dir, options));
   out << "kcache serve: cache " << cache_dir << ", " << server->types().size()
-      << " resources, read-only\n";
+      << " resources, read-only" << (options.tls_cert_file.empty() ? "" : ", TLS")
+      << (options.token_file.empty() ? "" : ", bearer tokens required") << "\n";
   for (const std::string& s : server->skipped()) out << "  not served: " << s << "\n";
   out << "serving on " << server->url() << "  (try: kubectl --server " << server->url()
       << " get pods -A)\n";

@@ -23,9 +23,13 @@
 namespace kcache::tool {
 
 struct CacheServeOptions {
-  // HOST:PORT; a host other than a loopback address is refused (see
-  // docs/serve.md). Port 0 picks a free one.
+  // HOST:PORT; port 0 picks a free one. A host other than a loopback
+  // address needs TLS and bearer tokens (see docs/serve.md).
   std::string listen = "127.0.0.1:8080";
+  // Serve HTTPS with this certificate chain and private key (PEM files);
+  // both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
   // Serve secrets (core/v1 secrets); otherwise they are left out of
   // discovery and answered 404.
   bool serve_secrets = false;
@@ -44,13 +48,14 @@ struct CacheServeOptions {
 class CacheServer {
  public:
   // Opens `cache_dir` read-only and listens. InvalidArgument for a
-  // non-loopback address or an empty token file; NotFound for a missing
-  // cache; FailedPrecondition if no keyspace can be served.
+  // non-loopback address without TLS and tokens, an empty token file or
+  // unusable TLS files; NotFound for a missing cache; FailedPrecondition if
+  // no keyspace can be served.
   static StatusOr<std::unique_ptr<CacheServer>> Start(const std::string& cache_dir,
                                                       const CacheServeOptions& options);
   ~CacheServer();
 
-  // "http://HOST:PORT".
+  // "http://HOST:PORT", or https.
   std::string url() const;
   // What discovery lists, in keyspace order.
   const std::vector<serve::ResourceType>& types() const;

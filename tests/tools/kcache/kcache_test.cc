@@ -110,7 +110,11 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
        "error: serve: --pods applies to the synthetic cluster, not to --cache"},
       {"serve --token-file t", "error: serve: --token-file applies to --cache only"},
       {"serve --cache /tmp/x --listen 0.0.0.0:80",
-       "error: serve: --listen 0.0.0.0:80: kcache serve listens on loopback addresses only"},
+       "error: serve: --listen 0.0.0.0:80: kcache serve listens on loopback addresses "
+       "(127.0.0.1, ::1, localhost) unless it serves TLS"},
+      {"serve --cache /tmp/x --tls-cert-file c",
+       "error: serve: --tls-cert-file and --tls-private-key-file go together"},
+      {"serve --tls-cert-file c", "error: serve: --tls-cert-file applies to --cache only"},
       {"sync --cache /tmp/x", "error: sync: name at least one resource to sync"},
       {"sync pods", "error: sync: --cache DIR is required"},
       {"stats", "error: stats: name what to read"},

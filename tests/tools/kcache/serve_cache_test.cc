@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -368,6 +369,52 @@ TEST_F(ServeCacheTest, BearerTokensAreRequiredWhenConfigured) {
   EXPECT_EQ(client_->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
   EXPECT_EQ(NewClient("secret-on")->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
   EXPECT_OK(NewClient("secret-two")->List(Pods(), {}));
+}
+
+// Beyond loopback only with TLS and tokens: a client that trusts the
+// certificate and carries a token reads; one without a token does not.
+TEST_F(ServeCacheTest, ServesTlsWithTokensBeyondLoopback) {
+  const std::string cert = dir_.Sub("server.crt"), key = dir_.Sub("server.key");
+  const std::string openssl =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kcache-serve "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(openssl.c_str()), 0) << openssl;
+  const std::string tokens = dir_.Sub("tokens");
+  std::ofstream(tokens) << "reader-token\n";
+  CacheServeOptions o;
+  o.tls_cert_file = cert;
+  o.tls_key_file = key;
+  o.token_file = tokens;
+  o.listen = "0.0.0.0:0";  // every address: allowed with TLS and tokens
+  auto server = CacheServer::Start(dir_.Sub("cache"), o);
+  ASSERT_OK(server) << server.status();
+  const std::string url = (*server)->url();
+  ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
+  RestConfig config;
+  config.server = "https://127.0.0.1:" + url.substr(url.rfind(':') + 1);
+  config.ca_file = cert;
+  config.bearer_token = "reader-token";
+  auto client = RestClient::Create(config);
+  ASSERT_OK(client);
+  auto list = (*client)->List(Pods(), {});
+  ASSERT_OK(list) << list.status();
+  EXPECT_EQ(list->items.size(), 10u);
+  auto watch = (*client)->Watch(Pods("a"), {.timeout_seconds = 1});
+  ASSERT_OK(watch);
+  auto first = (*watch)->Next();
+  ASSERT_OK(first);
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ((**first).object->name(), "a0");
+  config.bearer_token = "";
+  auto anonymous = RestClient::Create(config);
+  ASSERT_OK(anonymous);
+  EXPECT_EQ((*anonymous)->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
+  // TLS files that do not match, or half of them, are refused.
+  o.tls_key_file = tokens;
+  EXPECT_EQ(CacheServer::Start(dir_.Sub("cache"), o).status().code(), StatusCode::kInvalidArgument);
+  o.tls_key_file = "";
+  EXPECT_EQ(CacheServer::Start(dir_.Sub("cache"), o).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(ServeCacheTest, RefusesNonLoopbackAddressesAndEmptyTokenFiles) {
