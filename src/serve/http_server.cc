@@ -9,7 +9,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -314,6 +316,44 @@ bool ResponseWriter::PeerGone() const {
   return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+namespace {
+
+// A listening unix socket at `path`, readable and writable by its owner
+// only. A stale socket file (a server that did not stop cleanly) is
+// replaced; any other file is left alone.
+StatusOr<int> ListenUnix(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    return Status::InvalidArgument("unix socket path \"" + path + "\" is empty or too long");
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return Status::InvalidArgument("cannot listen on unix:" + path +
+                                     ": a file that is not a socket is there");
+    }
+    unlink(path.c_str());
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Unavailable("unix socket: " + std::string(std::strerror(errno)));
+  // Created with no permission for others, then opened to the owner: no
+  // moment where another user may connect.
+  const mode_t old_mask = umask(0177);
+  const int bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  const int bind_errno = errno;
+  umask(old_mask);
+  if (bound != 0 || listen(fd, 512) != 0) {
+    std::string error = std::strerror(bound != 0 ? bind_errno : errno);
+    close(fd);
+    return Status::Unavailable("cannot listen on unix:" + path + ": " + error);
+  }
+  return fd;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Handler handler,
                                                 const std::optional<TlsFiles>& tls) {
   std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(nullptr, SSL_CTX_free);
@@ -332,6 +372,15 @@ StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Hand
       return Status::InvalidArgument("TLS private key " + tls->key_file +
                                      " does not match the certificate " + tls->cert_file);
     }
+  }
+  if (host_port.starts_with("unix:")) {
+    const std::string path(host_port.substr(5));
+    KCACHE_ASSIGN_OR_RETURN(int fd, ListenUnix(path));
+    std::unique_ptr<Server> server(
+        new Server(fd, 0, "unix:" + path, std::move(handler), ctx.release()));
+    server->unix_path_ = path;
+    server->acceptor_ = std::thread([s = server.get()] { s->Accept(); });
+    return server;
   }
   size_t colon = host_port.rfind(':');
   if (colon == std::string_view::npos || colon + 1 == host_port.size()) {
@@ -406,6 +455,7 @@ Server::Server(int listen_fd, int port, std::string url, Handler handler, SSL_CT
 Server::~Server() {
   Stop();
   close(listen_fd_);
+  if (!unix_path_.empty()) unlink(unix_path_.c_str());
   if (tls_) SSL_CTX_free(tls_);
 }
 

@@ -105,14 +105,16 @@ struct TlsFiles {
 class Server {
  public:
   // Listens on `host_port` ("127.0.0.1:8080", "[::1]:0", "localhost:0";
-  // port 0 picks a free one), over TLS when `tls` is given.
+  // port 0 picks a free one) or on a unix socket ("unix:/run/kcache.sock",
+  // mode 0600, removed when the server is destroyed), over TLS when `tls` is
+  // given.
   // InvalidArgument for a malformed address or unusable certificate or key
   // (naming the file), Unavailable when it cannot be bound.
   static StatusOr<std::unique_ptr<Server>> Start(std::string_view host_port, Handler handler,
                                                  const std::optional<TlsFiles>& tls = {});
   ~Server();
 
-  // "http://HOST:PORT" (or https) with the bound port.
+  // "http://HOST:PORT" (or https) with the bound port; "unix:PATH".
   std::string url() const { return url_; }
   int port() const { return port_; }
 
@@ -135,6 +137,7 @@ class Server {
 
   const int listen_fd_;
   ssl_ctx_st* const tls_;  // owned; null for plain TCP
+  std::string unix_path_;  // set for a unix socket
   const int port_;
   const std::string url_;
   const Handler handler_;

@@ -238,7 +238,8 @@ int Serve(const std::vector<std::string>& args) {
   int64_t seed = 1, bookmark_seconds = 60;
   std::string cut, expire, throttle, error, malformed, stall;
   kcache::cli::FlagSet flags;
-  flags.String("listen", '\0', &o.listen, "HOST:PORT to serve on (port 0: any free one)");
+  flags.String("listen", '\0', &o.listen,
+               "HOST:PORT to serve on (port 0: any free one), or unix:PATH");
   flags.Int("pods", '\0', &o.cluster.pods, "pods in the synthetic cluster");
   flags.Int("namespaces", '\0', &o.cluster.namespaces, "namespaces the pods are spread over");
   flags.Int("nodes", '\0', &o.cluster.nodes, "nodes the pods run on");

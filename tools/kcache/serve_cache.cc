@@ -74,8 +74,10 @@ std::optional<uint64_t> ParseDecimal(std::string_view s) {
   return v;
 }
 
-// True for 127.0.0.0/8, ::1 and "localhost".
+// True for 127.0.0.0/8, ::1, "localhost" and unix sockets (which file
+// permissions guard).
 bool IsLoopback(std::string_view host_port) {
+  if (host_port.starts_with("unix:")) return true;
   std::string host(host_port.substr(0, host_port.rfind(':')));
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
@@ -864,8 +866,13 @@ Status RunServeCache(const std::string& cache_dir, const CacheServeOptions& opti
       << " resources, read-only" << (options.tls_cert_file.empty() ? "" : ", TLS")
       << (options.token_file.empty() ? "" : ", bearer tokens required") << "\n";
   for (const std::string& s : server->skipped()) out << "  not served: " << s << "\n";
-  out << "serving on " << server->url() << "  (try: kubectl --server " << server->url()
-      << " get pods -A)\n";
+  const std::string url = server->url();
+  if (url.starts_with("unix:")) {
+    out << "serving on " << url << "  (try: curl --unix-socket " << url.substr(5)
+        << " http://localhost/api/v1/pods)\n";
+  } else {
+    out << "serving on " << url << "  (try: kubectl --server " << url << " get pods -A)\n";
+  }
   out.flush();
   const char* sig = signals.Wait();
   out << "kcache serve: " << sig << ", stopping\n";

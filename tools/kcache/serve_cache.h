@@ -23,8 +23,9 @@
 namespace kcache::tool {
 
 struct CacheServeOptions {
-  // HOST:PORT; port 0 picks a free one. A host other than a loopback
-  // address needs TLS and bearer tokens (see docs/serve.md).
+  // HOST:PORT (port 0 picks a free one) or unix:PATH (a socket only its
+  // owner may use). A host other than a loopback address needs TLS and
+  // bearer tokens (see docs/serve.md).
   std::string listen = "127.0.0.1:8080";
   // Serve HTTPS with this certificate chain and private key (PEM files);
   // both or neither.

@@ -5,9 +5,14 @@
 #include "tools/kcache/serve_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -415,6 +420,39 @@ TEST_F(ServeCacheTest, ServesTlsWithTokensBeyondLoopback) {
   EXPECT_EQ(CacheServer::Start(dir_.Sub("cache"), o).status().code(), StatusCode::kInvalidArgument);
   o.tls_key_file = "";
   EXPECT_EQ(CacheServer::Start(dir_.Sub("cache"), o).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A unix socket: only its owner may connect (mode 0600), and it is gone
+// when the server stops.
+TEST_F(ServeCacheTest, ServesOnAUnixSocket) {
+  const std::string path = dir_.Sub("kcache.sock");
+  CacheServeOptions o;
+  o.listen = "unix:" + path;
+  auto server = CacheServer::Start(dir_.Sub("cache"), o);
+  ASSERT_OK(server) << server.status();
+  EXPECT_EQ((*server)->url(), "unix:" + path);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string request =
+      "GET /api/v1/namespaces/a/pods/a1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string response;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+    response.append(buf, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_EQ(response.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << response;
+  EXPECT_NE(response.find(PodJson("a", "a1", 2)), std::string::npos) << response;
+  (*server)->Stop();
+  server->reset();
+  EXPECT_NE(stat(path.c_str(), &st), 0);
 }
 
 TEST_F(ServeCacheTest, RefusesNonLoopbackAddressesAndEmptyTokenFiles) {
