@@ -538,7 +538,11 @@ std::optional<Reply> CacheServer::Impl::OpenView(const Target& t,
       std::string after = *at;
       for (;;) {
         StatusOr<JournalRead> read = cache.ReadJournal(st.keyspace, after, 4096);
-        if (!read.ok()) return serve::ListTooOld();
+        if (!read.ok() && read.status().IsExpired()) return serve::ListTooOld();
+        if (!read.ok()) {
+          return Reply{500, "InternalError",
+                       "Internal error occurred: " + std::string(read.status().message()), ""};
+        }
         for (JournalEvent& e : read->events) {
           if (e.key < start || !view->InScope(e.key) || view->past.count(e.key)) continue;
           if (e.type == JournalEvent::Type::kModified && !e.previous) return serve::ListTooOld();
