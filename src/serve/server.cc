@@ -40,6 +40,14 @@ void Server::Stop() {
   if (http_) http_->Stop();
 }
 
+std::string ServingLine(const std::string& url) {
+  if (url.starts_with("unix:")) {
+    return "serving on " + url + "  (try: curl --unix-socket " + url.substr(5) +
+           " http://localhost/api/v1/pods)\n";
+  }
+  return "serving on " + url + "  (try: kubectl --server " + url + " get pods -A)\n";
+}
+
 StopSignals::StopSignals() {
   sigemptyset(&set_);
   sigaddset(&set_, SIGINT);
@@ -69,8 +77,7 @@ Status RunServe(const ServeOptions& options, std::ostream& out) {
                 objects, static_cast<long long>(options.cluster.pods),
                 static_cast<unsigned long long>(st.current_rv()), seconds);
   out << line;
-  out << "serving on " << (*server)->url() << "  (try: kubectl --server " << (*server)->url()
-      << " get pods -A)\n";
+  out << ServingLine((*server)->url());
   out.flush();
   const char* sig = signals.Wait();
   out << "kcache serve: " << sig << ", stopping\n";

@@ -51,6 +51,9 @@ class Server {
   std::unique_ptr<http::Server> http_;
 };
 
+// "serving on URL  (try: ...)\n", with a command that reads from URL.
+std::string ServingLine(const std::string& url);
+
 // SIGINT and SIGTERM, blocked in the constructing thread and in the threads
 // it starts afterwards, so that only Wait() receives them. Construct before
 // any thread starts.

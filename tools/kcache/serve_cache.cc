@@ -870,13 +870,7 @@ Status RunServeCache(const std::string& cache_dir, const CacheServeOptions& opti
       << " resources, read-only" << (options.tls_cert_file.empty() ? "" : ", TLS")
       << (options.token_file.empty() ? "" : ", bearer tokens required") << "\n";
   for (const std::string& s : server->skipped()) out << "  not served: " << s << "\n";
-  const std::string url = server->url();
-  if (url.starts_with("unix:")) {
-    out << "serving on " << url << "  (try: curl --unix-socket " << url.substr(5)
-        << " http://localhost/api/v1/pods)\n";
-  } else {
-    out << "serving on " << url << "  (try: kubectl --server " << url << " get pods -A)\n";
-  }
+  out << serve::ServingLine(server->url());
   out.flush();
   const char* sig = signals.Wait();
   out << "kcache serve: " << sig << ", stopping\n";
