@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <condition_variable>
 #include <fstream>
 #include <map>
@@ -44,14 +43,13 @@ constexpr auto kTooLargeWait = std::chrono::seconds(3);
 constexpr size_t kJournalBatch = 512;
 
 // The fields the apiserver's field label conversion accepts per resource
-// (Kubernetes 1.20), besides metadata.name and metadata.namespace.
+// (Kubernetes 1.20), besides metadata.name and metadata.namespace: those of
+// the synthetic cluster's built-in types, and of a few more.
 std::vector<std::string> SelectableFields(const std::string& group, const std::string& resource) {
+  for (const ResourceType& rt : serve::BuiltinResourceTypes()) {
+    if (rt.group == group && rt.resource == resource) return rt.fields;
+  }
   static const std::map<std::pair<std::string, std::string>, std::vector<std::string>> kFields = {
-      {{"", "pods"},
-       {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-        "status.phase", "status.podIP", "status.nominatedNodeName"}},
-      {{"", "namespaces"}, {"status.phase"}},
-      {{"", "nodes"}, {"spec.unschedulable"}},
       {{"", "secrets"}, {"type"}},
       {{"", "replicationcontrollers"}, {"status.replicas"}},
       {{"apps", "replicasets"}, {"status.replicas"}},
@@ -66,12 +64,11 @@ std::vector<std::string> SelectableFields(const std::string& group, const std::s
   return it == kFields.end() ? std::vector<std::string>{} : it->second;
 }
 
+// A resourceVersion in canonical decimal (no leading zero), so that equal
+// numbers are equal strings.
 std::optional<uint64_t> ParseDecimal(std::string_view s) {
-  uint64_t v = 0;
-  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
+  if (s.size() > 1 && s[0] == '0') return std::nullopt;
+  return serve::ParseRv(s);
 }
 
 // True for 127.0.0.0/8, ::1, "localhost" and unix sockets (which file
