@@ -30,20 +30,6 @@ Status SyncDir(const fs::path& dir) {
 
 }  // namespace
 
-const char* FamilyName(Family f) {
-  switch (f) {
-    case Family::kMeta:
-      return kMetaCF;
-    case Family::kObjects:
-      return kObjectsCF;
-    case Family::kReverseIndex:
-      return kReverseIndexCF;
-    case Family::kIndex:
-      return kIndexCF;
-  }
-  return "?";
-}
-
 BulkLoader::BulkLoader(std::string target, std::string work, CacheOptions options)
     : target_(std::move(target)), work_(std::move(work)), options_(std::move(options)) {}
 

@@ -20,13 +20,9 @@
 #include <vector>
 
 #include "kcache/cache.h"
+#include "persist/encoding.h"
 
 namespace kcache::storage {
-
-// The row families, in the order snapshots carry them (RowFamilies()).
-enum class Family : uint8_t { kMeta = 0, kObjects = 1, kReverseIndex = 2, kIndex = 3 };
-inline constexpr int kFamilies = 4;
-const char* FamilyName(Family f);
 
 class BulkLoader {
  public:

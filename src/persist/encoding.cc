@@ -25,6 +25,20 @@ std::string Join(std::initializer_list<std::string_view> parts) {
 
 }  // namespace
 
+const char* FamilyName(Family f) {
+  switch (f) {
+    case Family::kMeta:
+      return kMetaCF;
+    case Family::kObjects:
+      return kObjectsCF;
+    case Family::kReverseIndex:
+      return kReverseIndexCF;
+    case Family::kIndex:
+      return kIndexCF;
+  }
+  return "?";
+}
+
 Status CheckNoZero(std::string_view what, std::string_view s) {
   if (s.find('\0') == std::string_view::npos) return Status::OK();
   return Status::InvalidArgument(std::string(what) +

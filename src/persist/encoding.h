@@ -3,6 +3,7 @@
 #ifndef KCACHE_SRC_PERSIST_ENCODING_H_
 #define KCACHE_SRC_PERSIST_ENCODING_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,12 @@ inline constexpr char kMetaCF[] = "meta";
 inline constexpr char kJournalCF[] = "journal";
 inline constexpr char kFormatKey[] = "format";
 inline constexpr char kClusterKey[] = "cluster";
+
+// The row families, in the order snapshots carry them (RowFamilies()),
+// and the column families that hold them.
+enum class Family : uint8_t { kMeta = 0, kObjects = 1, kReverseIndex = 2, kIndex = 3 };
+inline constexpr int kFamilies = 4;
+const char* FamilyName(Family f);
 
 // (index name, value), as listed in a reverse index record.
 using IndexEntry = std::pair<std::string, std::string>;

@@ -13,105 +13,10 @@
 namespace kcache::storage {
 namespace {
 
-constexpr char kNamespaceVersion[] = "kcache.io/namespace@1";
-constexpr char kNamespaceFromKeysVersion[] = "kcache.io/namespace@keys";
-constexpr char kLabelVersion[] = "kcache.io/labels@1";
 // Objects per batch when a write is split (Replace, rebuilds).
 constexpr size_t kChunk = 1000;
 
 Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
-
-// Iterates the objects of a keyspace, or the objects one index value lists,
-// over a snapshot.
-class RocksIterator final : public ObjectIterator {
- public:
-  using DecodeFn = std::function<StatusOr<ObjectPtr>(std::string_view)>;
-
-  // Objects: walk `cf` from `prefix`; index: walk the index and look each
-  // key up in `objects`. Keys are what follows the first `strip` bytes;
-  // `cluster_only` skips namespaced keys (those with a '/').
-  RocksIterator(std::shared_ptr<Db> db, rocksdb::ColumnFamilyHandle* cf, std::string prefix,
-                std::string end, size_t strip, bool via_index, bool cluster_only, std::string ks,
-                DecodeFn decode)
-      : db_(std::move(db)),
-        strip_(strip),
-        cluster_only_(cluster_only),
-        snapshot_(TakeSnapshot(db_)),
-        prefix_(std::move(prefix)),
-        end_(std::move(end)),
-        upper_(end_),
-        via_index_(via_index),
-        ks_(std::move(ks)),
-        decode_(std::move(decode)) {
-    ro_.snapshot = snapshot_.get();
-    ro_.iterate_upper_bound = &upper_;
-    it_.reset(db_->db->NewIterator(ro_, cf));
-    it_->Seek(prefix_);
-    Load();
-  }
-
-  bool Valid() const override { return valid_; }
-  void Next() override {
-    it_->Next();
-    Load();
-  }
-  const std::string& key() const override { return key_; }
-  const ObjectPtr& object() const override { return obj_; }
-  Status status() const override {
-    if (!status_.ok()) return status_;
-    return FromRocks(it_->status(), "iterate " + ks_);
-  }
-
- private:
-  void Load() {
-    valid_ = false;
-    while (cluster_only_ && it_->Valid() &&
-           View(it_->key()).substr(strip_).find('/') != std::string_view::npos) {
-      it_->Next();
-    }
-    if (!it_->Valid()) return;
-    key_.assign(View(it_->key()).substr(strip_));
-    StatusOr<ObjectPtr> obj = Status::Internal("unset");
-    if (via_index_) {
-      rocksdb::PinnableSlice record;
-      rocksdb::Status s = db_->db->Get(ro_, db_->objects, ObjectKey(ks_, key_), &record);
-      if (s.IsNotFound()) {
-        status_ =
-            Status::Corruption("keyspace " + ks_ + ": index entry for missing object " + key_);
-        return;
-      }
-      if (!s.ok()) {
-        status_ = FromRocks(s, "read " + ks_);
-        return;
-      }
-      obj = decode_(View(record));
-    } else {
-      obj = decode_(View(it_->value()));
-    }
-    if (!obj.ok()) {
-      status_ = obj.status().WithContext("object " + key_);
-      return;
-    }
-    obj_ = std::move(obj).value();
-    valid_ = true;
-  }
-
-  std::shared_ptr<Db> db_;
-  size_t strip_;
-  bool cluster_only_;
-  DbSnapshot snapshot_;
-  std::string prefix_, end_;
-  rocksdb::Slice upper_;
-  rocksdb::ReadOptions ro_;
-  bool via_index_;
-  std::string ks_;
-  DecodeFn decode_;
-  std::unique_ptr<rocksdb::Iterator> it_;
-  bool valid_ = false;
-  std::string key_;
-  ObjectPtr obj_;
-  Status status_;
-};
 
 // Collects writes and writes them every kChunk objects. `seal` adds what
 // each batch must carry (such as the count) just before it is written.
@@ -164,73 +69,27 @@ Status MultiGetEach(const Db& db, rocksdb::ColumnFamilyHandle* cf, std::string_v
   return Status::OK();
 }
 
-// An iterator that has failed before it started.
-class ErrorIterator final : public ObjectIterator {
- public:
-  explicit ErrorIterator(Status s) : status_(std::move(s)) {}
-  bool Valid() const override { return false; }
-  void Next() override {}
-  const std::string& key() const override { return key_; }
-  const ObjectPtr& object() const override { return obj_; }
-  Status status() const override { return status_; }
-
- private:
-  Status status_;
-  std::string key_;
-  ObjectPtr obj_;
-};
-
 }  // namespace
 
 RocksIndexer::RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_func, Defs defs)
-    : db_(std::move(db)),
-      ks_(std::move(ks)),
-      key_func_(std::move(key_func)),
-      defs_(std::move(defs)),
+    : StoredIndexer(DbRows(db), std::move(ks), std::move(key_func), std::move(defs)),
+      db_(std::move(db)),
       journal_(db_, ks_) {}
 
 StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> db, std::string ks,
                                                            KeyspaceOptions options) {
   KCACHE_RETURN_IF_ERROR(CheckNoZero("keyspace name", ks));
   if (ks.empty()) return Status::InvalidArgument("keyspace name is empty");
-  Defs defs;
-  for (auto& [name, fn] : options.indexers) {
-    KCACHE_RETURN_IF_ERROR(CheckNoZero("index name", name));
-    auto v = options.index_versions.find(name);
-    defs[name] = IndexDef{fn, v == options.index_versions.end() ? "" : v->second};
-  }
-  if (options.namespace_index && !defs.count(kNamespaceIndex)) {
-    using Fn = StatusOr<std::string> (*)(const Object&);
-    const Fn* fn = options.key_func.target<Fn>();
-    bool namespaced_keys = fn && *fn == &MetaNamespaceKeyFunc;
-    defs[kNamespaceIndex] =
-        IndexDef{MetaNamespaceIndexFunc,
-                 namespaced_keys ? kNamespaceFromKeysVersion : kNamespaceVersion, namespaced_keys};
-  }
-  if (options.label_index && !defs.count(kLabelIndex)) {
-    defs[kLabelIndex] = IndexDef{MetaLabelIndexFunc, kLabelVersion};
-  }
+  KCACHE_ASSIGN_OR_RETURN(Defs defs, DefsFor(options));
   std::shared_ptr<RocksIndexer> store(
       new RocksIndexer(std::move(db), std::move(ks), std::move(options.key_func), std::move(defs)));
   KCACHE_RETURN_IF_ERROR(store->LoadState());
-  // Compare the recorded index versions with the configured ones.
-  std::map<std::string, std::string, std::less<>> recorded;
-  {
-    std::string prefix = IndexVersionKey(store->ks_, "");
-    std::unique_ptr<rocksdb::Iterator> it(store->db_->db->NewIterator({}, store->db_->meta));
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-      recorded[std::string(View(it->key()).substr(prefix.size()))] = it->value().ToString();
-    }
-    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index versions of " + store->ks_));
-  }
   if (store->db_->read_only) {
-    // A reader trusts the indexes on disk, and can query the ones it was not
-    // given functions for (kcache get --index).
-    for (const auto& [name, version] : recorded) {
-      if (!store->defs_.count(name)) store->defs_[name] = IndexDef{nullptr, version};
-    }
+    KCACHE_RETURN_IF_ERROR(store->AdoptRecordedIndexes());
     return store;
   }
+  // Compare the recorded index versions with the configured ones.
+  KCACHE_ASSIGN_OR_RETURN(auto recorded, store->RecordedIndexVersions());
   bool same = recorded.size() == store->defs_.size();
   for (const auto& [name, def] : store->defs_) {
     auto r = recorded.find(name);
@@ -253,54 +112,18 @@ StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> d
 }
 
 Status RocksIndexer::LoadState() {
-  auto read = [&](std::string_view kind, std::string* out, bool* found) -> Status {
-    rocksdb::Status s = db_->db->Get({}, db_->meta, MetaKey(kind, ks_), out);
-    *found = s.ok();
-    if (s.ok() || s.IsNotFound()) return Status::OK();
-    return FromRocks(s, "read " + std::string(kind) + " of " + ks_);
-  };
-  std::string rv, relist, count;
-  bool has_rv, has_relist, has_count;
-  KCACHE_RETURN_IF_ERROR(read("rv", &rv, &has_rv));
-  KCACHE_RETURN_IF_ERROR(read("relist", &relist, &has_relist));
-  KCACHE_RETURN_IF_ERROR(read("count", &count, &has_count));
+  KCACHE_ASSIGN_OR_RETURN(std::optional<std::string> rv, ReadMeta("rv"));
+  KCACHE_ASSIGN_OR_RETURN(std::optional<std::string> relist, ReadMeta("relist"));
+  KCACHE_ASSIGN_OR_RETURN(std::optional<std::string> count, ReadMeta("count"));
   std::lock_guard l(state_mu_);
-  rv_ = has_rv ? rv : "";
-  relist_incomplete_ = has_relist;
-  count_ = has_count ? std::strtoull(count.c_str(), nullptr, 10) : 0;
+  rv_ = rv.value_or("");
+  relist_incomplete_ = relist.has_value();
+  count_ = count ? std::strtoull(count->c_str(), nullptr, 10) : 0;
   return Status::OK();
-}
-
-Status RocksIndexer::Scan(rocksdb::ColumnFamilyHandle* cf, const std::string& begin,
-                          const std::string& end, size_t strip, const ScanFn& fn) const {
-  rocksdb::Slice upper(end);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, cf));
-  for (it->Seek(begin); it->Valid(); it->Next()) {
-    KCACHE_RETURN_IF_ERROR(fn(View(it->key()).substr(strip), View(it->value())));
-  }
-  return FromRocks(it->status(), "read " + ks_);
-}
-
-Status RocksIndexer::ScanObjects(const ScanFn& fn) const {
-  KeyRange keys = KeyspaceRange(ks_);
-  return Scan(db_->objects, keys.start, keys.limit, keys.start.size(), fn);
 }
 
 Status RocksIndexer::CheckWritable() const {
   return db_->read_only ? ReadOnlyError() : Status::OK();
-}
-
-bool RocksIndexer::FromKeys(std::string_view name) const {
-  std::shared_lock l(defs_mu_);
-  auto d = defs_.find(name);
-  return d != defs_.end() && d->second.from_keys;
-}
-
-Status RocksIndexer::HasIndex(std::string_view name) const {
-  std::shared_lock l(defs_mu_);
-  return defs_.count(name) ? Status::OK() : UnknownIndexError(name);
 }
 
 StatusOr<std::vector<IndexEntry>> RocksIndexer::EntriesOf(const Defs& defs, std::string_view key,
@@ -368,16 +191,6 @@ void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& k
 
 Status RocksIndexer::Write(rocksdb::WriteBatch* batch, std::string_view what) {
   return FromRocks(db_->Write(batch), std::string(what) + " " + ks_);
-}
-
-StatusOr<ObjectPtr> RocksIndexer::Decode(std::string_view record) const {
-  std::string_view rv, json;
-  KCACHE_RETURN_IF_ERROR(DecodeObject(record, &rv, &json).WithContext("keyspace " + ks_));
-  StatusOr<ObjectPtr> obj = Object::Parse(std::string(json));
-  if (!obj.ok())
-    return Status::Corruption("keyspace " + ks_ +
-                              ": stored object: " + std::string(obj.status().message()));
-  return obj;
 }
 
 Status RocksIndexer::Add(ObjectPtr object) {
@@ -919,211 +732,16 @@ Status RocksIndexer::AddIndexers(const Indexers& indexers) {
   return Status::OK();
 }
 
-StatusOr<ObjectPtr> RocksIndexer::Get(const Object& object) const {
-  StatusOr<std::string> key = key_func_(object);
-  if (!key.ok()) return KeyError(object, key.status());
-  return GetByKey(*key);
-}
-
-StatusOr<ObjectPtr> RocksIndexer::GetByKey(std::string_view key) const {
-  rocksdb::PinnableSlice record;
-  rocksdb::Status s = db_->db->Get({}, db_->objects, ObjectKey(ks_, key), &record);
-  if (s.IsNotFound()) return ObjectPtr();
-  if (!s.ok()) return FromRocks(s, "read " + ks_);
-  return Decode(View(record));
-}
-
-std::unique_ptr<ObjectIterator> RocksIndexer::NewIterator() const { return NewIteratorFrom(""); }
-
-std::unique_ptr<ObjectIterator> RocksIndexer::NewIteratorFrom(std::string_view start) const {
-  KeyRange keys = KeyspaceRange(ks_);
-  size_t strip = keys.start.size();
-  keys.start.append(start);  // the iterator seeks its first key
-  return std::make_unique<RocksIterator>(
-      db_, db_->objects, std::move(keys.start), std::move(keys.limit), strip, /*via_index=*/false,
-      /*cluster_only=*/false, ks_, [this](std::string_view r) { return Decode(r); });
-}
-
-std::unique_ptr<ObjectIterator> RocksIndexer::NewIndexIterator(std::string_view name,
-                                                               std::string_view value) const {
-  if (Status st = HasIndex(name); !st.ok()) return std::make_unique<ErrorIterator>(st);
-  auto decode = [this](std::string_view r) { return Decode(r); };
-  if (FromKeys(name)) {
-    // A namespace's objects are the keys "<ns>/..."; cluster-scoped ones
-    // (namespace "") are the keys without '/'.
-    size_t strip = KeyspacePrefix(ks_).size();
-    if (value.empty()) {
-      KeyRange keys = KeyspaceRange(ks_);
-      return std::make_unique<RocksIterator>(db_, db_->objects, std::move(keys.start),
-                                             std::move(keys.limit), strip, false,
-                                             /*cluster_only=*/true, ks_, decode);
-    }
-    KeyRange ns = NamespaceRange(ks_, value);
-    return std::make_unique<RocksIterator>(db_, db_->objects, std::move(ns.start),
-                                           std::move(ns.limit), strip, false, false, ks_, decode);
-  }
-  KeyRange range = PrefixRange(IndexValuePrefix(ks_, name, value));
-  size_t strip = range.start.size();
-  return std::make_unique<RocksIterator>(db_, db_->index, std::move(range.start),
-                                         std::move(range.limit), strip,
-                                         /*via_index=*/true, false, ks_, decode);
-}
-
-StatusOr<std::vector<ObjectPtr>> RocksIndexer::List() const {
-  std::vector<ObjectPtr> out;
-  auto it = NewIterator();
-  for (; it->Valid(); it->Next()) out.push_back(it->object());
-  KCACHE_RETURN_IF_ERROR(it->status());
-  return out;
-}
-
-StatusOr<std::vector<std::string>> RocksIndexer::ListKeys() const {
-  std::vector<std::string> out;
-  KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view key, std::string_view) {
-    out.emplace_back(key);
-    return Status::OK();
-  }));
-  return out;
-}
-
 StatusOr<size_t> RocksIndexer::Size() const {
-  if (db_->read_only) {
-    std::string count;
-    rocksdb::Status s = db_->db->Get({}, db_->meta, MetaKey("count", ks_), &count);
-    if (s.IsNotFound()) return size_t{0};
-    if (!s.ok()) return FromRocks(s, "read count of " + ks_);
-    return static_cast<size_t>(std::strtoull(count.c_str(), nullptr, 10));
-  }
+  if (db_->read_only) return StoredCount();  // the writer's mirror is not ours
   std::lock_guard l(state_mu_);
   return count_;
 }
 
 std::string RocksIndexer::LastSyncResourceVersion() const {
-  if (db_->read_only) {
-    std::string rv, relist;
-    if (db_->db->Get({}, db_->meta, MetaKey("relist", ks_), &relist).ok()) return "";
-    if (!db_->db->Get({}, db_->meta, MetaKey("rv", ks_), &rv).ok()) return "";
-    return rv;
-  }
+  if (db_->read_only) return StoredResumePoint();
   std::lock_guard l(state_mu_);
   return relist_incomplete_ ? "" : rv_;
-}
-
-StatusOr<std::vector<std::string>> RocksIndexer::IndexKeys(std::string_view name,
-                                                           std::string_view value) const {
-  KCACHE_RETURN_IF_ERROR(HasIndex(name));
-  std::vector<std::string> out;
-  auto collect = [&](std::string_view key, std::string_view) {
-    // Namespace "" is the cluster-scoped objects: the keys without '/'.
-    if (!value.empty() || key.find('/') == std::string_view::npos) out.emplace_back(key);
-    return Status::OK();
-  };
-  if (FromKeys(name)) {
-    KeyRange range = value.empty() ? KeyspaceRange(ks_) : NamespaceRange(ks_, value);
-    KCACHE_RETURN_IF_ERROR(
-        Scan(db_->objects, range.start, range.limit, KeyspacePrefix(ks_).size(), collect));
-    return out;
-  }
-  KeyRange range = PrefixRange(IndexValuePrefix(ks_, name, value));
-  KCACHE_RETURN_IF_ERROR(Scan(db_->index, range.start, range.limit, range.start.size(),
-                              [&](std::string_view key, std::string_view) {
-                                out.emplace_back(key);
-                                return Status::OK();
-                              }));
-  return out;
-}
-
-StatusOr<std::vector<ObjectPtr>> RocksIndexer::ByIndex(std::string_view name,
-                                                       std::string_view value) const {
-  std::vector<ObjectPtr> out;
-  auto it = NewIndexIterator(name, value);
-  for (; it->Valid(); it->Next()) out.push_back(it->object());
-  KCACHE_RETURN_IF_ERROR(it->status());
-  return out;
-}
-
-StatusOr<std::vector<ObjectPtr>> RocksIndexer::Index(std::string_view name,
-                                                     const Object& object) const {
-  IndexFunc fn;
-  {
-    std::shared_lock l(defs_mu_);
-    auto d = defs_.find(name);
-    if (d == defs_.end()) return UnknownIndexError(name);
-    fn = d->second.fn;
-  }
-  if (!fn) {
-    return Status::FailedPrecondition(
-        "index " + std::string(name) + " of " + ks_ +
-        " can be read here but not computed: its function is not configured");
-  }
-  KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> values, fn(object));
-  std::vector<std::string> keys;
-  for (const std::string& v : values) {
-    KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> k, IndexKeys(name, v));
-    keys.insert(keys.end(), k.begin(), k.end());
-  }
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  std::vector<ObjectPtr> out;
-  for (const std::string& k : keys) {
-    KCACHE_ASSIGN_OR_RETURN(ObjectPtr o, GetByKey(k));
-    if (o) out.push_back(std::move(o));
-  }
-  return out;
-}
-
-StatusOr<std::vector<std::string>> RocksIndexer::ListIndexFuncValues(std::string_view name) const {
-  std::vector<std::string> out;
-  if (!HasIndex(name).ok()) return out;
-  if (FromKeys(name)) {
-    // Skip from one namespace to the next; keys without '/' mean "".
-    const auto [prefix, end] = KeyspaceRange(ks_);
-    rocksdb::Slice upper(end);
-    rocksdb::ReadOptions ro;
-    ro.iterate_upper_bound = &upper;
-    std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->objects));
-    bool cluster_scoped = false;
-    it->Seek(prefix);
-    while (it->Valid()) {
-      std::string_view key = View(it->key()).substr(prefix.size());
-      size_t slash = key.find('/');
-      if (slash == std::string_view::npos) {
-        cluster_scoped = true;
-        it->Next();
-        continue;
-      }
-      std::string ns(key.substr(0, slash));
-      out.push_back(ns);
-      it->Seek(NamespaceRange(ks_, ns).limit);
-    }
-    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read keys of " + ks_));
-    if (cluster_scoped) out.insert(out.begin(), "");
-    return out;
-  }
-  KeyRange range = PrefixRange(IndexPrefix(ks_, name));
-  const std::string& prefix = range.start;
-  rocksdb::Slice upper(range.limit);
-  rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->index));
-  it->Seek(prefix);
-  while (it->Valid()) {
-    std::string_view rest = View(it->key()).substr(prefix.size());
-    std::string value(rest.substr(0, rest.find('\0')));
-    out.push_back(value);
-    it->Seek(PrefixRange(IndexValuePrefix(ks_, name, value)).limit);  // past this value's keys
-  }
-  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read index of " + ks_));
-  return out;
-}
-
-Indexers RocksIndexer::GetIndexers() const {
-  std::shared_lock l(defs_mu_);
-  Indexers out;
-  for (const auto& [name, def] : defs_) {
-    if (def.fn) out.emplace(name, def.fn);
-  }
-  return out;
 }
 
 }  // namespace kcache::storage

@@ -15,6 +15,7 @@
 #include "persist/db.h"
 #include "persist/encoding.h"
 #include "persist/journal.h"
+#include "persist/stored_indexer.h"
 #include "util/rw_mutex.h"
 
 namespace rocksdb {
@@ -23,7 +24,8 @@ class WriteBatch;
 
 namespace kcache::storage {
 
-class RocksIndexer final : public Indexer {
+// Thread-safety: safe for concurrent use; writes are serialized.
+class RocksIndexer final : public StoredIndexer {
  public:
   // Loads the keyspace's resume point and count, and rebuilds its indexes
   // if their recorded versions differ from `options` (writable caches only).
@@ -38,59 +40,21 @@ class RocksIndexer final : public Indexer {
   StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> objects,
                                   std::string resource_version) override;
   StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) override;
-  StatusOr<ObjectPtr> Get(const Object& object) const override;
-  StatusOr<ObjectPtr> GetByKey(std::string_view key) const override;
-  StatusOr<std::vector<ObjectPtr>> List() const override;
-  StatusOr<std::vector<std::string>> ListKeys() const override;
-  std::unique_ptr<ObjectIterator> NewIterator() const override;
-  std::unique_ptr<ObjectIterator> NewIteratorFrom(std::string_view start) const override;
   StatusOr<size_t> Size() const override;
   std::string LastSyncResourceVersion() const override;
   Status Resync() override { return Status::OK(); }
-  StatusOr<std::string> KeyOf(const Object& object) const override { return key_func_(object); }
-
-  StatusOr<std::vector<ObjectPtr>> Index(std::string_view name,
-                                         const Object& object) const override;
-  StatusOr<std::vector<std::string>> IndexKeys(std::string_view name,
-                                               std::string_view value) const override;
-  StatusOr<std::vector<ObjectPtr>> ByIndex(std::string_view name,
-                                           std::string_view value) const override;
-  std::unique_ptr<ObjectIterator> NewIndexIterator(std::string_view name,
-                                                   std::string_view value) const override;
-  StatusOr<std::vector<std::string>> ListIndexFuncValues(std::string_view name) const override;
-  Indexers GetIndexers() const override;
   Status AddIndexers(const Indexers& indexers) override;
 
  private:
   friend class RocksReplaceSession;
 
-  struct IndexDef {
-    IndexFunc fn;
-    std::string version;
-    // The namespace index of a keyspace keyed "namespace/name": answered
-    // from the object keys, which keep each namespace contiguous; it has no
-    // entries of its own.
-    bool from_keys = false;
-  };
-  using Defs = std::map<std::string, IndexDef, std::less<>>;
   // The reverse index records a write has produced so far, by key; nullopt
   // for a key it deleted.
   using Pending = std::map<std::string, std::optional<std::vector<IndexEntry>>, std::less<>>;
 
   RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_func, Defs defs);
 
-  using ScanFn = std::function<Status(std::string_view key, std::string_view value)>;
-  // Calls `fn` for each entry of `cf` in [begin, end) in key order, with the
-  // key's first `strip` bytes removed; stops at fn's first error.
-  Status Scan(rocksdb::ColumnFamilyHandle* cf, const std::string& begin, const std::string& end,
-              size_t strip, const ScanFn& fn) const;
-  // Scan over this keyspace's objects: fn(store key, object record).
-  Status ScanObjects(const ScanFn& fn) const;
-
   Status CheckWritable() const;
-  Status HasIndex(std::string_view name) const;
-  // True if `name` is answered from the object keys (see IndexDef).
-  bool FromKeys(std::string_view name) const;
   // The sorted index entries of `object` under `defs`.
   static StatusOr<std::vector<IndexEntry>> EntriesOf(const Defs& defs, std::string_view key,
                                                      const Object& object);
@@ -130,17 +94,11 @@ class RocksIndexer final : public Indexer {
   Status WriteCommit(const Transaction& txn, std::vector<PlannedOp>* planned, Pending* current,
                      std::vector<size_t>* done);
   Status Write(rocksdb::WriteBatch* batch, std::string_view what);
-  StatusOr<ObjectPtr> Decode(std::string_view record) const;
   // Rebuilds every index of the keyspace from its objects.
   Status RebuildIndexesLocked();
   Status LoadState();
 
   const std::shared_ptr<Db> db_;
-  const std::string ks_;
-  const KeyFunc key_func_;
-
-  mutable RWMutex defs_mu_;
-  Defs defs_;  // guarded by defs_mu_
 
   // One writer at a time: a write reads reverse records, then replaces them.
   std::mutex write_mu_;
