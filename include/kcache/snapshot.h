@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +76,31 @@ KCACHE_EXPORT StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, cons
 KCACHE_EXPORT StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path,
                                                         const std::string& cache_dir,
                                                         const ImportOptions& options = {});
+
+struct KCACHE_EXPORT SnapshotReadOptions {
+  // Decompressed rows blocks kept in memory (least recently used go
+  // first). Default: 32 MiB.
+  size_t block_cache_bytes = size_t{32} << 20;
+  // Called after every block of the verifying pass at open.
+  SnapshotProgressFn progress;
+};
+
+// Opens the snapshot at `path` as a read-only Cache, without importing it.
+// Opening reads the file once, checking everything VerifySnapshot checks
+// and noting where each block starts; reads then decompress only the
+// blocks they touch, checking each block's checksum again, so a file
+// changed since is reported as Corruption, never read as data. Memory:
+// the block cache plus about 100 bytes per block.
+//
+// The Cache has each keyspace as the snapshot holds it: Stats() from the
+// manifest (bytes_on_disk: the uncompressed bytes of its rows); the
+// journal is empty, so ReadJournal() answers from a keyspace's resume
+// point on and Expired before it. Writes, SetResourceInfo() and Compact()
+// fail with FailedPrecondition; Refresh() does nothing; Checkpoint() imports
+// the file; Verify() reads it again. The Cache and its Indexers are safe
+// for concurrent use. Errors: as VerifySnapshot's.
+KCACHE_EXPORT StatusOr<std::shared_ptr<Cache>> OpenSnapshot(
+    const std::string& path, const SnapshotReadOptions& options = {});
 
 // Reads the whole file and checks it: the block checksums, the manifest
 // against the rows (keyspaces, counts, resume points), the order of the

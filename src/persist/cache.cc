@@ -152,7 +152,9 @@ class CacheImpl final : public Cache {
 
 namespace storage {
 const std::shared_ptr<Db>& DbOf(const Cache& cache) {
-  return static_cast<const CacheImpl&>(cache).db();
+  static const std::shared_ptr<Db> kNone;
+  const auto* impl = dynamic_cast<const CacheImpl*>(&cache);
+  return impl ? impl->db() : kNone;
 }
 }  // namespace storage
 

@@ -75,7 +75,8 @@ StatusOr<std::vector<std::string>> ListKeyspaces(const Db& db, const rocksdb::Sn
 StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* snapshot,
                                          std::string_view ks);
 
-// The database behind a Cache (every Cache is backed by one).
+// The database behind a Cache; null for a Cache that has none (a snapshot
+// file's).
 const std::shared_ptr<Db>& DbOf(const Cache& cache);
 
 // Structural checks of one keyspace (Cache::Verify).

@@ -154,15 +154,29 @@ StatusOr<JournalStats> ReadJournalStats(const Db& db, const rocksdb::Snapshot* s
   return state;
 }
 
-StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapshot,
-                                  std::string_view ks, std::string_view after, size_t limit) {
-  const std::string where = "keyspace " + std::string(ks);
+StatusOr<uint64_t> CheckJournalRead(std::string_view ks, std::string_view after, size_t limit) {
   if (limit == 0) return Status::InvalidArgument("journal read with a limit of 0");
   std::optional<uint64_t> from = ParseJournalVersion(after);
   if (!from) {
-    return Status::InvalidArgument(where + ": resourceVersion \"" + std::string(after) +
+    return Status::InvalidArgument("keyspace " + std::string(ks) + ": resourceVersion \"" +
+                                   std::string(after) +
                                    "\" is not a decimal number the journal can order");
   }
+  return *from;
+}
+
+Status JournalExpired(std::string_view ks, std::string_view after, std::string_view start) {
+  return Status::Expired("keyspace " + std::string(ks) + ": resourceVersion " + std::string(after) +
+                         " is older than the journal keeps" +
+                         (ParseJournalVersion(start)
+                              ? " (it has the changes after " + std::string(start) + ")"
+                              : std::string(" (it keeps no window)")));
+}
+
+StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapshot,
+                                  std::string_view ks, std::string_view after, size_t limit) {
+  const std::string where = "keyspace " + std::string(ks);
+  KCACHE_ASSIGN_OR_RETURN(const uint64_t from, CheckJournalRead(ks, after, limit));
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   KCACHE_ASSIGN_OR_RETURN(std::optional<std::string> resume,
@@ -173,19 +187,15 @@ StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapsho
     return Status::NotFound(where + " has no resume point: nothing was synced into it");
   }
   std::optional<uint64_t> start = ParseJournalVersion(state.start);
-  if (!start || *from < *start) {
-    return Status::Expired(
-        where + ": resourceVersion " + std::string(after) + " is older than the journal keeps" +
-        (start ? " (it has the changes after " + state.start + ")" : " (it keeps no window)"));
-  }
+  if (!start || from < *start) return JournalExpired(ks, after, state.start);
   JournalRead out;
-  uint64_t reached = *from;
-  if (db.journal && *from < std::numeric_limits<uint64_t>::max()) {
+  uint64_t reached = from;
+  if (db.journal && from < std::numeric_limits<uint64_t>::max()) {
     KeyRange range = EntryRange(ks);
     rocksdb::Slice upper(range.limit);
     ro.iterate_upper_bound = &upper;
     std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.journal));
-    for (it->Seek(JournalEntryKey(ks, *from + 1)); it->Valid(); it->Next()) {
+    for (it->Seek(JournalEntryKey(ks, from + 1)); it->Valid(); it->Next()) {
       std::optional<uint64_t> rv = EntryVersion(ks, View(it->key()));
       if (!rv) return Status::Corruption(where + ": malformed journal key");
       if (out.events.size() == limit) {

@@ -50,6 +50,13 @@ std::string EncodeJournalEntryHeader(JournalEvent::Type type, int64_t time_ms, s
 StatusOr<JournalStats> ReadJournalStats(const Db& db, const rocksdb::Snapshot* snapshot,
                                         std::string_view ks, std::string_view keyspace_rv);
 
+// The checks every Cache::ReadJournal makes first: `after` as a number;
+// InvalidArgument for a limit of 0 or an `after` the journal cannot order.
+StatusOr<uint64_t> CheckJournalRead(std::string_view ks, std::string_view after, size_t limit);
+// The Expired error of a read after `after`, older than the window that
+// starts at `start` ("": the keyspace keeps no window).
+Status JournalExpired(std::string_view ks, std::string_view after, std::string_view start);
+
 // Cache::ReadJournal over `snapshot` (null: the current view).
 StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapshot,
                                   std::string_view ks, std::string_view after, size_t limit);

@@ -166,11 +166,12 @@ class RowChecker {
   std::string last_key_;
 };
 
-// Reads a snapshot from its header to its end block, passing each row to
-// `row`, checking the rows (RowChecker) and the end block's totals.
+}  // namespace
+
+namespace snapshot {
+
 Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
-               SnapshotManifest* manifest,
-               const std::function<Status(Family, std::string_view, std::string_view)>& row) {
+               SnapshotManifest* manifest, const RowFn& row, const BlockFn& block) {
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<snapshot::FileReader> reader,
                           snapshot::FileReader::Open(path));
   BlockType type;
@@ -206,7 +207,8 @@ Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
       if (!reader->AtEnd()) return Status::Corruption(path + ": bytes follow the end block");
       break;
     }
-    snapshot::RowReader rows(raw);
+    if (block) KCACHE_RETURN_IF_ERROR(block(at, reader->block() - 1, raw));
+    RowReader rows(raw);
     while (!rows.Done()) {
       Family family;
       std::string_view key, value;
@@ -227,10 +229,16 @@ Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
   return Status::OK();
 }
 
-}  // namespace
+}  // namespace snapshot
+
+using snapshot::ReadAll;
 
 StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
                                           const ExportOptions& options) {
+  if (!storage::DbOf(cache)) {
+    return Status::FailedPrecondition(cache.dir() +
+                                      " is a snapshot file already: copy the file instead");
+  }
   const storage::Db& db = *storage::DbOf(cache);
   // A writable cache is read through a RocksDB snapshot; a reader's view
   // changes only on Refresh(), and secondary instances have no snapshots.

@@ -159,6 +159,37 @@ bool FileReader::AtEnd() {
   return false;
 }
 
+Status ParseBlockHeader(const char* header, uint32_t* stored_len, uint32_t* raw_len) {
+  *stored_len = GetFixed32(header + 4);
+  *raw_len = GetFixed32(header + 8);
+  if (*raw_len > kMaxBlockRaw || *stored_len > ZSTD_compressBound(kMaxBlockRaw)) {
+    return Status::Corruption("block lengths out of range (stored " + std::to_string(*stored_len) +
+                              ", raw " + std::to_string(*raw_len) + ")");
+  }
+  return Status::OK();
+}
+
+Status DecodeBlock(const char* header, std::string_view stored, ZSTD_DCtx_s* dctx, BlockType* type,
+                   std::string* raw) {
+  uint32_t crc =
+      util::Crc32cExtend(util::Crc32c(std::string_view(header, 12)), stored.data(), stored.size());
+  if (crc != GetFixed32(header + 12))
+    return Status::Corruption("checksum mismatch (the file is corrupt)");
+  uint8_t t = static_cast<uint8_t>(header[0]);
+  if (t < 1 || t > 3 || header[1] || header[2] || header[3])
+    return Status::Corruption("unknown block type");
+  const uint32_t size = GetFixed32(header + 8);
+  raw->resize(size);
+  size_t n = ZSTD_decompressDCtx(dctx, raw->data(), raw->size(), stored.data(), stored.size());
+  if (ZSTD_isError(n)) return Status::Corruption(std::string("zstd: ") + ZSTD_getErrorName(n));
+  if (n != size) {
+    return Status::Corruption("decompressed to " + std::to_string(n) + " bytes, not " +
+                              std::to_string(size));
+  }
+  *type = static_cast<BlockType>(t);
+  return Status::OK();
+}
+
 Status FileReader::Next(BlockType* type, std::string_view* raw) {
   char header[kBlockHeaderBytes];
   size_t got = std::fread(header, 1, sizeof(header), f_);
@@ -166,12 +197,8 @@ Status FileReader::Next(BlockType* type, std::string_view* raw) {
     if (std::ferror(f_)) return Status::IOError("read " + path_ + ": " + ErrnoText());
     return Where("the file is truncated (it ends inside a block header, before the end block)");
   }
-  uint8_t t = static_cast<uint8_t>(header[0]);
-  uint32_t stored = GetFixed32(header + 4), size = GetFixed32(header + 8);
-  if (size > kMaxBlockRaw || stored > ZSTD_compressBound(kMaxBlockRaw)) {
-    return Where("block lengths out of range (stored " + std::to_string(stored) + ", raw " +
-                 std::to_string(size) + ")");
-  }
+  uint32_t stored, size;
+  if (Status st = ParseBlockHeader(header, &stored, &size); !st.ok()) return Where(st.message());
   stored_.resize(stored);
   got = std::fread(stored_.data(), 1, stored, f_);
   if (got != stored) {
@@ -179,16 +206,8 @@ Status FileReader::Next(BlockType* type, std::string_view* raw) {
     return Where("the file is truncated (the block should have " + std::to_string(stored) +
                  " bytes, " + std::to_string(got) + " remain)");
   }
-  uint32_t crc =
-      util::Crc32cExtend(util::Crc32c(std::string_view(header, 12)), stored_.data(), stored);
-  if (crc != GetFixed32(header + 12)) return Where("checksum mismatch (the file is corrupt)");
-  if (t < 1 || t > 3 || header[1] || header[2] || header[3]) return Where("unknown block type");
-  raw_.resize(size);
-  size_t n = ZSTD_decompressDCtx(dctx_, raw_.data(), raw_.size(), stored_.data(), stored);
-  if (ZSTD_isError(n)) return Where(std::string("zstd: ") + ZSTD_getErrorName(n));
-  if (n != size)
-    return Where("decompressed to " + std::to_string(n) + " bytes, not " + std::to_string(size));
-  *type = static_cast<BlockType>(t);
+  if (Status st = DecodeBlock(header, stored_, dctx_, type, &raw_); !st.ok())
+    return Where(st.message());
   *raw = raw_;
   ++block_;
   offset_ += sizeof(header) + stored;

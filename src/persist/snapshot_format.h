@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,6 +48,13 @@ class RowReader {
   std::string_view rest_;
   size_t offset_ = 0;
 };
+
+// Reads a block header's lengths; Corruption if out of range.
+Status ParseBlockHeader(const char* header, uint32_t* stored_len, uint32_t* raw_len);
+// Checks a block's checksum and type and decompresses its `stored` bytes
+// into `raw`. `header` is the block's 16-byte header, already parsed.
+Status DecodeBlock(const char* header, std::string_view stored, ZSTD_DCtx_s* dctx, BlockType* type,
+                   std::string* raw);
 
 // Writes a file: the header, then blocks.
 class FileWriter {
@@ -98,6 +106,17 @@ class FileReader {
   uint64_t offset_ = 0;  // of the block being read
   int block_ = 0;        // its number, from 0
 };
+
+using RowFn = std::function<Status(storage::Family, std::string_view key, std::string_view value)>;
+// Called before the rows of each rows block: its byte offset, its number
+// (the manifest is block 0) and its raw bytes.
+using BlockFn = std::function<Status(uint64_t offset, int number, std::string_view raw)>;
+// Reads a snapshot from its header to its end block: sets `manifest`, then,
+// unless `row` is empty, passes each row to `row` and checks everything
+// docs/snapshot-format.md lists under Verification. `block` may be empty.
+// Stops at the first error, which names the file and where in it.
+Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
+               SnapshotManifest* manifest, const RowFn& row, const BlockFn& block = {});
 
 std::string EncodeManifest(const SnapshotManifest& m);
 StatusOr<SnapshotManifest> DecodeManifest(std::string_view json);

@@ -77,14 +77,14 @@ class GetGoldenTest : public ::testing::Test {
     return {r.exit_code, r.output, DropWarnings(Slurp(err))};
   }
 
-  // Starts `kcache serve --cache` on a free port and writes a kubeconfig
-  // for it; returns the kubectl command that reads through it (its own
-  // discovery cache: ports are reused across runs).
-  static std::string Serve(const std::string& cache, const std::string& name) {
+  // Starts `kcache serve` of `source` ("--cache DIR" or "--snapshot FILE")
+  // on a free port and writes a kubeconfig for it; returns the kubectl
+  // command that reads through it (its own discovery cache: ports are
+  // reused across runs).
+  static std::string Serve(const std::string& source, const std::string& name) {
     const std::string base = dir_->path() + "/" + name;
-    auto started =
-        RunCommand("(" + kcache_ + " serve --serve-secrets --listen 127.0.0.1:0 --cache " + cache +
-                   " >" + base + ".log 2>&1 & echo $! >" + base + ".pid)");
+    auto started = RunCommand("(" + kcache_ + " serve --serve-secrets --listen 127.0.0.1:0 " +
+                              source + " >" + base + ".log 2>&1 & echo $! >" + base + ".pid)");
     EXPECT_EQ(started.exit_code, 0) << started.output;
     std::string url;
     for (int i = 0; i < 100 && url.empty(); ++i) {
@@ -158,7 +158,13 @@ std::string WithoutAge(const std::string& text) {
 TEST_F(GetGoldenTest, KubectlThroughServePrintsWhatItPrintsFromTheApiServer) {
   std::ifstream forms(golden_ + "/forms.txt");
   ASSERT_TRUE(forms) << golden_ << "/forms.txt";
-  const std::string served = Serve(dir_->path() + "/cache", "serve-golden");
+  const std::string served = Serve("--cache " + dir_->path() + "/cache", "serve-golden");
+  // The same cache exported, served from the file in place.
+  const std::string file = dir_->path() + "/golden.kcs";
+  auto exported =
+      RunCommand(kcache_ + " snapshot export --cache " + dir_->path() + "/cache " + file + " 2>&1");
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const std::string from_file = Serve("--snapshot " + file, "serve-golden-snapshot");
   int checked = 0;
   for (std::string line; std::getline(forms, line);) {
     if (line.empty() || line[0] == '#') continue;
@@ -178,9 +184,19 @@ TEST_F(GetGoldenTest, KubectlThroughServePrintsWhatItPrintsFromTheApiServer) {
         << "exit code of get " << line << "\nserved stderr: " << ours.err
         << "API server stderr: " << after.err;
     EXPECT_EQ(ours.err, after.err) << "standard error of get " << line;
+    // Through `kcache serve --snapshot`: what the cache served (AGE aside,
+    // as above: the two runs are seconds apart).
+    Outcome snap = Get(from_file, line);
+    EXPECT_TRUE(snap.out == ours.out || WithoutAge(snap.out) == WithoutAge(ours.out))
+        << "get " << line << "\n--- through kcache serve --cache:\n"
+        << ours.out << "--- through kcache serve --snapshot:\n"
+        << snap.out;
+    EXPECT_EQ(snap.code, ours.code) << "exit code of get " << line << "\n" << snap.err;
+    EXPECT_EQ(snap.err, ours.err) << "standard error of get " << line;
   }
   EXPECT_GT(checked, 50) << "forms.txt lost its forms";
   StopServing("serve-golden");
+  StopServing("serve-golden-snapshot");
 }
 
 // kcache get -w while kcache sync writes the cache, against kubectl get -w
@@ -204,7 +220,7 @@ TEST_F(GetGoldenTest, WatchPrintsWhatKubectlPrints) {
   run("(" + kcache_ + " sync configmaps --cache " + cache + " >" + dir_->path() +
       "/sync.log 2>&1 & echo $! >" + sync_pid + ")");
   // kubectl -w through `kcache serve` on the same cache, as the sync writes it.
-  const std::string served = Serve(cache, "serve-watch");
+  const std::string served = Serve("--cache " + cache, "serve-watch");
   // The API server's resourceVersion now: the changes below come after it.
   std::string start_rv = run("kubectl get --raw /api/v1/namespaces/" + ns +
                              "/configmaps | python3 -c 'import json, sys; "

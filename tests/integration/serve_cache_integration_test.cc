@@ -2,7 +2,8 @@
 // `kcache serve --cache`: a client-go v1.20 informer (the informer
 // benchmark's peer, tools/bench/informer-peer) and kcache's own informer
 // list and watch the served cache and follow what changes on the API
-// server, as the sync writes it.
+// server, as the sync writes it; then client-go syncs from a snapshot of
+// that cache through `kcache serve --snapshot`.
 #include <fstream>
 #include <string>
 #include <thread>
@@ -71,14 +72,20 @@ TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThro
                          dir.Sub("sync.log") + " 2>&1 & echo $! >" + dir.Sub("sync.pid") + ")");
   ASSERT_EQ(sync.exit_code, 0) << sync.output;
   ASSERT_TRUE(WaitForText(dir.Sub("sync.log"), "pods: synced", 60)) << Slurp(dir.Sub("sync.log"));
-  auto serve =
-      RunCommand("(" + kcache + " serve --listen 127.0.0.1:0 --cache " + dir.Sub("cache") + " >" +
-                 dir.Sub("serve.log") + " 2>&1 & echo $! >" + dir.Sub("serve.pid") + ")");
-  ASSERT_EQ(serve.exit_code, 0) << serve.output;
-  ASSERT_TRUE(WaitForText(dir.Sub("serve.log"), "serving on ", 30)) << Slurp(dir.Sub("serve.log"));
-  const std::string log = Slurp(dir.Sub("serve.log"));
-  const size_t at = log.find("serving on ") + 11;
-  const std::string url = log.substr(at, log.find(' ', at) - at);
+  // Starts `kcache serve` of `what` in the background; its URL ("" if it
+  // did not start), its pid in NAME.pid.
+  auto serve = [&](const std::string& what, const std::string& name) -> std::string {
+    auto started =
+        RunCommand("(" + kcache + " serve --listen 127.0.0.1:0 " + what + " >" +
+                   dir.Sub(name + ".log") + " 2>&1 & echo $! >" + dir.Sub(name + ".pid") + ")");
+    EXPECT_EQ(started.exit_code, 0) << started.output;
+    if (!WaitForText(dir.Sub(name + ".log"), "serving on ", 30)) return "";
+    const std::string log = Slurp(dir.Sub(name + ".log"));
+    const size_t at = log.find("serving on ") + 11;
+    return log.substr(at, log.find(' ', at) - at);
+  };
+  const std::string url = serve("--cache " + dir.Sub("cache"), "serve");
+  ASSERT_FALSE(url.empty()) << Slurp(dir.Sub("serve.log"));
 
   // client-go, through the served cache.
   auto started = RunCommand("(" + peer + " --server " + url + " --follow-until " + ns +
@@ -114,7 +121,25 @@ TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThro
   }));
   EXPECT_EQ(informer->stats().lists, 1u);
   informer->Stop();
+
+  // The cache exported while the sync runs, then served from the file in
+  // place: client-go syncs from it, with the objects the file holds.
+  const std::string file = dir.Sub("pods.kcs");
+  auto exported =
+      RunCommand(kcache + " snapshot export --cache " + dir.Sub("cache") + " " + file + " 2>&1");
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
   RunCommand("kill $(cat " + dir.Sub("serve.pid") + ") $(cat " + dir.Sub("sync.pid") + ")");
+  auto count = RunCommand(kcache + " get pods -A --no-headers --snapshot " + file + " | wc -l");
+  ASSERT_EQ(count.exit_code, 0) << count.output;
+  const int in_file = std::stoi(count.output);
+  EXPECT_GE(in_file, 30);
+  const std::string snap_url = serve("--snapshot " + file, "snap");
+  ASSERT_FALSE(snap_url.empty()) << Slurp(dir.Sub("snap.log"));
+  auto from_file = RunCommand(peer + " --server " + snap_url + " 2>&1");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  auto file_synced = nlohmann::json::parse(from_file.output.substr(0, from_file.output.find('\n')));
+  EXPECT_EQ(file_synced["objects"].get<int>(), in_file) << file_synced.dump();
+  RunCommand("kill $(cat " + dir.Sub("snap.pid") + ")");
 }
 
 }  // namespace

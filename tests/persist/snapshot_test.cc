@@ -26,25 +26,15 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing::Pod;
 
-StatusOr<std::vector<std::string>> ByNode(const Object& o) {
-  auto it = o.meta().annotations.find("node");
-  if (it == o.meta().annotations.end()) return std::vector<std::string>{};
-  return std::vector<std::string>{it->second};
-}
-
-KeyspaceOptions PodOptions() {
-  KeyspaceOptions o;
-  o.indexers["by-node"] = ByNode;
-  o.index_versions["by-node"] = "by-node@1";
-  return o;
-}
+using testing::ByNode;
+using testing::ByNodeOptions;
 
 // A cache with namespaced pods (labels, a custom index) and cluster-scoped
 // nodes, with resource and cluster records.
 void Fill(const std::string& dir, int pods) {
   auto cache = Cache::Open(dir);
   ASSERT_OK(cache) << cache.status();
-  auto ks = (*cache)->OpenKeyspace("pods", PodOptions());
+  auto ks = (*cache)->OpenKeyspace("pods", ByNodeOptions());
   ASSERT_OK(ks) << ks.status();
   Transaction txn;
   for (int i = 0; i < pods; ++i) {
@@ -169,7 +159,7 @@ TEST_F(SnapshotTest, ImportGivesTheSameCacheWithItsResumePointsAndIndexes) {
   EXPECT_EQ((*cluster)->version, "v1.20.2");
   // The custom index came across as entries: no rebuild needed to query it
   // when the keyspace opens with the same version.
-  auto pods = (*cache)->OpenKeyspace("pods", PodOptions());
+  auto pods = (*cache)->OpenKeyspace("pods", ByNodeOptions());
   ASSERT_OK(pods);
   EXPECT_EQ((*pods)->LastSyncResourceVersion(), "1000");
   auto on_n3 = (*pods)->ByIndex("by-node", "n3");
@@ -254,6 +244,10 @@ TEST_F(SnapshotTest, DamagedFilesAreRefusedWithTheirPlaceAndLeaveNoCache) {
     auto i = ImportSnapshot(path, dir_.Sub("target"));
     EXPECT_EQ(i.status().code(), c.code) << i.status();
     ExpectNoTraceOf(dir_.Sub("target"));
+    // Read in place: refused at open with the same error.
+    auto o = OpenSnapshot(path);
+    EXPECT_EQ(o.status().code(), c.code) << o.status();
+    EXPECT_THAT(std::string(o.status().message()), HasSubstr(c.message));
   }
   // A file cut anywhere is refused: every prefix at ~200 offsets across it.
   const size_t stride = std::max<size_t>(1, good.size() / 200);
@@ -269,6 +263,7 @@ TEST_F(SnapshotTest, DamagedFilesAreRefusedWithTheirPlaceAndLeaveNoCache) {
   }
   auto missing = VerifySnapshot(dir_.Sub("absent.kcs"));
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(OpenSnapshot(dir_.Sub("absent.kcs")).status().code(), StatusCode::kNotFound);
 }
 
 // Files whose blocks are intact but whose content disagrees with itself:
@@ -345,6 +340,9 @@ TEST_F(CraftedSnapshotTest, IndexEntriesMustMatchTheReverseRecords) {
               HasSubstr("index entries do not match the reverse index records"));
   EXPECT_FALSE(ImportSnapshot(path, dir_.Sub("target")).ok());
   EXPECT_FALSE(fs::exists(dir_.Sub("target")));
+  // Storage invariant 3 (indexes agree with objects) is checked before a
+  // file is read in place too.
+  EXPECT_EQ(OpenSnapshot(path).status().code(), StatusCode::kCorruption);
 }
 
 TEST_F(CraftedSnapshotTest, RowsMustBeInOrder) {

@@ -33,6 +33,19 @@ ObjectPtr TO(const std::string& id, const std::string& val) {
 
 StatusOr<std::string> KeyTO(const Object& obj) { return obj.name(); }
 
+StatusOr<std::vector<std::string>> ByNode(const Object& obj) {
+  auto it = obj.meta().annotations.find("node");
+  if (it == obj.meta().annotations.end()) return std::vector<std::string>{};
+  return std::vector<std::string>{it->second};
+}
+
+KeyspaceOptions ByNodeOptions() {
+  KeyspaceOptions o;
+  o.indexers["by-node"] = ByNode;
+  o.index_versions["by-node"] = "by-node@1";
+  return o;
+}
+
 StatusOr<std::vector<std::string>> ByVal(const Object& obj) {
   auto it = obj.annotations().find("val");
   if (it == obj.annotations().end()) return std::vector<std::string>{};

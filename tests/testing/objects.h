@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kcache/cache.h"
 #include "kcache/indexer.h"
 #include "kcache/object.h"
 
@@ -23,6 +24,11 @@ ObjectPtr TO(const std::string& id, const std::string& val);
 // Key function keyTO (the id) and index function by_val ([val]).
 StatusOr<std::string> KeyTO(const Object& obj);
 StatusOr<std::vector<std::string>> ByVal(const Object& obj);
+
+// Index function "by-node": the object's annotation "node", if any.
+StatusOr<std::vector<std::string>> ByNode(const Object& obj);
+// Keyspace options with the "by-node" index, at version "by-node@1".
+KeyspaceOptions ByNodeOptions();
 
 // Names of `objects`, in order.
 std::vector<std::string> Names(const std::vector<ObjectPtr>& objects);

@@ -60,17 +60,21 @@ const CommandHelp kHelp[] = {
      "  kcache diff before.kcs after.kcs\n"
      "  kcache diff /var/lib/kcache after.kcs --summary\n"},
     {"serve",
-     "serve (--cache DIR [--token-file F] [--tls-cert-file C --tls-private-key-file K] | [--pods "
-     "N] [churn and fault flags])",
+     "serve ((--cache DIR | --snapshot FILE) [--token-file F] [--tls-cert-file C "
+     "--tls-private-key-file K] | [--pods N] [churn and fault flags])",
      "With --cache: a read-only Kubernetes API over a cache (also while kcache sync writes it) "
      "for kubectl, informers and scripts: discovery, get, list, watch from the cache's change "
-     "journal, server-side tables. Otherwise a list/watch server with a synthetic cluster: "
+     "journal, server-side tables. With --snapshot: the same over a snapshot file, read in "
+     "place (a cluster as it was, for a post-mortem). Otherwise a list/watch server with a "
+     "synthetic cluster: "
      "pods, configmaps, namespaces, nodes and a custom resource, with churn and injected "
-     "faults, for demos and tests. A cache is served on loopback addresses unless it is served "
-     "over TLS with bearer tokens.",
+     "faults, for demos and tests. A cache or snapshot is served on loopback addresses unless "
+     "it is served over TLS with bearer tokens.",
      "  # One sync of the cluster, many readers\n"
      "  kcache serve --cache /var/lib/kcache --listen 127.0.0.1:8001\n"
      "  kubectl --server http://127.0.0.1:8001 get pods -A -w\n"
+     "  # Yesterday's cluster, from its snapshot\n"
+     "  kcache serve --snapshot cluster.kcs --listen 127.0.0.1:8002\n"
      "  # 10,000 pods, 50 status updates a second\n"
      "  kcache serve --listen 127.0.0.1:8001 --pods 10000 --updates 50\n"
      "  # Every fifth request cut off mid-way\n"

@@ -38,8 +38,8 @@ Usage:
   kcache bench get [flags]     kcache get's time and peak memory over caches of 10k to 1M pods
   kcache bench snapshot [flags]
                                snapshot export/import against the disk's write rate; open to first get
-  kcache serve --cache DIR [flags]
-                               a read-only Kubernetes API over a cache, for kubectl and informers
+  kcache serve (--cache DIR | --snapshot FILE) [flags]
+                               a read-only Kubernetes API over a cache or a snapshot file
   kcache serve [flags]         a list/watch server with a synthetic cluster, churn and faults
   kcache sync RESOURCE... --cache DIR [flags]
                                mirror resources of a cluster into a cache and keep it current
@@ -266,17 +266,20 @@ int Serve(const std::vector<std::string>& args) {
                "requests that stall after the headers (and a watch's initial events)");
   flags.Int("fault-slow", '\0', &o.api.faults.slow_bytes_per_second,
             "send every response at most this many bytes per second (0: no limit)");
-  std::string cache_dir, token_file, tls_cert, tls_key;
+  std::string cache_dir, snapshot, token_file, tls_cert, tls_key;
   bool serve_secrets = false;
   flags.String("cache", '\0', &cache_dir,
                "serve this cache read-only (as a sync writes it) instead of a synthetic cluster");
-  flags.Bool("serve-secrets", '\0', &serve_secrets, "with --cache: serve secrets too");
+  flags.String("snapshot", '\0', &snapshot,
+               "serve this snapshot file read-only, in place (instead of --cache)");
+  flags.Bool("serve-secrets", '\0', &serve_secrets,
+             "with --cache or --snapshot: serve secrets too");
   flags.String("token-file", '\0', &token_file,
-               "with --cache: require a bearer token from this file (one per line)");
+               "with --cache or --snapshot: require a bearer token from this file (one per line)");
   flags.String("tls-cert-file", '\0', &tls_cert,
-               "with --cache: serve HTTPS with this certificate chain (PEM)");
+               "with --cache or --snapshot: serve HTTPS with this certificate chain (PEM)");
   flags.String("tls-private-key-file", '\0', &tls_key,
-               "with --cache: the private key of --tls-cert-file (PEM)");
+               "with --cache or --snapshot: the private key of --tls-cert-file (PEM)");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "serve", &positional); rc >= 0) return rc;
   if (!positional.empty())
@@ -284,15 +287,15 @@ int Serve(const std::vector<std::string>& args) {
                 "serve");
   if (bookmark_seconds < 1)
     return Fail(kcache::Status::InvalidArgument("--bookmark-interval must be at least 1"), "serve");
-  if (!cache_dir.empty()) {
+  if (!cache_dir.empty() || !snapshot.empty()) {
     for (const char* synthetic :
          {"pods", "namespaces", "nodes", "object-bytes", "seed", "creates", "updates", "relabels",
           "deletes", "history", "fault-cut", "fault-expire", "fault-throttle", "retry-after",
           "fault-error", "fault-malformed", "fault-stall", "fault-slow"}) {
       if (flags.Changed(synthetic)) {
         return Fail(kcache::Status::InvalidArgument("--" + std::string(synthetic) +
-                                                    " applies to the synthetic cluster, not to "
-                                                    "--cache"),
+                                                    " applies to the synthetic cluster, not to " +
+                                                    (snapshot.empty() ? "--cache" : "--snapshot")),
                     "serve");
       }
     }
@@ -303,14 +306,14 @@ int Serve(const std::vector<std::string>& args) {
     co.tls_cert_file = tls_cert;
     co.tls_key_file = tls_key;
     co.bookmark_interval = std::chrono::seconds(bookmark_seconds);
-    kcache::Status st = kcache::tool::RunServeCache(cache_dir, co, std::cout);
+    kcache::Status st = kcache::tool::RunServeCache(cache_dir, snapshot, co, std::cout);
     return st.ok() ? 0 : Fail(st, "serve");
   }
   for (const char* cache_only :
        {"serve-secrets", "token-file", "tls-cert-file", "tls-private-key-file"}) {
     if (flags.Changed(cache_only)) {
       return Fail(kcache::Status::InvalidArgument("--" + std::string(cache_only) +
-                                                  " applies to --cache only"),
+                                                  " applies to --cache and --snapshot only"),
                   "serve");
     }
   }

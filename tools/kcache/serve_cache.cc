@@ -822,6 +822,7 @@ CacheServer::CacheServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CacheServer::~CacheServer() { Stop(); }
 
 StatusOr<std::unique_ptr<CacheServer>> CacheServer::Start(const std::string& cache_dir,
+                                                          const std::string& snapshot,
                                                           const CacheServeOptions& options) {
   const bool tls = !options.tls_cert_file.empty() || !options.tls_key_file.empty();
   if (tls && (options.tls_cert_file.empty() || options.tls_key_file.empty())) {
@@ -838,7 +839,7 @@ StatusOr<std::unique_ptr<CacheServer>> CacheServer::Start(const std::string& cac
   if (options.refresh_interval.count() <= 0 || options.bookmark_interval.count() <= 0) {
     return Status::InvalidArgument("refresh and bookmark intervals must be positive");
   }
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, Source::Open(cache_dir, ""));
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, Source::Open(cache_dir, snapshot));
   auto impl = std::make_unique<Impl>(std::move(source), options);
   if (!options.token_file.empty()) {
     KCACHE_ASSIGN_OR_RETURN(impl->tokens_, ReadTokens(options.token_file));
@@ -858,13 +859,14 @@ void CacheServer::Stop() {
   if (impl_) impl_->Stop();
 }
 
-Status RunServeCache(const std::string& cache_dir, const CacheServeOptions& options,
-                     std::ostream& out) {
+Status RunServeCache(const std::string& cache_dir, const std::string& snapshot,
+                     const CacheServeOptions& options, std::ostream& out) {
   serve::StopSignals signals;
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<CacheServer> server,
-                          CacheServer::Start(cache_dir, options));
-  out << "kcache serve: cache " << cache_dir << ", " << server->types().size()
-      << " resources, read-only" << (options.tls_cert_file.empty() ? "" : ", TLS")
+                          CacheServer::Start(cache_dir, snapshot, options));
+  out << "kcache serve: " << (snapshot.empty() ? "cache " + cache_dir : "snapshot " + snapshot)
+      << ", " << server->types().size() << " resources, read-only"
+      << (options.tls_cert_file.empty() ? "" : ", TLS")
       << (options.token_file.empty() ? "" : ", bearer tokens required") << "\n";
   for (const std::string& s : server->skipped()) out << "  not served: " << s << "\n";
   out << serve::ServingLine(server->url());

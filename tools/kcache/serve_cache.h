@@ -1,5 +1,6 @@
-// `kcache serve --cache DIR`: a read-only Kubernetes API over a cache, also
-// while `kcache sync` writes it. Discovery lists the resources the cache
+// `kcache serve --cache DIR` (or `--snapshot FILE`): a read-only Kubernetes
+// API over a cache, also while `kcache sync` writes it, or over a snapshot
+// file read in place. Discovery lists the resources the cache
 // holds as recorded at sync time; GET, LIST (selectors, limit and continue,
 // resourceVersion semantics) and WATCH (from the change journal, with
 // bookmarks and sendInitialEvents) answer as kube-apiserver does; writes
@@ -48,11 +49,13 @@ struct CacheServeOptions {
 
 class CacheServer {
  public:
-  // Opens `cache_dir` read-only and listens. InvalidArgument for a
-  // non-loopback address without TLS and tokens, an empty token file or
-  // unusable TLS files; NotFound for a missing cache; FailedPrecondition if
-  // no keyspace can be served.
+  // Opens `cache_dir` read-only, or the `snapshot` file (exactly one is
+  // set), and listens. InvalidArgument for a non-loopback address without
+  // TLS and tokens, an empty token file or unusable TLS files; NotFound for
+  // a missing cache or file; Corruption for a damaged snapshot;
+  // FailedPrecondition if no keyspace can be served.
   static StatusOr<std::unique_ptr<CacheServer>> Start(const std::string& cache_dir,
+                                                      const std::string& snapshot,
                                                       const CacheServeOptions& options);
   ~CacheServer();
 
@@ -73,9 +76,10 @@ class CacheServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Serves `cache_dir` until SIGINT or SIGTERM, reporting to `out`.
-Status RunServeCache(const std::string& cache_dir, const CacheServeOptions& options,
-                     std::ostream& out);
+// Serves `cache_dir` or `snapshot` until SIGINT or SIGTERM, reporting to
+// `out`.
+Status RunServeCache(const std::string& cache_dir, const std::string& snapshot,
+                     const CacheServeOptions& options, std::ostream& out);
 
 }  // namespace kcache::tool
 

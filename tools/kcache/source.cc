@@ -7,7 +7,6 @@
 #include <map>
 
 #include "kcache/snapshot.h"
-#include "tools/kcache/scratch_dir.h"
 #include "util/strings.h"
 
 namespace kcache::tool {
@@ -36,11 +35,7 @@ const std::map<std::string, std::string>& ShortNames() {
 
 }  // namespace
 
-Source::~Source() {
-  open_.clear();
-  cache_.reset();
-  temp_dir_.reset();  // after the cache in it is closed
-}
+Source::~Source() = default;
 
 StatusOr<std::unique_ptr<Source>> Source::Open(const std::string& cache_dir,
                                                const std::string& snapshot) {
@@ -52,12 +47,11 @@ StatusOr<std::unique_ptr<Source>> Source::Open(const std::string& cache_dir,
   std::unique_ptr<Source> s(new Source());
   s->path_ = cache_dir.empty() ? snapshot : cache_dir;
   if (!snapshot.empty()) {
-    KCACHE_ASSIGN_OR_RETURN(s->temp_dir_, util::ScratchDir::Create("kcache-snapshot"));
-    const std::string dir = s->temp_dir_->path() + "/cache";
-    KCACHE_RETURN_IF_ERROR(ImportSnapshot(snapshot, dir).status());
-    CacheOptions o;
+    // Read in place: one verifying pass, then only the blocks a command
+    // touches.
+    SnapshotReadOptions o;
     o.block_cache_bytes = kReaderBlockCacheBytes;
-    KCACHE_ASSIGN_OR_RETURN(s->cache_, Cache::Open(dir, o));
+    KCACHE_ASSIGN_OR_RETURN(s->cache_, OpenSnapshot(snapshot, o));
   } else {
     CacheOptions o;
     o.create_if_missing = false;

@@ -1,6 +1,6 @@
 // What the inspection commands read: a cache directory, opened read-only
-// (also while a sync writes it), or a snapshot file, imported into a
-// temporary directory that is removed afterwards.
+// (also while a sync writes it), or a snapshot file, read in place
+// (OpenSnapshot).
 
 #ifndef KCACHE_TOOLS_KCACHE_SOURCE_H_
 #define KCACHE_TOOLS_KCACHE_SOURCE_H_
@@ -12,7 +12,6 @@
 
 #include "kcache/cache.h"
 #include "kcache/indexer.h"
-#include "tools/kcache/scratch_dir.h"
 
 namespace kcache::tool {
 
@@ -49,7 +48,6 @@ class Source {
   Status Load();
 
   std::string path_;
-  std::unique_ptr<util::ScratchDir> temp_dir_;  // a snapshot's import
   std::shared_ptr<Cache> cache_;
   std::vector<KeyspaceStats> keyspaces_;
   std::map<std::string, std::shared_ptr<Indexer>> open_;

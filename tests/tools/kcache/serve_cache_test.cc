@@ -1,6 +1,6 @@
 // `kcache serve --cache`: the read-only API over a cache that a writer in
 // this process keeps changing, read through kcache's own REST client and
-// informer.
+// informer; and `kcache serve --snapshot` over a file exported from it.
 
 #include "tools/kcache/serve_cache.h"
 
@@ -26,6 +26,7 @@
 #include "kcache/informer.h"
 #include "kcache/reflector.h"
 #include "kcache/rest_client.h"
+#include "kcache/snapshot.h"
 #include "testing/eventually.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
@@ -97,7 +98,7 @@ class ServeCacheTest : public ::testing::Test {
   void StartServer(CacheServeOptions o = {}, std::string listen = "127.0.0.1:0") {
     o.listen = listen;
     o.refresh_interval = std::chrono::milliseconds(20);
-    auto server = CacheServer::Start(dir_.Sub("cache"), o);
+    auto server = CacheServer::Start(dir_.Sub("cache"), "", o);
     ASSERT_OK(server) << server.status();
     server_ = std::move(server).value();
     client_ = NewClient("");
@@ -367,6 +368,92 @@ TEST_F(ServeCacheTest, WatchFromBeforeTheWindowOrARelistIsExpired) {
   EXPECT_EQ(Names(*list), std::vector<std::string>{"a0"});
 }
 
+// `kcache serve --snapshot`: the same API over a snapshot file, read in
+// place. The file is the cache as of its export however the cache changes
+// after; its journal window is empty, so a watch from the snapshot's
+// resourceVersion hears only bookmarks and one from before it gets 410.
+TEST_F(ServeCacheTest, ServesASnapshotFileInPlace) {
+  const std::string file = dir_.Sub("cache.kcs");
+  ASSERT_OK(ExportSnapshot(*cache_, file).status());
+  Transaction later;  // after the export: not in the file
+  later.Update(Pod("a", "a1", ++rv_, "Failed"));
+  later.resource_version = std::to_string(rv_);
+  ASSERT_OK(pods_->Commit(later, nullptr));
+
+  CacheServeOptions o;
+  o.listen = "127.0.0.1:0";
+  o.bookmark_interval = std::chrono::milliseconds(200);
+  auto server = CacheServer::Start("", file, o);
+  ASSERT_OK(server) << server.status();
+  server_ = std::move(server).value();
+  client_ = NewClient("");
+
+  auto resources = client_->Get("/api/v1");
+  ASSERT_OK(resources);
+  auto j = nlohmann::json::parse(*resources);
+  ASSERT_EQ(j["resources"].size(), 1u) << j.dump();  // no secrets unless asked
+  EXPECT_EQ(j["resources"][0]["name"], "pods");
+
+  auto a1 = client_->Get(Pods("a"), "a1");
+  ASSERT_OK(a1);
+  EXPECT_EQ((*a1)->json(), PodJson("a", "a1", 2));
+  auto all = client_->List(Pods(), {});
+  ASSERT_OK(all);
+  EXPECT_EQ(all->resource_version, "10");
+  EXPECT_EQ(all->items.size(), 10u);
+  auto db = client_->List(Pods(), {.label_selector = "app=db"});
+  ASSERT_OK(db);
+  EXPECT_EQ(Names(*db), (std::vector<std::string>{"b0", "b1", "b2", "b3", "b4"}));
+  std::vector<std::string> paged;
+  for (std::string token = "first"; !token.empty();) {
+    auto page =
+        client_->List(Pods(), {.limit = 3, .continue_token = token == "first" ? "" : token});
+    ASSERT_OK(page);
+    EXPECT_EQ(page->resource_version, "10");
+    for (const ObjectPtr& p : page->items) paged.push_back(p->name());
+    token = page->continue_token;
+  }
+  EXPECT_EQ(paged.size(), 10u);
+  EXPECT_OK(client_->List(Pods(), {.resource_version = "10", .resource_version_match = "Exact"}));
+  auto before = client_->List(Pods(), {.resource_version = "5", .resource_version_match = "Exact"});
+  EXPECT_EQ(before.status().code(), StatusCode::kExpired) << before.status();
+  EXPECT_FALSE(client_->Do("POST", "/api/v1/namespaces/a/pods", PodJson("a", "new", 0)).ok());
+
+  auto quiet = client_->Watch(
+      Pods(), {.resource_version = "10", .timeout_seconds = 1, .allow_watch_bookmarks = true});
+  ASSERT_OK(quiet);
+  int bookmarks = 0;
+  for (;;) {
+    auto e = (*quiet)->Next();
+    ASSERT_OK(e);
+    if (!e->has_value()) break;  // the timeout
+    EXPECT_EQ((*e)->type, WatchEventType::kBookmark);
+    EXPECT_EQ((*e)->object->resource_version(), "10");
+    ++bookmarks;
+  }
+  EXPECT_GE(bookmarks, 1);
+  auto old = client_->Watch(Pods(), {.resource_version = "5", .timeout_seconds = 5});
+  ASSERT_OK(old);
+  EXPECT_EQ((*old)->Next().status().code(), StatusCode::kExpired);
+
+  // An informer syncs from it with one list.
+  auto store = NewMemoryIndexer();
+  auto informer = SyncedInformer(store);
+  auto keys = store->ListKeys();
+  ASSERT_OK(keys);
+  EXPECT_EQ(keys->size(), 10u);
+  auto stored = store->GetByKey("a/a1");
+  ASSERT_OK(stored);
+  ASSERT_TRUE(*stored);
+  EXPECT_EQ(*(*stored)->FieldValue("status.phase"), "Running");
+  informer->Stop();
+
+  auto missing = CacheServer::Start("", dir_.Sub("none.kcs"), o);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status();
+  auto both = CacheServer::Start(dir_.Sub("cache"), file, o);
+  EXPECT_EQ(both.status().code(), StatusCode::kInvalidArgument) << both.status();
+}
+
 TEST_F(ServeCacheTest, BearerTokensAreRequiredWhenConfigured) {
   const std::string tokens = dir_.Sub("tokens");
   std::ofstream(tokens) << "# readers\nsecret-one\nsecret-two\n";
@@ -392,7 +479,7 @@ TEST_F(ServeCacheTest, ServesTlsWithTokensBeyondLoopback) {
   o.tls_key_file = key;
   o.token_file = tokens;
   o.listen = "0.0.0.0:0";  // every address: allowed with TLS and tokens
-  auto server = CacheServer::Start(dir_.Sub("cache"), o);
+  auto server = CacheServer::Start(dir_.Sub("cache"), "", o);
   ASSERT_OK(server) << server.status();
   const std::string url = (*server)->url();
   ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
@@ -417,9 +504,11 @@ TEST_F(ServeCacheTest, ServesTlsWithTokensBeyondLoopback) {
   EXPECT_EQ((*anonymous)->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
   // TLS files that do not match, or half of them, are refused.
   o.tls_key_file = tokens;
-  EXPECT_EQ(CacheServer::Start(dir_.Sub("cache"), o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CacheServer::Start(dir_.Sub("cache"), "", o).status().code(),
+            StatusCode::kInvalidArgument);
   o.tls_key_file = "";
-  EXPECT_EQ(CacheServer::Start(dir_.Sub("cache"), o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CacheServer::Start(dir_.Sub("cache"), "", o).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 // A unix socket: only its owner may connect (mode 0600), and it is gone
@@ -428,7 +517,7 @@ TEST_F(ServeCacheTest, ServesOnAUnixSocket) {
   const std::string path = dir_.Sub("kcache.sock");
   CacheServeOptions o;
   o.listen = "unix:" + path;
-  auto server = CacheServer::Start(dir_.Sub("cache"), o);
+  auto server = CacheServer::Start(dir_.Sub("cache"), "", o);
   ASSERT_OK(server) << server.status();
   EXPECT_EQ((*server)->url(), "unix:" + path);
   struct stat st {};
@@ -456,14 +545,14 @@ TEST_F(ServeCacheTest, ServesOnAUnixSocket) {
 }
 
 TEST_F(ServeCacheTest, RefusesNonLoopbackAddressesAndEmptyTokenFiles) {
-  auto open = CacheServer::Start(dir_.Sub("cache"), {.listen = "0.0.0.0:0"});
+  auto open = CacheServer::Start(dir_.Sub("cache"), "", {.listen = "0.0.0.0:0"});
   EXPECT_EQ(open.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(open.status().message().find("loopback"), std::string::npos) << open.status();
   std::ofstream(dir_.Sub("empty")) << "\n# none\n";
-  auto empty = CacheServer::Start(dir_.Sub("cache"),
+  auto empty = CacheServer::Start(dir_.Sub("cache"), "",
                                   {.listen = "127.0.0.1:0", .token_file = dir_.Sub("empty")});
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument) << empty.status();
-  auto missing = CacheServer::Start(dir_.Sub("none"), {.listen = "127.0.0.1:0"});
+  auto missing = CacheServer::Start(dir_.Sub("none"), "", {.listen = "127.0.0.1:0"});
   EXPECT_FALSE(missing.ok());
 }
 
