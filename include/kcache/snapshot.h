@@ -93,7 +93,8 @@ struct KCACHE_EXPORT SnapshotReadOptions {
 // the block cache plus about 100 bytes per block.
 //
 // The Cache has each keyspace as the snapshot holds it: Stats() from the
-// manifest (bytes_on_disk: the uncompressed bytes of its rows); the
+// manifest (bytes_on_disk: its share of the file, by the uncompressed
+// size of its rows); the
 // journal is empty, so ReadJournal() answers from a keyspace's resume
 // point on and Expired before it. Writes, SetResourceInfo() and Compact()
 // fail with FailedPrecondition; Refresh() does nothing; Checkpoint() imports

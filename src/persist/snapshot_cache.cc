@@ -376,7 +376,7 @@ StatusOr<std::shared_ptr<Cache>> OpenSnapshot(const std::string& path,
   }
   SnapshotManifest manifest;
   std::vector<BlockRef> blocks;
-  // Per keyspace, the uncompressed bytes of its rows (KeyspaceStats::bytes_on_disk).
+  // Per keyspace, the uncompressed bytes of its rows.
   std::map<std::string, uint64_t, std::less<>> bytes;
   uint64_t* last_bytes = nullptr;
   std::string last_ks;
@@ -406,8 +406,17 @@ StatusOr<std::shared_ptr<Cache>> OpenSnapshot(const std::string& path,
     ::close(fd);
     return st;
   }
+  // Each keyspace's share of the file, by the uncompressed size of its rows
+  // (blocks mix keyspaces, so compressed sizes are not known per keyspace).
+  uint64_t raw_total = 0;
+  for (const auto& [ks, n] : bytes) raw_total += n;
+  std::error_code ec;
+  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
   for (KeyspaceStats& r : manifest.resources) {
-    if (auto b = bytes.find(r.name); b != bytes.end()) r.bytes_on_disk = b->second;
+    auto b = bytes.find(r.name);
+    if (b == bytes.end() || raw_total == 0 || ec) continue;
+    r.bytes_on_disk = static_cast<uint64_t>(static_cast<long double>(file_bytes) * b->second /
+                                            raw_total);
   }
   auto rows =
       std::make_shared<SnapshotRows>(path, fd, std::move(blocks), options.block_cache_bytes);
