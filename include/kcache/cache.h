@@ -141,10 +141,14 @@ class KCACHE_EXPORT Cache {
   // so it is returned as a shared_ptr: the database closes with its last
   // user.
   //
-  // Opens (or creates) the cache in `dir`. Errors: Busy if another process
-  // has it open for writing; Corruption for damaged files or a missing
-  // column family; Unimplemented for a newer format version; NotFound if
-  // absent and !create_if_missing.
+  // Opens the cache in `dir`, or creates one if `dir` is absent or an empty
+  // directory. Creation is atomic: the cache is built beside `dir` and
+  // renamed into place, so a crash leaves no cache or a whole one. Errors:
+  // Busy if another process has it open for writing; Corruption for damaged
+  // files or a missing column family; Unimplemented for a newer format
+  // version; NotFound if absent and !create_if_missing; FailedPrecondition
+  // if `dir` holds something other than a cache (such as a cache's files
+  // without their CURRENT file), which is left untouched.
   static StatusOr<std::shared_ptr<Cache>> Open(const std::string& dir,
                                                const CacheOptions& options = {});
 

@@ -19,15 +19,6 @@ namespace fs = std::filesystem;
 // on pieces of the usual size.
 constexpr uint64_t kFileBytes = uint64_t{256} << 20;
 
-Status SyncDir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return Status::IOError("open " + dir.string() + ": " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Status::IOError("fsync " + dir.string() + ": " + std::strerror(errno));
-  return Status::OK();
-}
-
 }  // namespace
 
 BulkLoader::BulkLoader(std::string target, std::string work, CacheOptions options)
@@ -50,16 +41,7 @@ StatusOr<std::unique_ptr<BulkLoader>> BulkLoader::Create(const std::string& targ
   if (fs::exists(t) && !(fs::is_directory(t) && fs::is_empty(t))) {
     return Status::AlreadyExists(target + " already exists and is not an empty directory");
   }
-  fs::path parent = t.lexically_normal().parent_path();
-  if (t.filename().empty()) parent = parent.parent_path();
-  fs::create_directories(parent, ec);
-  if (ec) return Status::IOError("create " + parent.string() + ": " + ec.message());
-  std::string tmpl =
-      (parent / ("." + t.lexically_normal().filename().string() + ".partial-XXXXXX")).string();
-  if (!mkdtemp(tmpl.data())) {
-    return Status::IOError("create a working directory in " + parent.string() + ": " +
-                           std::strerror(errno));
-  }
+  KCACHE_ASSIGN_OR_RETURN(std::string tmpl, MakeSiblingDir(target, "partial"));
   fs::create_directory(fs::path(tmpl) / "tables", ec);
   if (ec) return Status::IOError("create " + tmpl + "/tables: " + ec.message());
   CacheOptions o = options;
@@ -122,7 +104,7 @@ Status BulkLoader::Finish() {
   std::error_code ec;
   fs::rename(db_dir, target_, ec);
   if (ec) return Status::IOError("rename " + db_dir + " to " + target_ + ": " + ec.message());
-  KCACHE_RETURN_IF_ERROR(SyncDir(fs::path(target_).parent_path()));
+  KCACHE_RETURN_IF_ERROR(SyncDir(fs::path(target_).parent_path().string()));
   finished_ = true;
   fs::remove_all(work_, ec);
   return Status::OK();

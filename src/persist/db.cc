@@ -5,8 +5,16 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_buffer_manager.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -81,71 +89,64 @@ std::shared_ptr<rocksdb::Cache> MakeBlockCache(const CacheOptions& o) {
   return rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
 }
 
-bool Exists(const std::string& dir) { return fs::exists(fs::path(dir) / "CURRENT"); }
+// What a directory named as a cache holds.
+enum class DirState { kAbsent, kEmpty, kCache, kForeign };
 
-}  // namespace
+// Files RocksDB writes besides CURRENT: their presence without CURRENT is a
+// damaged database, not a place for a new one.
+bool IsDatabaseFile(const std::string& name) {
+  auto ends = [&](std::string_view s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return name.rfind("MANIFEST-", 0) == 0 || name.rfind("OPTIONS-", 0) == 0 || name == "IDENTITY" ||
+         ends(".sst") || ends(".log") || ends(".blob");
+}
 
-Db::~Db() {
-  if (db) {
-    // A clean close flushes the memtables, so that the next open replays no
-    // log: a restart after a clean stop takes milliseconds. (After a crash
-    // the log is replayed, as it must be.)
-    if (!read_only) {
-      rocksdb::FlushOptions flush;
-      flush.wait = true;
-      db->Flush(flush, handles).PermitUncheckedError();
-    }
-    for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
-    db->Close().PermitUncheckedError();
-    delete db;
+// Classifies `dir`; for kForeign, `why` says what is wrong and the way out.
+DirState Inspect(const std::string& dir, std::string* why) {
+  std::error_code ec;
+  fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) return DirState::kAbsent;
+  if (!fs::is_directory(st)) {
+    *why = "it is not a directory";
+    return DirState::kForeign;
   }
-  if (!secondary_dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(secondary_dir, ec);
+  if (fs::exists(fs::path(dir) / "CURRENT", ec)) return DirState::kCache;
+  std::vector<std::string> db_files, other;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    (IsDatabaseFile(name) ? db_files : other).push_back(std::move(name));
   }
+  if (ec) {
+    *why = "cannot list it: " + ec.message();
+    return DirState::kForeign;
+  }
+  if (db_files.empty() && other.empty()) return DirState::kEmpty;
+  std::sort(db_files.begin(), db_files.end());
+  std::sort(other.begin(), other.end());
+  if (!db_files.empty()) {
+    *why = "it holds database files (" + db_files.front() +
+           (db_files.size() > 1 ? " and " + std::to_string(db_files.size() - 1) + " more" : "") +
+           ") but no CURRENT file, so it is a damaged cache, not a new one; kcache leaves it as "
+           "it is: restore the cache from a snapshot (kcache snapshot import) into a new "
+           "directory, or remove this one to start again";
+  } else {
+    *why = "it is not empty (" + other.front() +
+           (other.size() > 1 ? " and " + std::to_string(other.size() - 1) + " more" : "") +
+           ") and holds no cache; name a new or empty directory";
+  }
+  return DirState::kForeign;
 }
 
-int64_t Db::NowMs() const {
-  auto now = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-}
-
-std::string Db::NowMillis() const { return std::to_string(NowMs()); }
-
-rocksdb::Status Db::Write(rocksdb::WriteBatch* batch) {
-#if defined(__SANITIZE_THREAD__)
-  std::lock_guard l(tsan_write_mu_);
-#endif
-  return db->Write(write_options, batch);
-}
-
-rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& o) {
-  return rocksdb::Options(MakeDbOptions(o), FamilyOptions(name, o, MakeBlockCache(o)));
-}
-
-std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db) {
-  return {db.meta, db.objects, db.rindex, db.index};
-}
-
-rocksdb::Options ObjectsLikeOptions(const CacheOptions& o) {
-  return rocksdb::Options(MakeDbOptions(o), FamilyOptions(kObjectsCF, o, MakeBlockCache(o)));
-}
-
-StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& o,
-                                     bool read_only) {
+// Opens the database at `dir` with kcache's column families, checking its
+// format version; `create` makes a new one there (with every family and its
+// format version) instead.
+StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOptions& o,
+                                           bool read_only, bool create) {
   const std::string ctx = "open cache " + dir;
-  bool exists = Exists(dir);
-  if (!exists && (read_only || !o.create_if_missing)) {
-    return Status::NotFound(ctx + ": no cache there");
-  }
-  if (!exists) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) return Status::IOError(ctx + ": " + ec.message());
-  }
-
+  const bool exists = !create;
   rocksdb::DBOptions db_options = MakeDbOptions(o);
-  db_options.create_if_missing = !exists;
+  db_options.create_if_missing = create;
   // A writer adds the journal to a version 1 cache (the required families
   // are checked below).
   db_options.create_missing_column_families = !read_only;
@@ -216,6 +217,131 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
     }
   }
   return db;
+}
+
+// Creates a cache at `dir` (absent or empty) atomically: the database is
+// built in a sibling directory and renamed into place once it has every
+// column family and its format version, so a process killed at any instant
+// leaves either no cache or a whole one. Working directories of dead
+// creators are removed.
+Status CreateCache(const std::string& dir, const CacheOptions& o) {
+  const std::string ctx = "create cache " + dir;
+  KCACHE_ASSIGN_OR_RETURN(std::string work, MakeSiblingDir(dir, "creating"));
+  {
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, OpenFamilies(work, o, false, /*create=*/true));
+  }  // closed: flushed and synced
+  std::error_code ec;
+  fs::rename(work, dir, ec);
+  if (ec) {
+    fs::remove_all(work);
+    // Another process created it meanwhile: open theirs.
+    std::string why;
+    if (Inspect(dir, &why) == DirState::kCache) return Status::OK();
+    return Status::IOError(ctx + ": rename " + work + ": " + ec.message());
+  }
+  return SyncDir(fs::absolute(dir).lexically_normal().parent_path().string());
+}
+
+}  // namespace
+
+Db::~Db() {
+  if (db) {
+    // A clean close flushes the memtables, so that the next open replays no
+    // log: a restart after a clean stop takes milliseconds. (After a crash
+    // the log is replayed, as it must be.)
+    if (!read_only) {
+      rocksdb::FlushOptions flush;
+      flush.wait = true;
+      db->Flush(flush, handles).PermitUncheckedError();
+    }
+    for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+    db->Close().PermitUncheckedError();
+    delete db;
+  }
+  if (!secondary_dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(secondary_dir, ec);
+  }
+}
+
+int64_t Db::NowMs() const {
+  auto now = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+}
+
+std::string Db::NowMillis() const { return std::to_string(NowMs()); }
+
+rocksdb::Status Db::Write(rocksdb::WriteBatch* batch) {
+#if defined(__SANITIZE_THREAD__)
+  std::lock_guard l(tsan_write_mu_);
+#endif
+  return db->Write(write_options, batch);
+}
+
+rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& o) {
+  return rocksdb::Options(MakeDbOptions(o), FamilyOptions(name, o, MakeBlockCache(o)));
+}
+
+std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db) {
+  return {db.meta, db.objects, db.rindex, db.index};
+}
+
+rocksdb::Options ObjectsLikeOptions(const CacheOptions& o) {
+  return rocksdb::Options(MakeDbOptions(o), FamilyOptions(kObjectsCF, o, MakeBlockCache(o)));
+}
+
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError("open " + dir + ": " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return Status::IOError("fsync " + dir + ": " + std::strerror(errno));
+  return Status::OK();
+}
+
+StatusOr<std::string> MakeSiblingDir(const std::string& target, std::string_view purpose) {
+  std::error_code ec;
+  fs::path t = fs::absolute(target, ec).lexically_normal();
+  if (ec) return Status::InvalidArgument("bad path " + target + ": " + ec.message());
+  if (t.filename().empty()) t = t.parent_path();
+  const fs::path parent = t.parent_path();
+  fs::create_directories(parent, ec);
+  if (ec) return Status::IOError("create " + parent.string() + ": " + ec.message());
+  const std::string prefix = "." + t.filename().string() + "." + std::string(purpose) + "-";
+  // Remove what creators that died left: their names carry their pid.
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(e.path(), ignored);
+    }
+  }
+  std::string tmpl = (parent / (prefix + std::to_string(::getpid()) + "-XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) {
+    return Status::IOError("create a working directory in " + parent.string() + ": " +
+                           std::strerror(errno));
+  }
+  return tmpl;
+}
+
+StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& o,
+                                     bool read_only) {
+  const std::string ctx = "open cache " + dir;
+  std::string why;
+  switch (Inspect(dir, &why)) {
+    case DirState::kForeign:
+      return Status::FailedPrecondition(ctx + ": " + why);
+    case DirState::kAbsent:
+    case DirState::kEmpty:
+      if (read_only || !o.create_if_missing) return Status::NotFound(ctx + ": no cache there");
+      KCACHE_RETURN_IF_ERROR(CreateCache(dir, o));
+      break;
+    case DirState::kCache:
+      break;
+  }
+  return OpenFamilies(dir, o, read_only, /*create=*/false);
 }
 
 StatusOr<std::vector<std::string>> ListKeyspaces(const Db& db, const rocksdb::Snapshot* snapshot) {

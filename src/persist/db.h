@@ -50,9 +50,20 @@ struct Db {
 #endif
 };
 
-// Opens `dir` with `options`; `read_only` opens a secondary instance.
+// Opens `dir` with `options`; `read_only` opens a secondary instance. An
+// absent or empty `dir` gets a new cache (unless read_only or
+// !create_if_missing: NotFound), created atomically; a directory holding
+// anything else than a cache is FailedPrecondition and left untouched.
 StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& options,
                                      bool read_only);
+
+// fsyncs the directory `dir` (so that a rename in it is durable).
+Status SyncDir(const std::string& dir);
+
+// Creates a working directory beside `target`, ".NAME.PURPOSE-PID-XXXXXX",
+// for building something that is then renamed to `target`; first removes
+// such directories whose creator has died.
+StatusOr<std::string> MakeSiblingDir(const std::string& target, std::string_view purpose);
 
 // The options a plain RocksDB database would need to store objects the way
 // a cache's objects column family does (for benchmarks that compare).

@@ -415,8 +415,8 @@ StatusOr<std::shared_ptr<Cache>> OpenSnapshot(const std::string& path,
   for (KeyspaceStats& r : manifest.resources) {
     auto b = bytes.find(r.name);
     if (b == bytes.end() || raw_total == 0 || ec) continue;
-    r.bytes_on_disk = static_cast<uint64_t>(static_cast<long double>(file_bytes) * b->second /
-                                            raw_total);
+    r.bytes_on_disk =
+        static_cast<uint64_t>(static_cast<long double>(file_bytes) * b->second / raw_total);
   }
   auto rows =
       std::make_shared<SnapshotRows>(path, fd, std::move(blocks), options.block_cache_bytes);

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -342,6 +344,83 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
     auto damaged = Cache::Open(dir.Sub("damaged"));
     EXPECT_FALSE(damaged.ok());
     EXPECT_THAT(std::string(damaged.status().message()), HasSubstr(dir.Sub("damaged")));
+  }
+}
+
+// Every file of `dir` with its size, to show that a refused open touched
+// nothing.
+std::map<std::string, uintmax_t> Files(const std::string& dir) {
+  std::map<std::string, uintmax_t> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out[e.path().filename().string()] = e.is_regular_file() ? e.file_size() : 0;
+  }
+  return out;
+}
+
+// A directory that holds a damaged cache (its CURRENT file lost) or other
+// files is refused with what is wrong and the way out, and left exactly as
+// it was: never taken for a new cache and overwritten.
+TEST(RocksStoreTest, ADirectoryThatIsNotAWholeCacheIsRefusedAndLeftAlone) {
+  TempDir dir;
+  {
+    auto cache = Cache::Open(dir.Sub("lost"));
+    ASSERT_OK(cache);
+    ASSERT_OK((*(*cache)->OpenKeyspace("pods"))->Add(Pod("p", "ns", "1")));
+  }
+  std::filesystem::remove(dir.Sub("lost") + "/CURRENT");
+  const auto before = Files(dir.Sub("lost"));
+  for (bool read_only : {false, true}) {
+    auto opened = read_only ? Cache::OpenReadOnly(dir.Sub("lost")) : Cache::Open(dir.Sub("lost"));
+    EXPECT_EQ(opened.status().code(), StatusCode::kFailedPrecondition) << opened.status();
+    EXPECT_THAT(std::string(opened.status().message()), HasSubstr("no CURRENT file"));
+    EXPECT_THAT(std::string(opened.status().message()), HasSubstr("kcache snapshot import"));
+  }
+  EXPECT_EQ(Files(dir.Sub("lost")), before);
+
+  std::filesystem::create_directory(dir.Sub("other"));
+  std::ofstream(dir.Sub("other") + "/notes.txt") << "mine\n";
+  auto other = Cache::Open(dir.Sub("other"));
+  EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition) << other.status();
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("not empty (notes.txt)"));
+  EXPECT_EQ(Files(dir.Sub("other")), (std::map<std::string, uintmax_t>{{"notes.txt", 5}}));
+
+  std::ofstream(dir.Sub("file")) << "x";
+  auto file = Cache::Open(dir.Sub("file"));
+  EXPECT_EQ(file.status().code(), StatusCode::kFailedPrecondition) << file.status();
+  EXPECT_THAT(std::string(file.status().message()), HasSubstr("not a directory"));
+}
+
+// Creating a cache is atomic: a process killed at any instant of it leaves
+// no cache or a whole one, and the next open succeeds (before, a kill in
+// the first fraction of a second left "column family 'rindex' is missing"
+// forever). Working directories the killed creators left are removed.
+TEST(RocksStoreTest, KillsWhileCreatingACacheNeverLeaveItUnusable) {
+  TempDir dir;
+  std::mt19937 rng(7);
+  int whole = 0;
+  for (int round = 0; round < 30; ++round) {
+    const std::string path = dir.Sub("c" + std::to_string(round));
+    pid_t child = fork();
+    if (child == 0) {
+      auto c = Cache::Open(path);
+      _exit(c.ok() ? 0 : 1);
+    }
+    usleep(std::uniform_int_distribution<useconds_t>(0, 60000)(rng));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (WIFEXITED(status)) ++whole;
+    auto reopened = Cache::Open(path);
+    ASSERT_OK(reopened) << "round " << round << ": " << reopened.status();
+    EXPECT_OK((*reopened)->Verify());
+    auto pods = (*reopened)->OpenKeyspace("pods");
+    ASSERT_OK(pods);
+    EXPECT_OK((*pods)->Add(Pod("p", "ns", "1")));
+  }
+  // Some kills came after the creation, most during it.
+  EXPECT_LT(whole, 30);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".creating-"), std::string::npos) << e.path();
   }
 }
 
