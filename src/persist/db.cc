@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "persist/encoding.h"
 #include "persist/journal.h"
@@ -138,6 +139,50 @@ DirState Inspect(const std::string& dir, std::string* why) {
   return DirState::kForeign;
 }
 
+// A secondary instance opens with table files missing (its writer may have
+// just deleted them) and then reads as if their rows did not exist. So a
+// reader first reads the list of live table files through a plain
+// read-only instance (which opens no table file: its table cache is lazy)
+// and checks that each is there with its recorded size. A writer's
+// compaction can delete a file meanwhile; a failure is therefore retried
+// before it counts. (A damaged file of the right size fails the reads that
+// reach it, with RocksDB's checksums.)
+Status CheckTableFiles(const std::string& dir, rocksdb::DBOptions options,
+                       const std::vector<rocksdb::ColumnFamilyDescriptor>& families,
+                       const std::string& ctx) {
+  options.max_open_files = 20;  // open table files on demand only
+  std::string problem;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options, dir, families, &handles, &raw);
+    if (!s.ok()) {
+      const char* why = s.getState();
+      problem = why ? why : s.ToString();
+      continue;
+    }
+    std::vector<rocksdb::LiveFileMetaData> files;
+    raw->GetLiveFilesMetaData(&files);
+    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+    problem.clear();
+    for (const rocksdb::LiveFileMetaData& f : files) {
+      std::error_code ec;
+      const uintmax_t size = fs::file_size(f.directory + "/" + f.relative_filename, ec);
+      if (ec) {
+        problem = "table file " + f.relative_filename + " is missing";
+      } else if (size != f.size) {
+        problem = "table file " + f.relative_filename + " has " + std::to_string(size) +
+                  " bytes, not " + std::to_string(f.size);
+      }
+      if (!problem.empty()) break;
+    }
+    if (problem.empty()) return Status::OK();
+  }
+  return Status::Corruption(ctx + ": " + problem);
+}
+
 // Opens the database at `dir` with kcache's column families, checking its
 // format version; `create` makes a new one there (with every family and its
 // format version) instead.
@@ -178,9 +223,12 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
   db->write_options.sync = o.sync == SyncMode::kEveryCommit;
   rocksdb::Status s;
   if (read_only) {
-    char tmpl[] = "/tmp/kcache-reader-XXXXXX";
-    if (!mkdtemp(tmpl)) return Status::IOError(ctx + ": cannot create a directory for the reader");
-    db->secondary_dir = tmpl;
+    // The secondary instance's own files (its info log): in $TMPDIR, and
+    // removed on close or, after a kill, by the next reader.
+    const char* tmp = std::getenv("TMPDIR");
+    KCACHE_ASSIGN_OR_RETURN(db->secondary_dir,
+                            MakeWorkDir(tmp && *tmp ? tmp : "/tmp", "kcache-reader-"));
+    KCACHE_RETURN_IF_ERROR(CheckTableFiles(dir, db_options, families, ctx));
     s = rocksdb::DB::OpenAsSecondary(db_options, dir, db->secondary_dir, families, &db->handles,
                                      &db->db);
   } else {
@@ -299,15 +347,10 @@ Status SyncDir(const std::string& dir) {
   return Status::OK();
 }
 
-StatusOr<std::string> MakeSiblingDir(const std::string& target, std::string_view purpose) {
+StatusOr<std::string> MakeWorkDir(const std::string& parent, const std::string& prefix) {
   std::error_code ec;
-  fs::path t = fs::absolute(target, ec).lexically_normal();
-  if (ec) return Status::InvalidArgument("bad path " + target + ": " + ec.message());
-  if (t.filename().empty()) t = t.parent_path();
-  const fs::path parent = t.parent_path();
   fs::create_directories(parent, ec);
-  if (ec) return Status::IOError("create " + parent.string() + ": " + ec.message());
-  const std::string prefix = "." + t.filename().string() + "." + std::string(purpose) + "-";
+  if (ec) return Status::IOError("create " + parent + ": " + ec.message());
   // Remove what creators that died left: their names carry their pid.
   for (const auto& e : fs::directory_iterator(parent, ec)) {
     const std::string name = e.path().filename().string();
@@ -318,12 +361,21 @@ StatusOr<std::string> MakeSiblingDir(const std::string& target, std::string_view
       fs::remove_all(e.path(), ignored);
     }
   }
-  std::string tmpl = (parent / (prefix + std::to_string(::getpid()) + "-XXXXXX")).string();
+  std::string tmpl =
+      (fs::path(parent) / (prefix + std::to_string(::getpid()) + "-XXXXXX")).string();
   if (!::mkdtemp(tmpl.data())) {
-    return Status::IOError("create a working directory in " + parent.string() + ": " +
-                           std::strerror(errno));
+    return Status::IOError("create a working directory in " + parent + ": " + std::strerror(errno));
   }
   return tmpl;
+}
+
+StatusOr<std::string> MakeSiblingDir(const std::string& target, std::string_view purpose) {
+  std::error_code ec;
+  fs::path t = fs::absolute(target, ec).lexically_normal();
+  if (ec) return Status::InvalidArgument("bad path " + target + ": " + ec.message());
+  if (t.filename().empty()) t = t.parent_path();
+  return MakeWorkDir(t.parent_path().string(),
+                     "." + t.filename().string() + "." + std::string(purpose) + "-");
 }
 
 StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& o,

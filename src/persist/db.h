@@ -60,9 +60,12 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
 // fsyncs the directory `dir` (so that a rename in it is durable).
 Status SyncDir(const std::string& dir);
 
-// Creates a working directory beside `target`, ".NAME.PURPOSE-PID-XXXXXX",
-// for building something that is then renamed to `target`; first removes
-// such directories whose creator has died.
+// Creates the directory PARENT/PREFIX + PID + "-XXXXXX" (and PARENT if
+// needed); first removes such directories whose creator has died.
+StatusOr<std::string> MakeWorkDir(const std::string& parent, const std::string& prefix);
+
+// A work directory beside `target`, ".NAME.PURPOSE-PID-XXXXXX", for
+// building something that is then renamed to `target`.
 StatusOr<std::string> MakeSiblingDir(const std::string& target, std::string_view purpose);
 
 // The options a plain RocksDB database would need to store objects the way

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -421,6 +422,93 @@ TEST(RocksStoreTest, KillsWhileCreatingACacheNeverLeaveItUnusable) {
   EXPECT_LT(whole, 30);
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_EQ(e.path().filename().string().find(".creating-"), std::string::npos) << e.path();
+  }
+}
+
+// A reader of a cache whose table file is gone, cut short or has a damaged
+// footer is refused at open, naming the file, instead of answering as if
+// the objects in it did not exist (a RocksDB secondary instance tolerates
+// missing files, because its writer may have just deleted them).
+TEST(RocksStoreTest, AReaderRefusesACacheWithADamagedTableFile) {
+  TempDir dir;
+  {
+    auto cache = Cache::Open(dir.Sub("c"));
+    ASSERT_OK(cache);
+    auto store = *(*cache)->OpenKeyspace("pods");
+    Transaction txn;
+    for (int i = 0; i < 3000; ++i) txn.Add(Pod("p" + std::to_string(i), "ns", std::to_string(i)));
+    txn.resource_version = "3000";
+    ASSERT_OK(store->Commit(txn, nullptr));
+  }  // closed: the objects are in table files
+  std::string largest;
+  uintmax_t size = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.Sub("c"))) {
+    if (e.path().extension() == ".sst" && e.file_size() > size) {
+      size = e.file_size();
+      largest = e.path().string();
+    }
+  }
+  ASSERT_FALSE(largest.empty());
+  const std::string name = std::filesystem::path(largest).filename().string();
+  std::filesystem::copy(dir.Sub("c"), dir.Sub("good"));
+  struct Damage {
+    const char* what;
+    std::function<void(const std::string&)> apply;
+  } damages[] = {
+      {"deleted", [](const std::string& f) { std::filesystem::remove(f); }},
+      {"cut short", [size](const std::string& f) { std::filesystem::resize_file(f, size / 2); }},
+      {"footer",
+       [size](const std::string& f) {  // its magic number
+         std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+         io.seekp(static_cast<std::streamoff>(size - 8));
+         io.write("\xde\xad\xbe\xef\xde\xad\xbe\xef", 8);
+       }},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.what);
+    std::filesystem::remove_all(dir.Sub("c"));
+    std::filesystem::copy(dir.Sub("good"), dir.Sub("c"));
+    d.apply(dir.Sub("c") + "/" + name);
+    auto reader = Cache::OpenReadOnly(dir.Sub("c"));
+    if (reader.ok()) {
+      ADD_FAILURE() << "a reader opened a cache with its table file " << d.what;
+      continue;
+    }
+    EXPECT_EQ(reader.status().code(), StatusCode::kCorruption) << reader.status();
+    // Named by its number (RocksDB may name it by its old .ldb suffix).
+    EXPECT_THAT(std::string(reader.status().message()), HasSubstr(name.substr(0, name.find('.'))));
+  }
+}
+
+// A reader's working directory is in $TMPDIR, removed when it closes, and
+// one that a killed reader left is removed by the next reader.
+TEST(RocksStoreTest, ReadersCleanUpTheirWorkingDirectoriesInTmpdir) {
+  TempDir dir, tmp;
+  ASSERT_OK(Cache::Open(dir.Sub("c")));
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = tmp.Sub("kcache-reader-" + std::to_string(dead) + "-abcdef");
+  std::filesystem::create_directory(stale);
+  std::ofstream(stale + "/LOG") << "left by a killed reader\n";
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  setenv("TMPDIR", tmp.path().c_str(), 1);
+  {
+    auto reader = Cache::OpenReadOnly(dir.Sub("c"));
+    ASSERT_OK(reader) << reader.status();
+    EXPECT_FALSE(std::filesystem::exists(stale));
+    std::vector<std::string> mine;
+    for (const auto& e : std::filesystem::directory_iterator(tmp.path()))
+      mine.push_back(e.path().filename().string());
+    ASSERT_EQ(mine.size(), 1u);
+    EXPECT_EQ(mine[0].rfind("kcache-reader-" + std::to_string(getpid()) + "-", 0), 0u) << mine[0];
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
+  if (old) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
   }
 }
 
