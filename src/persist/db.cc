@@ -114,8 +114,8 @@ DirState Inspect(const std::string& dir, std::string* why) {
   }
   if (fs::exists(fs::path(dir) / "CURRENT", ec)) return DirState::kCache;
   std::vector<std::string> db_files, other;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
     (IsDatabaseFile(name) ? db_files : other).push_back(std::move(name));
   }
   if (ec) {
@@ -281,13 +281,16 @@ Status CreateCache(const std::string& dir, const CacheOptions& o) {
   std::error_code ec;
   fs::rename(work, dir, ec);
   if (ec) {
-    fs::remove_all(work);
+    std::error_code ignored;
+    fs::remove_all(work, ignored);
     // Another process created it meanwhile: open theirs.
     std::string why;
     if (Inspect(dir, &why) == DirState::kCache) return Status::OK();
     return Status::IOError(ctx + ": rename " + work + ": " + ec.message());
   }
-  return SyncDir(fs::absolute(dir).lexically_normal().parent_path().string());
+  const fs::path full = fs::absolute(dir, ec).lexically_normal();
+  if (ec) return Status::IOError(ctx + ": " + ec.message());
+  return SyncDir((full.filename().empty() ? full.parent_path() : full).parent_path().string());
 }
 
 }  // namespace
@@ -352,13 +355,13 @@ StatusOr<std::string> MakeWorkDir(const std::string& parent, const std::string& 
   fs::create_directories(parent, ec);
   if (ec) return Status::IOError("create " + parent + ": " + ec.message());
   // Remove what creators that died left: their names carry their pid.
-  for (const auto& e : fs::directory_iterator(parent, ec)) {
-    const std::string name = e.path().filename().string();
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
     const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
     if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
       std::error_code ignored;
-      fs::remove_all(e.path(), ignored);
+      fs::remove_all(it->path(), ignored);
     }
   }
   std::string tmpl =
