@@ -45,6 +45,12 @@ struct KCACHE_EXPORT RestClientOptions {
   std::chrono::milliseconds max_retry_wait{30000};
   // A watch event larger than this is an error. Default: 64 MiB.
   size_t max_event_bytes = 64 << 20;
+  // A watch that asks for timeoutSeconds fails with DeadlineExceeded this
+  // long after them if the server has neither ended it nor been cut off:
+  // the client's watchdog for a stalled connection (client-go's deadline
+  // is timeoutSeconds itself; the grace lets the server's close come
+  // first). A watch without timeoutSeconds has no deadline. Default: 30 s.
+  std::chrono::milliseconds watch_deadline_grace{30000};
   // Watch bytes read ahead of the consumer before the transfer pauses.
   // Default: 4 MiB.
   size_t watch_read_ahead_bytes = 4 << 20;

@@ -109,10 +109,17 @@ class InternalErrorRetry {
   Clock::TimePoint first_, last_;
 };
 
+// The client's deadline for a watch request (its timeoutSeconds plus the
+// client's grace) passed with no answer or no close from the server.
+bool IsClientDeadline(const Status& st) {
+  return st.code() == StatusCode::kDeadlineExceeded && st.http_error() == nullptr;
+}
+
 // Watch-open failures after which client-go watches again without a relist:
-// 429, and a connection that could not be made (no HTTP answer).
+// 429, and a connection that could not be made or answered (no HTTP answer).
 bool IsRetriableWatchError(const Status& st) {
   if (st.code() == StatusCode::kResourceExhausted) return true;
+  if (IsClientDeadline(st)) return true;
   return st.code() == StatusCode::kUnavailable && st.http_error() == nullptr;
 }
 
@@ -200,6 +207,9 @@ class ReflectorImpl final : public Reflector {
       Emit(ReflectorEvent::Type::kResumed,
            lw_->Describe() + ": resuming the watch from resourceVersion " + resume + " (no LIST)");
       KCACHE_RETURN_IF_ERROR(Probe(resume, stop));
+      if (need_list_) {
+        KCACHE_ASSIGN_OR_RETURN(stream, ListAll(stop));
+      }
     } else {
       SetLastRV(resume);
     }
@@ -207,9 +217,11 @@ class ReflectorImpl final : public Reflector {
   }
 
   // Learns the collection's current resourceVersion with a limit=1 LIST.
-  // If the resume point is already there, the store is in sync; otherwise
-  // Consume() compares each batch with it, and a timer watches for a quiet
-  // stream.
+  // If the resume point is there, the store is in sync; if it is past it,
+  // the server's history is not the one the store followed (etcd restored
+  // or replaced) and only a list from "" can tell what the server holds;
+  // otherwise Consume() compares each batch with it, and a timer watches
+  // for a quiet stream.
   Status Probe(const std::string& resume, std::stop_token stop) {
     ListOptions o;
     o.limit = 1;
@@ -222,7 +234,16 @@ class ReflectorImpl final : public Reflector {
     probed_ = true;
     target_ = list->resource_version;
     std::optional<int> cmp = Compare(resume, target_);
-    if (cmp && *cmp >= 0) {
+    if (cmp && *cmp > 0) {
+      need_list_ = true;
+      unavailable_ = true;
+      Emit(ReflectorEvent::Type::kRelist,
+           lw_->Describe() + ": the server is at resourceVersion " + target_ +
+               ", behind the cache's " + resume +
+               " (its history was reset or replaced): relisting from the server's current state");
+      return Status::OK();
+    }
+    if (cmp && *cmp == 0) {
       MarkSynced();
       return Status::OK();
     }
@@ -233,7 +254,9 @@ class ReflectorImpl final : public Reflector {
   void StartSyncTimer(std::stop_token outer) {
     if (sync_timer_.joinable() || o_.sync_quiet_period.count() <= 0) return;
     sync_timer_ = std::jthread([this, outer](std::stop_token own) {
-      while (!synced_ && !own.stop_requested() && !outer.stop_requested()) {
+      // The quiet rule holds for the resumed watch only: once a list has
+      // started, only the list's end marks the sink synced.
+      while (!synced_ && !quiet_rule_closed_ && !own.stop_requested() && !outer.stop_requested()) {
         Clock::TimePoint since;
         bool open;
         {
@@ -243,7 +266,7 @@ class ReflectorImpl final : public Reflector {
         }
         Clock::TimePoint due = since + o_.sync_quiet_period;
         if (open && clock_->Now() >= due) {
-          MarkSynced();
+          if (!quiet_rule_closed_.exchange(true)) MarkSynced();
           return;
         }
         Clock::TimePoint wake = open ? due : clock_->Now() + o_.sync_quiet_period;
@@ -258,6 +281,7 @@ class ReflectorImpl final : public Reflector {
   // connection is followed by a paginated LIST at once. Returns the open
   // watch stream when the list was a streaming one.
   StatusOr<std::unique_ptr<WatchStream>> ListAll(std::stop_token stop) {
+    quiet_rule_closed_ = true;
     bool fall_back = false;
     for (;;) {
       std::string rv = unavailable_ ? "" : LastSyncResourceVersion();
@@ -455,6 +479,14 @@ class ReflectorImpl final : public Reflector {
       SetActive(nullptr, stop);
       stream.reset();
       if (stop.stop_requested() || st.code() == StatusCode::kCancelled) return Status::OK();
+      if (IsClientDeadline(st)) {
+        // Neither events nor the server's close by the watch's deadline: a
+        // stalled connection. Watch again from where the store is.
+        Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": the watch from resourceVersion " +
+                                               LastSyncResourceVersion() + " stalled (" +
+                                               std::string(st.message()) + "): watching again");
+        continue;
+      }
       if (st.ok()) {
         if (events == 0 && clock_->Now() - start < std::chrono::seconds(1)) {
           need_list_ = true;
@@ -628,6 +660,9 @@ class ReflectorImpl final : public Reflector {
   std::string target_;  // the probe's resourceVersion
   std::atomic<bool> probed_{false};
   std::jthread sync_timer_;
+  // Closed by the first of: the sync timer firing, a list starting. Once a
+  // list has started only its end marks the sink synced.
+  std::atomic<bool> quiet_rule_closed_{false};
 
   std::atomic<bool> synced_{false};
 

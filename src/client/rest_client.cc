@@ -263,7 +263,9 @@ class CurlRestClient final : public RestClient {
     for (int attempt = 0;; ++attempt) {
       rest::Request req;
       KCACHE_RETURN_IF_ERROR(Prepare(&req, "GET", path, ""));
-      req.timeout = std::chrono::milliseconds(0);
+      req.timeout = options.timeout_seconds ? std::chrono::seconds(*options.timeout_seconds) +
+                                                  options_.watch_deadline_grace
+                                            : std::chrono::milliseconds(0);
       req.max_buffered = options_.watch_read_ahead_bytes;
       auto transfer = transport_->Start(std::move(req));
       auto code = transfer->WaitHeaders();

@@ -100,6 +100,15 @@ WatchEvent Bookmark(const std::string& rv) {
                           rv + R"("}})"));
 }
 
+// The bookmark that ends a streaming list's initial events.
+WatchEvent InitialEventsEnd(const std::string& rv) {
+  return Event(
+      WatchEventType::kBookmark,
+      testing::MakeObject(R"({"kind":"Pod","apiVersion":"v1","metadata":{)"
+                          R"("resourceVersion":")" +
+                          rv + R"(","annotations":{"k8s.io/initial-events-end":"true"}}})"));
+}
+
 struct Rig {
   Rig() {
     options.clock = clock;
@@ -310,34 +319,115 @@ TEST(ReflectorTest, WatchEventOfAnotherKindIsSkipped) {
 // Without the ordering promise (an aggregated API), a resume point past the
 // probe's version proves nothing: the reflector waits for a quiet watch.
 TEST(ReflectorTest, UnorderedResourceVersionsSyncByTheQuietRuleOnly) {
-  for (bool ordered : {true, false}) {
-    SCOPED_TRACE(ordered ? "ordered" : "opaque");
-    Rig r;
-    r.options.ordered_resource_versions = ordered;
-    r.options.sync_quiet_period = std::chrono::seconds(5);
-    Transaction txn;
-    txn.Add(testing::Pod("a", "ns", "5"));
-    txn.resource_version = "30";
-    ASSERT_OK(r.store->Commit(txn, nullptr));
-    r.lw->QueueList(ListOf({}, "20"));
-    auto w = r.lw->QueueWatch();
-    r.Start();
-    r.lw->WaitForCalls(1, 1);
-    if (ordered) {
-      EXPECT_TRUE(r.reflector->HasSynced());
-      continue;
-    }
-    EXPECT_FALSE(r.reflector->HasSynced());
-    r.WaitForSleeps(1);  // the quiet-period timer
-    // On a slow machine the watch may open after the timer started, which
-    // starts the quiet period over: move the clock until the rule fires.
-    const auto start = r.clock->Now();
-    while (!r.reflector->HasSynced()) {
-      r.clock->Advance(std::chrono::seconds(1));
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-    EXPECT_GE(r.clock->Now() - start, std::chrono::seconds(5)) << "synced before a quiet period";
+  Rig r;
+  r.options.ordered_resource_versions = false;
+  r.options.sync_quiet_period = std::chrono::seconds(5);
+  Transaction txn;
+  txn.Add(testing::Pod("a", "ns", "5"));
+  txn.resource_version = "30";
+  ASSERT_OK(r.store->Commit(txn, nullptr));
+  r.lw->QueueList(ListOf({}, "20"));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  EXPECT_FALSE(r.reflector->HasSynced());
+  r.WaitForSleeps(1);  // the quiet-period timer
+  // On a slow machine the watch may open after the timer started, which
+  // starts the quiet period over: move the clock until the rule fires.
+  const auto start = r.clock->Now();
+  while (!r.reflector->HasSynced()) {
+    r.clock->Advance(std::chrono::seconds(1));
+    std::this_thread::sleep_for(milliseconds(1));
   }
+  EXPECT_GE(r.clock->Now() - start, std::chrono::seconds(5)) << "synced before a quiet period";
+  EXPECT_EQ(r.lw->list_calls().size(), 1u);
+}
+
+// A server whose current resourceVersion is behind the resume point has
+// another history (etcd restored from a backup, or another cluster at the
+// same address): the reflector relists from "" at once, so that the store
+// keeps nothing the server no longer has (invariant 5: synced means the
+// server's state), and is not synced before that list.
+TEST(ReflectorTest, ServerBehindTheResumePointRelistsFromEmpty) {
+  Rig r;
+  Transaction txn;
+  txn.Add(testing::Pod("gone", "ns", "25"));
+  txn.resource_version = "30";
+  ASSERT_OK(r.store->Commit(txn, nullptr));
+  r.lw->QueueList(ListOf({}, "20"));                                 // the probe
+  r.lw->QueueList(ListOf({testing::Pod("new", "ns", "19")}, "20"));  // the relist
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(2, 1);
+  EXPECT_EQ(r.lw->list_calls()[0].limit, 1);
+  EXPECT_EQ(r.lw->list_calls()[1].resource_version, "");
+  EXPECT_EQ(r.lw->watch_calls()[0].resource_version, "20");
+  EXPECT_TRUE(r.reflector->HasSynced());
+  EXPECT_EQ(*r.store->GetByKey("ns/gone"), nullptr);
+  EXPECT_NE(*r.store->GetByKey("ns/new"), nullptr);
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "20");
+  auto relists = r.Events(ReflectorEvent::Type::kRelist);
+  ASSERT_EQ(relists.size(), 1u);
+  EXPECT_NE(relists[0].message.find("behind the cache's 30"), std::string::npos)
+      << relists[0].message;
+}
+
+// A resumed watch that expires (410) hands over to a relist; the quiet rule
+// must not call the reflector synced, at the expired resourceVersion, while
+// that list runs, however long it takes (invariant 5).
+TEST(ReflectorTest, NotSyncedByTheQuietRuleWhileARelistRuns) {
+  Rig r;
+  r.options.streaming_list = true;
+  r.options.sync_quiet_period = std::chrono::seconds(1);
+  Transaction txn;
+  txn.Add(testing::Pod("a", "ns", "5"));
+  txn.resource_version = "30";
+  ASSERT_OK(r.store->Commit(txn, nullptr));
+  r.lw->QueueList(ListOf({}, "50"));  // the probe: 30 is behind
+  auto resumed = r.lw->QueueWatch();
+  auto streaming = r.lw->QueueWatch();  // the relist, streamed
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  resumed->Fail(Status::Expired("too old resource version: 30 (40)"));
+  // Past the backoff before the relist.
+  while (r.lw->watch_calls().size() < 2) {
+    r.clock->Advance(milliseconds(200));
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_TRUE(r.lw->watch_calls()[1].send_initial_events);
+  streaming->Push(Event(WatchEventType::kAdded, testing::Pod("b", "ns", "45")));
+  // The list's stream is open and quiet, well past the quiet period.
+  for (int i = 0; i < 10; ++i) {
+    r.clock->Advance(std::chrono::seconds(1));
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  EXPECT_FALSE(r.reflector->HasSynced());
+  streaming->Push(InitialEventsEnd("50"));
+  ASSERT_TRUE(testing::Eventually([&] { return r.reflector->HasSynced(); }));
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "50");
+  EXPECT_EQ(*r.store->GetByKey("ns/a"), nullptr);
+  auto synced = r.Events(ReflectorEvent::Type::kSynced);
+  ASSERT_EQ(synced.size(), 1u);
+  EXPECT_NE(synced[0].message.find("resourceVersion 50"), std::string::npos) << synced[0].message;
+}
+
+// A watch that stalls until the client's deadline is watched again from the
+// last resourceVersion, without a relist, and the stall is reported.
+TEST(ReflectorTest, StalledWatchPastItsDeadlineIsWatchedAgain) {
+  Rig r;
+  r.lw->QueueList(ListOf({}, "10"));
+  auto w1 = r.lw->QueueWatch();
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w1->Push(Bookmark("12"));
+  w1->Fail(Status(StatusCode::kDeadlineExceeded, "Operation timed out after 330000 ms"));
+  r.lw->WaitForCalls(1, 2);
+  EXPECT_EQ(r.lw->watch_calls()[1].resource_version, "12");
+  EXPECT_EQ(r.lw->list_calls().size(), 1u);
+  auto errors = r.Events(ReflectorEvent::Type::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("stalled"), std::string::npos) << errors[0].message;
 }
 
 // "Too large resource version" in each of the three forms servers have
@@ -465,11 +555,7 @@ TEST(ReflectorTest, StreamedListItemsAreCountedAsTheyArrive) {
   EXPECT_GT(during.listing_bytes, 0u);
   EXPECT_EQ(during.listed_objects, 0u);
   EXPECT_FALSE(r.reflector->HasSynced());
-  WatchEvent end = Bookmark("10");
-  end.object =
-      testing::MakeObject(R"({"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"10",)"
-                          R"("annotations":{"k8s.io/initial-events-end":"true"}}})");
-  w->Push(std::move(end));
+  w->Push(InitialEventsEnd("10"));
   ASSERT_TRUE(testing::Eventually([&] { return r.reflector->HasSynced(); }));
   ReflectorStats after = r.reflector->stats();
   EXPECT_EQ(after.listed_objects, 2u);

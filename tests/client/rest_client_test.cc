@@ -202,6 +202,29 @@ TEST(RestClientTest, CancelUnblocksAStalledWatch) {
   EXPECT_EQ(ev.status().code(), StatusCode::kCancelled);
 }
 
+// The client's watchdog: a watch that neither sends nor closes fails with
+// DeadlineExceeded once its timeoutSeconds and the grace have passed, and
+// says where it was.
+TEST(RestClientTest, StalledWatchFailsAtItsDeadline) {
+  FakeHttpServer server([&](const FakeRequest&) {
+    return FakeResponse{.chunks = {PodEvent("ADDED", "a", 1)}, .stall = true};
+  });
+  RestClientOptions o;
+  o.watch_deadline_grace = std::chrono::milliseconds(200);
+  ListOptions lo;
+  lo.timeout_seconds = 1;
+  const auto start = std::chrono::steady_clock::now();
+  auto watch = Client(server.url(), o)->Watch(kPods, lo);
+  ASSERT_OK(watch);
+  ASSERT_OK((*watch)->Next());
+  auto ev = (*watch)->Next();  // blocks until the deadline
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.status().code(), StatusCode::kDeadlineExceeded) << ev.status();
+  EXPECT_NE(ev.status().message().find("/api/v1/pods?"), std::string::npos) << ev.status();
+  EXPECT_GE(waited, std::chrono::milliseconds(1200));
+}
+
 // A stream far larger than the read-ahead bound arrives whole and in order
 // while the transfer pauses and resumes.
 TEST(RestClientTest, LongStreamWithSmallReadAhead) {
