@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <functional>
@@ -16,7 +17,9 @@
 
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
+#include "kcache/field_selector.h"
 #include "kcache/informer_factory.h"
+#include "kcache/label_selector.h"
 #include "serve/http_server.h"
 #include "tools/kcache/metrics.h"
 #include "util/rfc3339.h"
@@ -133,12 +136,25 @@ std::string Summary(const Informers& informers, std::chrono::steady_clock::time_
   return out.str();
 }
 
+// A request the server refuses as malformed (400 BadRequest, 422 Invalid)
+// fails the same way however often it is retried, unlike 403, 404 or 5xx,
+// which a change on the server can end.
+bool IsRejectedAsInvalid(const Status& st) {
+  const HttpError* h = st.http_error();
+  return h && (h->http_code == 400 || h->http_code == 422);
+}
+
 }  // namespace
 
 Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
   if (options.resources.empty())
     return Status::InvalidArgument("name at least one resource to sync, e.g. pods");
   if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
+  // Selectors are checked here as the server would, before anything opens.
+  if (auto st = LabelSelector::Parse(options.label_selector); !st.ok())
+    return st.status().WithContext("-l " + options.label_selector);
+  if (auto st = FieldSelector::Parse(options.field_selector); !st.ok())
+    return st.status().WithContext("--field-selector " + options.field_selector);
   // Block the signals before any thread starts, so that only sigwait sees them.
   sigset_t signals;
   sigemptyset(&signals);
@@ -191,8 +207,16 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   fo.field_selector = options.field_selector;
   fo.client.parse.drop_managed_fields = options.drop_managed_fields;
   fo.informer.reflector.on_event = [&](const ReflectorEvent& e) { say(e.message); };
+  // The first error that retrying cannot end stops the sync.
+  std::mutex fatal_mu;
+  Status fatal;  // guarded by fatal_mu
+  std::atomic<bool> failed{false};
   fo.informer.reflector.watch_error_handler = [&](const Status& st) {
     say("error: " + std::string(st.message()));
+    if (!IsRejectedAsInvalid(st)) return;
+    std::lock_guard l(fatal_mu);
+    if (fatal.ok()) fatal = st;
+    failed = true;
   };
   auto factory = InformerFactory::Create(config, cache, fo);
   for (const ApiResource& r : resources) {
@@ -237,6 +261,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
 
   int sig = 0;
   for (;;) {
+    if (failed) break;
     if (options.until_synced && factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok()) break;
     timespec poll{0, 50 * 1000 * 1000};
     int got = sigtimedwait(&signals, nullptr, &poll);
@@ -249,8 +274,10 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     ticker.request_stop();
     ticker.join();
   }
-  say(sig == 0 ? std::string("synced: stopping (--until-synced)")
-               : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
+  say(failed ? std::string("the server rejected a request as invalid: stopping")
+      : sig == 0
+          ? std::string("synced: stopping (--until-synced)")
+          : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
   if (metrics) metrics->Stop();
   factory->Stop();
   say("received " + Megabytes(factory->BytesReceived()) + " of responses over the network" +
@@ -260,7 +287,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
         " (the next start resumes from it)");
   }
   say(Summary(factory->informers(), started));
-  return Status::OK();
+  std::lock_guard l(fatal_mu);
+  return fatal;
 }
 
 }  // namespace kcache::tool

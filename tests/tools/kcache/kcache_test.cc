@@ -392,6 +392,24 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   }
   EXPECT_NE(scraped.output.find("\n404\n"), std::string::npos) << scraped.output;
 
+  // A selector the server would refuse is refused before anything opens; one
+  // the server refuses (400) ends the sync, the committed cache untouched,
+  // instead of being retried forever.
+  Result bad_labels = Kcache("sync pods --server " + url + " --cache " + cache + " -l 'a in (b'");
+  EXPECT_EQ(bad_labels.exit_code, 2) << bad_labels.output;
+  EXPECT_NE(bad_labels.output.find("error: sync: -l a in (b: "), std::string::npos)
+      << bad_labels.output;
+  Result bad_field = Kcache("sync pods --server " + url + " --cache " + cache +
+                            " --field-selector spec.bogus=x --until-synced");
+  EXPECT_NE(bad_field.exit_code, 0) << bad_field.output;
+  EXPECT_NE(bad_field.output.find("field label not supported: spec.bogus"), std::string::npos)
+      << bad_field.output;
+  EXPECT_NE(bad_field.output.find("the server rejected a request as invalid: stopping"),
+            std::string::npos)
+      << bad_field.output;
+  Result kept = Kcache("get pods --cache " + cache + " -A -o name");
+  EXPECT_EQ(std::count(kept.output.begin(), kept.output.end(), '\n'), 300) << kept.output;
+
   Result bad = Kcache("sync gizmos --server " + url + " --cache " + cache);
   EXPECT_NE(bad.output.find("the server doesn't have a resource type \"gizmos\""),
             std::string::npos)
