@@ -98,6 +98,10 @@ struct KCACHE_EXPORT ResourceInfo {
 struct KCACHE_EXPORT ClusterInfo {
   std::string server;   // "https://10.0.0.1:6443"
   std::string version;  // the server's gitVersion, "v1.20.2"; may be empty
+  // The uid of the cluster's kube-system namespace, which lives as long as
+  // the cluster: what tells one cluster from another at the same address.
+  // Empty where unknown (not readable, or recorded by an older kcache).
+  std::string uid;
 };
 
 // One keyspace's state, as Cache::Stats reports it.

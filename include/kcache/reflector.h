@@ -154,6 +154,10 @@ struct KCACHE_EXPORT ReflectorOptions {
   // then counts as synced by the quiet rule alone (invariant 5).
   // Default: true.
   bool ordered_resource_versions = true;
+  // Start from the sink's resume point without a LIST. false: the first
+  // list is from "" whatever the sink holds, for a store known to hold
+  // another history (another cluster's objects). Default: true.
+  bool resume = true;
   // Watch events committed per write, at most. Default: 1,000.
   size_t max_batch = 1000;
   // Seeds the jitter of backoff and watch timeouts. Default: random.

@@ -81,8 +81,11 @@ struct KCACHE_EXPORT StoreChange {
   ObjectPtr new_object;  // null for kDeleted
 };
 
-// What Replace did. Objects whose resourceVersion did not change are neither
-// rewritten nor listed in `changes`, only counted.
+// What Replace did. Objects that did not change (the same resourceVersion
+// and the same JSON bytes) are neither rewritten nor listed in `changes`,
+// only counted. The bytes are compared too because a resourceVersion is
+// only unique within one cluster's history: an object of another cluster
+// with the same key may carry the same one.
 struct KCACHE_EXPORT ReplaceResult {
   std::vector<StoreChange> changes;
   size_t unchanged = 0;

@@ -107,7 +107,8 @@ class MemoryIndexer final : public Indexer {
       if (old == items_.end()) {
         result.changes.push_back({StoreChange::Type::kAdded, key, nullptr, obj});
       } else if (!obj->resource_version().empty() &&
-                 obj->resource_version() == old->second->resource_version()) {
+                 obj->resource_version() == old->second->resource_version() &&
+                 obj->json() == old->second->json()) {
         obj = old->second;  // unchanged: keep the stored copy
         ++result.unchanged;
       } else {

@@ -144,7 +144,9 @@ class ReflectorImpl final : public Reflector {
                  informer::BackoffOptions{o_.backoff_initial, o_.backoff_max, o_.backoff_reset,
                                           o_.backoff_factor, o_.backoff_jitter, o_.backoff_steps},
                  rng_()),
-        streaming_(o_.streaming_list) {}
+        streaming_(o_.streaming_list),
+        need_list_(!o_.resume),
+        unavailable_(!o_.resume) {}
 
   void Run(std::stop_token stop) override {
     std::stop_callback cancel(stop, [this] {
@@ -655,8 +657,8 @@ class ReflectorImpl final : public Reflector {
 
   // Reflector thread only.
   bool streaming_;
-  bool need_list_ = false;
-  bool unavailable_ = false;
+  bool need_list_;
+  bool unavailable_;    // the next list is from ""
   std::string target_;  // the probe's resourceVersion
   std::atomic<bool> probed_{false};
   std::jthread sync_timer_;

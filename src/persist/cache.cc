@@ -69,10 +69,9 @@ class CacheImpl final : public Cache {
 
   Status SetClusterInfo(const ClusterInfo& info) override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
-    nlohmann::json j = {{"server", info.server}, {"version", info.version}};
-    return storage::FromRocks(
-        db_->db->Put(db_->write_options, db_->meta, storage::kClusterKey, j.dump()),
-        "record the cluster of " + db_->dir);
+    return storage::FromRocks(db_->db->Put(db_->write_options, db_->meta, storage::kClusterKey,
+                                           storage::ClusterInfoToJson(info).dump()),
+                              "record the cluster of " + db_->dir);
   }
 
   StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const override {

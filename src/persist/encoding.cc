@@ -202,7 +202,17 @@ StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json) {
 StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json) {
   nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
   if (!j.is_object()) return Status::Corruption("malformed cluster record: " + std::string(json));
-  return ClusterInfo{j.value("server", ""), j.value("version", "")};
+  return ClusterInfoFromJson(j);
+}
+
+nlohmann::json ClusterInfoToJson(const ClusterInfo& info) {
+  nlohmann::json j = {{"server", info.server}, {"version", info.version}};
+  if (!info.uid.empty()) j["uid"] = info.uid;
+  return j;
+}
+
+ClusterInfo ClusterInfoFromJson(const nlohmann::json& j) {
+  return ClusterInfo{j.value("server", ""), j.value("version", ""), j.value("uid", "")};
 }
 
 }  // namespace kcache::storage

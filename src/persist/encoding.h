@@ -82,11 +82,13 @@ Status DecodeObject(std::string_view record, std::string_view* rv, std::string_v
 std::string EncodeEntries(const std::vector<IndexEntry>& entries);
 StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record);
 
-// meta "resource\0ks" and "cluster" values: JSON objects. A ResourceInfo
-// has the same JSON form in a snapshot's manifest.
+// meta "resource\0ks" and "cluster" values: JSON objects. Both have the
+// same JSON form in a snapshot's manifest.
 nlohmann::json ResourceInfoToJson(const ResourceInfo& info);
 ResourceInfo ResourceInfoFromJson(const nlohmann::json& j);
 StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json);
+nlohmann::json ClusterInfoToJson(const ClusterInfo& info);
+ClusterInfo ClusterInfoFromJson(const nlohmann::json& j);
 StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json);
 
 }  // namespace kcache::storage

@@ -537,7 +537,8 @@ class RocksReplaceSession final : public ReplaceSession {
       if (s1[i].ok()) {
         std::string_view rv, json;
         KCACHE_RETURN_IF_ERROR(DecodeObject(View(records[i]), &rv, &json));
-        if (!rv.empty() && rv == item.obj->resource_version() && s2[i].ok()) {
+        if (!rv.empty() && rv == item.obj->resource_version() && json == item.obj->json() &&
+            s2[i].ok()) {
           ++unchanged_;
           continue;
         }

@@ -219,7 +219,7 @@ std::string EncodeManifest(const SnapshotManifest& m) {
   j["formatVersion"] = m.format_version;
   j["storageFormat"] = m.storage_format;
   j["created"] = util::FormatRfc3339(m.created);
-  if (m.cluster) j["cluster"] = {{"server", m.cluster->server}, {"version", m.cluster->version}};
+  if (m.cluster) j["cluster"] = storage::ClusterInfoToJson(*m.cluster);
   j["resources"] = nlohmann::json::array();
   for (const KeyspaceStats& r : m.resources) {
     nlohmann::json e = {{"keyspace", r.name},
@@ -251,7 +251,8 @@ StatusOr<SnapshotManifest> DecodeManifest(std::string_view text) {
     if (!created) return bad("bad creation time");
     m.created = *created;
     if (j.contains("cluster")) {
-      m.cluster = ClusterInfo{j["cluster"].value("server", ""), j["cluster"].value("version", "")};
+      if (!j["cluster"].is_object()) return bad("\"cluster\" is not an object");
+      m.cluster = storage::ClusterInfoFromJson(j["cluster"]);
     }
     for (const nlohmann::json& e : j.at("resources")) {
       KeyspaceStats r;

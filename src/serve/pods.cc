@@ -107,8 +107,9 @@ std::string PodJson(const PodOptions& o, uint64_t index, uint64_t resource_versi
   return j;
 }
 
-std::string NamespaceJson(const std::string& name, uint64_t resource_version) {
-  const uint64_t h = Mix(std::hash<std::string>{}(name));
+std::string NamespaceJson(const PodOptions& options, const std::string& name,
+                          uint64_t resource_version) {
+  const uint64_t h = Mix(std::hash<std::string>{}(name) ^ Mix(options.seed));
   return R"({"kind":"Namespace","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":")" +
          Uid(h) + R"(","resourceVersion":")" + std::to_string(resource_version) +
          R"(","creationTimestamp":")" + Timestamp(h) +

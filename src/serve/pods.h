@@ -25,7 +25,10 @@ struct PodOptions {
 std::string PodJson(const PodOptions& options, uint64_t index, uint64_t resource_version);
 
 // The objects around the pods, deterministic in the same way.
-std::string NamespaceJson(const std::string& name, uint64_t resource_version);
+// A namespace's uid depends on the seed as well, so that clusters of two
+// seeds have different identities (the kube-system namespace's uid).
+std::string NamespaceJson(const PodOptions& options, const std::string& name,
+                          uint64_t resource_version);
 // "node-<index>".
 std::string NodeJson(const PodOptions& options, int index, uint64_t resource_version);
 // The custom resource (demo.kcache.io/v1 Widget) of app `app_index`: one

@@ -57,7 +57,7 @@ Status LoadSyntheticCluster(ClusterState& state, const SyntheticOptions& o) {
   std::vector<std::string> names = {"default", "kube-system"};
   for (int i = 0; i < p.namespaces; ++i) names.push_back("ns-" + std::to_string(i));
   KCACHE_RETURN_IF_ERROR(state.Load(*ns, names.size(), [&](size_t i, uint64_t rv) {
-    return synth::NamespaceJson(names[i], rv);
+    return synth::NamespaceJson(p, names[i], rv);
   }));
   KCACHE_RETURN_IF_ERROR(state.Load(
       *nodes, static_cast<size_t>(p.nodes),

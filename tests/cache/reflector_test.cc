@@ -372,6 +372,26 @@ TEST(ReflectorTest, ServerBehindTheResumePointRelistsFromEmpty) {
       << relists[0].message;
 }
 
+// resume = false: a store known to hold another history is listed from ""
+// at once, with no probe and no watch from its resume point.
+TEST(ReflectorTest, WithoutResumeTheFirstListIsFromEmpty) {
+  Rig r;
+  r.options.resume = false;
+  Transaction txn;
+  txn.Add(testing::Pod("old", "ns", "25"));
+  txn.resource_version = "30";
+  ASSERT_OK(r.store->Commit(txn, nullptr));
+  r.lw->QueueList(ListOf({testing::Pod("new", "ns", "40")}, "45"));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  EXPECT_EQ(r.lw->list_calls()[0].resource_version, "");
+  EXPECT_EQ(r.lw->list_calls()[0].limit, 500);
+  EXPECT_EQ(r.lw->watch_calls()[0].resource_version, "45");
+  EXPECT_EQ(*r.store->GetByKey("ns/old"), nullptr);
+  EXPECT_EQ(r.reflector->stats().probes, 0u);
+}
+
 // A resumed watch that expires (410) hands over to a relist; the quiet rule
 // must not call the reflector synced, at the expired resourceVersion, while
 // that list runs, however long it takes (invariant 5).

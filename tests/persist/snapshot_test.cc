@@ -48,7 +48,7 @@ void Fill(const std::string& dir, int pods) {
   ASSERT_OK((*nodes)->Add(Pod("n1", "", "7")));
   ASSERT_OK((*cache)->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}));
   ASSERT_OK((*cache)->SetResourceInfo("nodes", {"", "v1", "nodes", "Node", false}));
-  ASSERT_OK((*cache)->SetClusterInfo({"https://10.0.0.1:6443", "v1.20.2"}));
+  ASSERT_OK((*cache)->SetClusterInfo({"https://10.0.0.1:6443", "v1.20.2", "5f1c-uid"}));
 }
 
 // name -> resourceVersion of every object of every keyspace. Read through
@@ -111,6 +111,7 @@ TEST_F(SnapshotTest, ManifestDescribesTheCache) {
   ASSERT_TRUE(manifest_.cluster.has_value());
   EXPECT_EQ(manifest_.cluster->server, "https://10.0.0.1:6443");
   EXPECT_EQ(manifest_.cluster->version, "v1.20.2");
+  EXPECT_EQ(manifest_.cluster->uid, "5f1c-uid");
   ASSERT_EQ(manifest_.resources.size(), 2u);
   const KeyspaceStats& nodes = manifest_.resources[0];
   const KeyspaceStats& pods = manifest_.resources[1];
@@ -157,6 +158,7 @@ TEST_F(SnapshotTest, ImportGivesTheSameCacheWithItsResumePointsAndIndexes) {
   auto cluster = (*cache)->GetClusterInfo();
   ASSERT_TRUE(cluster.ok() && cluster->has_value());
   EXPECT_EQ((*cluster)->version, "v1.20.2");
+  EXPECT_EQ((*cluster)->uid, "5f1c-uid");
   // The custom index came across as entries: no rebuild needed to query it
   // when the keyspace opens with the same version.
   auto pods = (*cache)->OpenKeyspace("pods", ByNodeOptions());

@@ -330,20 +330,27 @@ TEST_P(IndexerConformanceTest, NamespaceIndex) {
   EXPECT_EQ(without->GetIndexers().count(kNamespaceIndex), 0u);
 }
 
-// Replace reports exactly what changed; unchanged resourceVersions are
-// neither rewritten nor reported (invariant 3's diff).
+// Replace reports exactly what changed; unchanged objects (the same
+// resourceVersion and bytes) are neither rewritten nor reported (invariant
+// 3's diff). The same resourceVersion with other bytes is another
+// cluster's object (resourceVersions are unique only within a history):
+// it is replaced.
 TEST_P(IndexerConformanceTest, ReplaceReportsChanges) {
   auto store = Make();
   ObjectPtr a1 = Pod("a", "ns", "1"), b1 = Pod("b", "ns", "2"), c1 = Pod("c", "ns", "3");
-  ASSERT_OK(store->Replace({a1, b1, c1}, "3"));
-  ObjectPtr a_same = Pod("a", "ns", "1", {{"ignored", "because-rv-equal"}});
+  ObjectPtr e1 = Pod("e", "ns", "4");
+  ASSERT_OK(store->Replace({a1, b1, c1, e1}, "4"));
+  ObjectPtr a_same = Pod("a", "ns", "1");
+  ObjectPtr e_other = Pod("e", "ns", "4", {{"cluster", "another"}});
   ObjectPtr b2 = Pod("b", "ns", "7"), d1 = Pod("d", "ns", "8");
-  auto result = store->Replace({a_same, b2, d1}, "9");
+  auto result = store->Replace({a_same, b2, d1, e_other}, "9");
   ASSERT_OK(result) << result.status();
   EXPECT_EQ(result->unchanged, 1u);
   std::map<std::string, StoreChange> by_key;
   for (const auto& c : result->changes) by_key.emplace(c.key, c);
-  ASSERT_EQ(by_key.size(), 3u);
+  ASSERT_EQ(by_key.size(), 4u);
+  EXPECT_EQ(by_key.at("ns/e").type, StoreChange::Type::kUpdated);
+  EXPECT_EQ(by_key.at("ns/e").new_object->labels().size(), 1u);
   EXPECT_EQ(by_key.at("ns/b").type, StoreChange::Type::kUpdated);
   EXPECT_EQ(by_key.at("ns/b").old_object->resource_version(), "2");
   EXPECT_EQ(by_key.at("ns/b").new_object->resource_version(), "7");
@@ -351,9 +358,8 @@ TEST_P(IndexerConformanceTest, ReplaceReportsChanges) {
   EXPECT_EQ(by_key.at("ns/c").old_object->resource_version(), "3");
   EXPECT_EQ(by_key.at("ns/d").type, StoreChange::Type::kAdded);
   EXPECT_EQ(store->LastSyncResourceVersion(), "9");
-  // The stored "a" is the original, not the relisted copy.
-  EXPECT_TRUE((*store->GetByKey("ns/a"))->labels().empty());
-  EXPECT_THAT(*store->ListKeys(), ElementsAre("ns/a", "ns/b", "ns/d"));
+  EXPECT_EQ((*store->GetByKey("ns/e"))->labels().size(), 1u);
+  EXPECT_THAT(*store->ListKeys(), ElementsAre("ns/a", "ns/b", "ns/d", "ns/e"));
 }
 
 // An index function error fails the write and leaves the store unchanged.

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -136,6 +137,65 @@ std::string Summary(const Informers& informers, std::chrono::steady_clock::time_
   return out.str();
 }
 
+// Records the cluster the cache mirrors: its address, version (for stats
+// and snapshot manifests) and identity, the uid of its kube-system
+// namespace. A cache recorded from another cluster (one rebuilt at the same
+// address) cannot resume: its resourceVersions belong to another history,
+// and a watch from one may even succeed, keeping objects the server never
+// had. Its resources are then listed again from "" (`*resume` = false),
+// and the new identity must be recorded only once they are synced, so that
+// a sync killed before then lists again; if the cache holds resources this
+// sync does not name, which would stay stale, the sync is refused. A
+// server that does not say its version or identity is no reason to stop.
+Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
+                    const std::vector<ApiResource>& resources,
+                    const std::function<void(const std::string&)>& say, ClusterInfo* record,
+                    bool* resume) {
+  ClusterInfo& cluster = *record;
+  cluster = ClusterInfo{server, "", ""};
+  if (StatusOr<std::string> body = client.Get("/version"); body.ok()) {
+    nlohmann::json v = nlohmann::json::parse(*body, nullptr, false);
+    if (v.is_object()) cluster.version = v.value("gitVersion", "");
+  }
+  KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> recorded, cache.GetClusterInfo());
+  const std::string known = recorded ? recorded->uid : "";
+  StatusOr<std::string> body = client.Get("/api/v1/namespaces/kube-system");
+  if (body.ok()) {
+    nlohmann::json ns = nlohmann::json::parse(*body, nullptr, false);
+    if (ns.is_object() && ns["metadata"].is_object()) cluster.uid = ns["metadata"].value("uid", "");
+  }
+  if (cluster.uid.empty()) {
+    cluster.uid = known;  // kept for a later check
+    if (!known.empty()) {
+      say("cannot read the kube-system namespace to check that this is the cluster the cache "
+          "was synced from" +
+          (body.ok() ? std::string() : " (" + std::string(body.status().message()) + ")"));
+    }
+  } else if (!known.empty() && known != cluster.uid) {
+    std::vector<std::string> named;
+    for (const ApiResource& r : resources) named.push_back(r.gvr.group_resource().String());
+    KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keyspaces, cache.ListKeyspaces());
+    std::string others;
+    for (const std::string& k : keyspaces) {
+      if (std::find(named.begin(), named.end(), k) == named.end())
+        others += (others.empty() ? "" : ", ") + k;
+    }
+    const std::string what = "the server at " + server +
+                             " is not the cluster this cache was synced from (its kube-system "
+                             "namespace has uid " +
+                             cluster.uid + ", the cache recorded " + known + ")";
+    if (!others.empty()) {
+      return Status::FailedPrecondition(what + "; the cache also holds " + others +
+                                        ", which this sync would leave stale: name them too, or "
+                                        "sync into another cache");
+    }
+    say(what + ": listing every resource again");
+    *resume = false;
+    return Status::OK();
+  }
+  return cache.SetClusterInfo(cluster);
+}
+
 // A request the server refuses as malformed (400 BadRequest, 422 Invalid)
 // fails the same way however often it is retried, unlike 403, 404 or 5xx,
 // which a change on the server can end.
@@ -175,16 +235,6 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> opened,
                           Cache::Open(options.cache_dir, cache_options));
   std::shared_ptr<Cache> cache = std::move(opened);
-  {
-    // The server's version, for stats and snapshot manifests; a server that
-    // does not say is no reason to stop.
-    ClusterInfo cluster{config.server, ""};
-    if (StatusOr<std::string> body = client->Get("/version"); body.ok()) {
-      nlohmann::json v = nlohmann::json::parse(*body, nullptr, false);
-      if (v.is_object()) cluster.version = v.value("gitVersion", "");
-    }
-    KCACHE_RETURN_IF_ERROR(cache->SetClusterInfo(cluster));
-  }
 
   std::mutex log_mu;
   const bool json_log = options.log_format == "json";
@@ -218,6 +268,10 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     if (fatal.ok()) fatal = st;
     failed = true;
   };
+  ClusterInfo cluster;
+  KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say, &cluster,
+                                      &fo.informer.reflector.resume));
+  bool cluster_recorded = fo.informer.reflector.resume;
   auto factory = InformerFactory::Create(config, cache, fo);
   for (const ApiResource& r : resources) {
     KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
@@ -262,7 +316,12 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   int sig = 0;
   for (;;) {
     if (failed) break;
-    if (options.until_synced && factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok()) break;
+    const bool synced = factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok();
+    if (synced && !cluster_recorded) {
+      KCACHE_RETURN_IF_ERROR(cache->SetClusterInfo(cluster));
+      cluster_recorded = true;
+    }
+    if (options.until_synced && synced) break;
     timespec poll{0, 50 * 1000 * 1000};
     int got = sigtimedwait(&signals, nullptr, &poll);
     if (got > 0) {

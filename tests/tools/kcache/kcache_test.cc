@@ -441,6 +441,64 @@ std::string Url(const Serving& s) {
   return s.banner.substr(at, s.banner.find_first_of(" \n", at) - at);
 }
 
+// Another cluster at the same address (a cluster rebuilt behind the same
+// URL): the cache's recorded identity, the kube-system namespace's uid,
+// differs from the server's, so its resume points mean nothing there. The
+// sync lists every resource again instead of resuming; it refuses when the
+// cache holds resources it does not name, which would stay stale; a sync
+// killed before the relist ends lists again next time, since the new
+// identity is recorded only once synced.
+TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
+  Serving a = StartServe(
+      "--listen 127.0.0.1:0 --seed 1 --pods 300 --nodes 5 --creates 0 "
+      "--updates 0 --relabels 0 --deletes 0");
+  ASSERT_GT(a.pid, 0);
+  const std::string url = Url(a);
+  char tmpl[] = "/tmp/kcache-tool-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string cache = std::string(tmpl) + "/cache";
+  Result first =
+      Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  kill(a.pid, SIGTERM);
+  int status;
+  waitpid(a.pid, &status, 0);
+  Drain(a.out);
+
+  // Seed 2 at the same address: 100 pods of other names, another identity.
+  Serving b = StartServe("--listen " + url.substr(std::string("http://").size()) +
+                         " --seed 2 --pods 100 --nodes 5 --creates 0 --updates 0 --relabels 0 "
+                         "--deletes 0");
+  ASSERT_GT(b.pid, 0);
+  ASSERT_EQ(Url(b), url) << b.banner;
+  Result partial = Kcache("sync pods --server " + url + " --cache " + cache + " --until-synced");
+  EXPECT_EQ(partial.exit_code, 1) << partial.output;
+  EXPECT_NE(partial.output.find("is not the cluster this cache was synced from"), std::string::npos)
+      << partial.output;
+  EXPECT_NE(partial.output.find("the cache also holds nodes, which this sync would leave stale"),
+            std::string::npos)
+      << partial.output;
+
+  Result other =
+      Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  EXPECT_NE(other.output.find("listing every resource again"), std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find("resuming the watch"), std::string::npos) << other.output;
+  Result names = Kcache("get pods --cache " + cache + " -A -o name");
+  EXPECT_EQ(std::count(names.output.begin(), names.output.end(), '\n'), 100) << names.output;
+
+  Result again =
+      Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output.find("is not the cluster"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("pods: resuming the watch"), std::string::npos) << again.output;
+
+  kill(b.pid, SIGTERM);
+  waitpid(b.pid, &status, 0);
+  Drain(b.out);
+  kcache::testing::RunCommand(std::string("rm -rf ") + tmpl);
+}
+
 // The snapshot commands and the inspection commands over what `kcache sync`
 // wrote: export while a sync runs, verify, import, then get, stats and diff
 // over the cache, the file and the import; damaged files and occupied
