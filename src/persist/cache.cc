@@ -48,6 +48,7 @@ class CacheImpl final : public Cache {
 
   Status Compact() override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
+    KCACHE_RETURN_IF_ERROR(storage::FromRocks(db_->WriteError(), "compact " + db_->dir));
     rocksdb::CompactRangeOptions opts;
     opts.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
     for (rocksdb::ColumnFamilyHandle* cf : db_->handles) {
@@ -61,17 +62,16 @@ class CacheImpl final : public Cache {
   Status SetResourceInfo(std::string_view keyspace, const ResourceInfo& info) override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
     KCACHE_RETURN_IF_ERROR(storage::CheckNoZero("keyspace name", keyspace));
-    return storage::FromRocks(
-        db_->db->Put(db_->write_options, db_->meta, storage::MetaKey("resource", keyspace),
-                     storage::ResourceInfoToJson(info).dump()),
-        "record resource of " + std::string(keyspace));
+    return storage::FromRocks(db_->Put(db_->meta, storage::MetaKey("resource", keyspace),
+                                       storage::ResourceInfoToJson(info).dump()),
+                              "record resource of " + std::string(keyspace));
   }
 
   Status SetClusterInfo(const ClusterInfo& info) override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
-    return storage::FromRocks(db_->db->Put(db_->write_options, db_->meta, storage::kClusterKey,
-                                           storage::ClusterInfoToJson(info).dump()),
-                              "record the cluster of " + db_->dir);
+    return storage::FromRocks(
+        db_->Put(db_->meta, storage::kClusterKey, storage::ClusterInfoToJson(info).dump()),
+        "record the cluster of " + db_->dir);
   }
 
   StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const override {
@@ -103,13 +103,16 @@ class CacheImpl final : public Cache {
 
   Status Checkpoint(const std::string& out_dir) const override {
     const std::string ctx = "checkpoint " + db_->dir + " to " + out_dir;
-    if (!db_->read_only) {
+    // A writer whose writes stopped after an error is copied as a reader is:
+    // a RocksDB checkpoint would flush through the failed writer.
+    if (!db_->read_only && db_->WriteError().ok()) {
       rocksdb::Checkpoint* raw = nullptr;
       KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::Checkpoint::Create(db_->db, &raw), ctx));
       std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
       return storage::FromRocks(checkpoint->CreateCheckpoint(out_dir), ctx);
     }
-    // A reader's view is fixed until Refresh(): copy it row by row.
+    // A reader's view is fixed until Refresh() (a stopped writer's for
+    // good): copy it row by row.
     KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::BulkLoader> loader,
                             storage::BulkLoader::Create(out_dir, db_->options));
     std::vector<rocksdb::ColumnFamilyHandle*> families = storage::RowFamilies(*db_);

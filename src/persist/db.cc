@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "persist/encoding.h"
+#include "persist/info_log.h"
 #include "persist/journal.h"
 #include "persist/rocks_status.h"
 
@@ -229,9 +230,13 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     KCACHE_ASSIGN_OR_RETURN(db->secondary_dir,
                             MakeWorkDir(tmp && *tmp ? tmp : "/tmp", "kcache-reader-"));
     KCACHE_RETURN_IF_ERROR(CheckTableFiles(dir, db_options, families, ctx));
+    KCACHE_ASSIGN_OR_RETURN(db_options.info_log, NewInfoLog(db->secondary_dir));
     s = rocksdb::DB::OpenAsSecondary(db_options, dir, db->secondary_dir, families, &db->handles,
                                      &db->db);
   } else {
+    auto log = NewInfoLog(dir);
+    if (!log.ok()) return log.status().WithContext(ctx);
+    db_options.info_log = *std::move(log);
     s = rocksdb::DB::Open(db_options, dir, families, &db->handles, &db->db);
   }
   if (!s.ok()) return FromRocks(s, ctx);
@@ -300,10 +305,14 @@ Db::~Db() {
     // A clean close flushes the memtables, so that the next open replays no
     // log: a restart after a clean stop takes milliseconds. (After a crash
     // the log is replayed, as it must be.)
-    if (!read_only) {
+    if (!read_only && !writes_stopped_) {
       rocksdb::FlushOptions flush;
       flush.wait = true;
       db->Flush(flush, handles).PermitUncheckedError();
+    } else if (writes_stopped_) {
+      // No flush on close either: it would switch to a new WAL through the
+      // failed writer. The next open replays the WAL.
+      db->SetDBOptions({{"avoid_flush_during_shutdown", "true"}}).PermitUncheckedError();
     }
     for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
     db->Close().PermitUncheckedError();
@@ -323,10 +332,41 @@ int64_t Db::NowMs() const {
 std::string Db::NowMillis() const { return std::to_string(NowMs()); }
 
 rocksdb::Status Db::Write(rocksdb::WriteBatch* batch) {
+  if (writes_stopped_) return WriteError();
+  rocksdb::Status s;
+  {
 #if defined(__SANITIZE_THREAD__)
-  std::lock_guard l(tsan_write_mu_);
+    std::lock_guard l(tsan_write_mu_);
 #endif
-  return db->Write(write_options, batch);
+    s = db->Write(write_options, batch);
+  }
+  // Errors of the batch itself leave the database as it was.
+  if (s.ok() || s.IsInvalidArgument() || s.IsNotSupported() || s.IsBusy() || s.IsTryAgain()) {
+    return s;
+  }
+  std::lock_guard l(write_error_mu_);
+  if (!writes_stopped_) {
+    write_error_ = rocksdb::Status::IOError(
+        "writes to " + dir +
+            " stopped after an error; what was committed before it is kept, "
+            "and reopening the cache once the cause is fixed goes on from there",
+        s.ToString());
+    writes_stopped_ = true;
+  }
+  return write_error_;
+}
+
+rocksdb::Status Db::Put(rocksdb::ColumnFamilyHandle* family, std::string_view key,
+                        std::string_view value) {
+  rocksdb::WriteBatch batch;
+  rocksdb::Status s = batch.Put(family, rocksdb::Slice(key.data(), key.size()),
+                                rocksdb::Slice(value.data(), value.size()));
+  return s.ok() ? Write(&batch) : s;
+}
+
+rocksdb::Status Db::WriteError() const {
+  std::lock_guard l(write_error_mu_);
+  return write_error_;
 }
 
 rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& o) {

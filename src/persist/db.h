@@ -6,9 +6,11 @@
 
 #include <rocksdb/db.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kcache/cache.h"
@@ -36,10 +38,24 @@ struct Db {
   std::string NowMillis() const;
   int64_t NowMs() const;
 
-  // Writes `batch` with `write_options`. Thread-safe.
+  // Writes `batch` with `write_options`. Thread-safe. After a write fails
+  // for a cause outside the batch (an I/O error such as a full disk, or
+  // corruption), writes stop: this and every later call return that first
+  // error without calling into RocksDB, whose WAL writer must not be used
+  // again after an error (librocksdb 7.8 asserts, aborting the process).
+  // Reopening the cache, once the cause is gone, replays what was committed.
   rocksdb::Status Write(rocksdb::WriteBatch* batch);
+  // One Put through Write.
+  rocksdb::Status Put(rocksdb::ColumnFamilyHandle* family, std::string_view key,
+                      std::string_view value);
+  // The error that stopped writes; OK while they go on.
+  rocksdb::Status WriteError() const;
 
  private:
+  mutable std::mutex write_error_mu_;
+  rocksdb::Status write_error_;  // guarded by write_error_mu_
+  std::atomic<bool> writes_stopped_{false};
+
   // Under ThreadSanitizer, writes to one database are serialized. RocksDB
   // merges concurrent writers into one write group: the leader copies the
   // followers' batches, handed over by atomics inside librocksdb. Debian's

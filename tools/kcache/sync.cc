@@ -196,10 +196,13 @@ Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
   return cache.SetClusterInfo(cluster);
 }
 
-// A request the server refuses as malformed (400 BadRequest, 422 Invalid)
-// fails the same way however often it is retried, unlike 403, 404 or 5xx,
-// which a change on the server can end.
-bool IsRejectedAsInvalid(const Status& st) {
+// Errors that retrying cannot end: a request the server refuses as
+// malformed (400 BadRequest, 422 Invalid), unlike 403, 404 or 5xx, which a
+// change on the server can end; and a cache that stopped taking writes (an
+// I/O error such as a full disk, or corruption), which only a reopen after
+// the cause is fixed resumes.
+bool IsPermanent(const Status& st) {
+  if (st.code() == StatusCode::kIOError || st.code() == StatusCode::kCorruption) return true;
   const HttpError* h = st.http_error();
   return h && (h->http_code == 400 || h->http_code == 422);
 }
@@ -263,7 +266,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   std::atomic<bool> failed{false};
   fo.informer.reflector.watch_error_handler = [&](const Status& st) {
     say("error: " + std::string(st.message()));
-    if (!IsRejectedAsInvalid(st)) return;
+    if (!IsPermanent(st)) return;
     std::lock_guard l(fatal_mu);
     if (fatal.ok()) fatal = st;
     failed = true;
@@ -333,7 +336,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     ticker.request_stop();
     ticker.join();
   }
-  say(failed ? std::string("the server rejected a request as invalid: stopping")
+  say(failed ? std::string("stopping: the error above does not go away by retrying")
       : sig == 0
           ? std::string("synced: stopping (--until-synced)")
           : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
