@@ -36,10 +36,10 @@ class InfoLog final : public rocksdb::Logger {
     tm t;
     localtime_r(&now.tv_sec, &t);
     char prefix[64];
-    int n = std::snprintf(prefix, sizeof prefix, "%04d/%02d/%02d-%02d:%02d:%02d.%06ld %llx ",
-                          t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min,
-                          t.tm_sec, static_cast<long>(now.tv_usec),
-                          static_cast<unsigned long long>(gettid()));
+    int n =
+        std::snprintf(prefix, sizeof prefix, "%04d/%02d/%02d-%02d:%02d:%02d.%06ld %llx ",
+                      t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
+                      static_cast<long>(now.tv_usec), static_cast<unsigned long long>(gettid()));
     std::string line(prefix, static_cast<size_t>(std::max(n, 0)));
     va_list copy;
     va_copy(copy, ap);

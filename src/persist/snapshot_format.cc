@@ -144,6 +144,7 @@ StatusOr<std::unique_ptr<FileReader>> FileReader::Open(const std::string& path) 
   }
   if (version == 0) return Status::Corruption(path + ": snapshot format version 0");
   r->offset_ = sizeof(header);
+  r->version_ = static_cast<int>(version);
   return r;
 }
 

@@ -93,6 +93,8 @@ class FileReader {
   bool AtEnd();
   int block() const { return block_; }
   uint64_t offset() const { return offset_; }
+  // The format version in the file header.
+  int version() const { return version_; }
   const std::string& path() const { return path_; }
 
  private:
@@ -105,6 +107,7 @@ class FileReader {
   std::string stored_, raw_;
   uint64_t offset_ = 0;  // of the block being read
   int block_ = 0;        // its number, from 0
+  int version_ = 0;
 };
 
 using RowFn = std::function<Status(storage::Family, std::string_view key, std::string_view value)>;

@@ -278,7 +278,7 @@ class CraftedSnapshotTest : public ::testing::Test {
     auto w = snapshot::FileWriter::Create(path, 1);
     EXPECT_OK(w);
     SnapshotManifest m;
-    m.format_version = 1;
+    m.format_version = manifest_format_;
     m.storage_format = 1;
     m.created = std::chrono::system_clock::now();
     KeyspaceStats ks;
@@ -297,8 +297,12 @@ class CraftedSnapshotTest : public ::testing::Test {
     std::sort(keys.begin(), keys.end());
     if (unsorted) std::swap(keys[0], keys[1]);
     for (const std::string& k : keys) {
+      std::string json =
+          R"({"kind":"Pod","apiVersion":"v1","metadata":{"namespace":"ns","name":")" + k.substr(3) +
+          R"(","resourceVersion":"1"}})";
+      if (k == keys[0] && !first_json_.empty()) json = first_json_;
       snapshot::AppendRow(&rows, Family::kObjects, storage::ObjectKey("pods", k),
-                          storage::EncodeObject("1", "{}"));
+                          storage::EncodeObject("1", json));
     }
     for (const std::string& k : keys) {
       snapshot::AppendRow(&rows, Family::kReverseIndex, storage::ObjectKey("pods", k),
@@ -317,6 +321,8 @@ class CraftedSnapshotTest : public ::testing::Test {
     return path;
   }
   testing::TempDir dir_;
+  int manifest_format_ = 1;
+  std::string first_json_;  // the first object's JSON, if set
 };
 
 TEST_F(CraftedSnapshotTest, AConsistentFileImports) {
@@ -345,6 +351,34 @@ TEST_F(CraftedSnapshotTest, IndexEntriesMustMatchTheReverseRecords) {
   // Storage invariant 3 (indexes agree with objects) is checked before a
   // file is read in place too.
   EXPECT_EQ(OpenSnapshot(path).status().code(), StatusCode::kCorruption);
+}
+
+// verify parses every object: checksums protect bytes, not their meaning.
+TEST_F(CraftedSnapshotTest, VerifyParsesEveryObject) {
+  first_json_ = "not json";
+  auto v = VerifySnapshot(Write(10, 10, false));
+  EXPECT_EQ(v.status().code(), StatusCode::kCorruption);
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("block 1 at byte"));
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("object ns/p0 of pods: "));
+  first_json_ =
+      R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p0","resourceVersion":"7"}})";
+  v = VerifySnapshot(Write(10, 10, false));
+  EXPECT_EQ(v.status().code(), StatusCode::kCorruption);
+  EXPECT_THAT(std::string(v.status().message()),
+              HasSubstr("object ns/p0 of pods: its resourceVersion is \"7\", its record's \"1\""));
+}
+
+// The manifest's formatVersion must be the header's: a file that claims a
+// version it is not written in is refused by every reader.
+TEST_F(CraftedSnapshotTest, ManifestFormatVersionMustMatchTheHeader) {
+  manifest_format_ = 2;
+  const std::string path = Write(10, 10, false);
+  for (auto st : {VerifySnapshot(path).status(), ImportSnapshot(path, dir_.Sub("t")).status(),
+                  OpenSnapshot(path).status()}) {
+    EXPECT_EQ(st.code(), StatusCode::kCorruption) << st;
+    EXPECT_THAT(std::string(st.message()),
+                HasSubstr("the manifest says formatVersion 2, the file header 1"));
+  }
 }
 
 TEST_F(CraftedSnapshotTest, RowsMustBeInOrder) {

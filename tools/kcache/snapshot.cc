@@ -140,8 +140,8 @@ Status RunSnapshotVerify(const SnapshotOptions& options, std::ostream& out,
       VerifySnapshot(options.target, Progress(options, progress, "verifying"));
   EndProgress(options, progress);
   KCACHE_RETURN_IF_ERROR(m.status());
-  out << options.target << ": OK (checksums, manifest, row order, indexes) in " << Seconds(start)
-      << "\n";
+  out << options.target << ": OK (checksums, manifest, row order, indexes, objects) in "
+      << Seconds(start) << "\n";
   PrintManifest(*m, out);
   return Status::OK();
 }
