@@ -100,10 +100,15 @@ Status AddNamed(const YAML::Node& doc, const char* list, const char* inner, cons
 }
 
 Status LoadFile(const std::string& file, Merged* m) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    return Status::InvalidArgument("kubeconfig " + file + ": is a directory, not a file");
+  }
   std::ifstream in(file);
   if (!in) return Status::NotFound("kubeconfig " + file + ": cannot be read");
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) return Status::IOError("kubeconfig " + file + ": read failed");
   YAML::Node doc;
   try {
     doc = YAML::Load(text.str());

@@ -52,8 +52,10 @@ struct ServerUrl {
 
 StatusOr<ServerUrl> ParseServer(const RestConfig& config) {
   std::string server = config.server;
-  while (!server.empty() && server.back() == '/') server.pop_back();
   size_t scheme_end = server.find("://");
+  // Trailing slashes go, but not those of the scheme ("http://" has no host).
+  const size_t keep = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  while (server.size() > keep && server.back() == '/') server.pop_back();
   if (scheme_end == std::string::npos) {
     // kubectl accepts a bare host:port and assumes https.
     server = "https://" + server;

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -184,6 +185,17 @@ Status CheckTableFiles(const std::string& dir, rocksdb::DBOptions options,
   return Status::Corruption(ctx + ": " + problem);
 }
 
+// The end of an error about a cache whose MANIFEST lacks what every cache
+// has: names the MANIFEST (from CURRENT) and the ways out.
+std::string DamagedManifest(const std::string& dir) {
+  std::ifstream current(dir + "/CURRENT");
+  std::string name;
+  std::getline(current, name);
+  return " in " + (name.empty() ? std::string("its MANIFEST") : dir + "/" + name) +
+         ", which may be damaged or cut short: restore a snapshot (kcache snapshot import) or "
+         "sync into a new cache";
+}
+
 // Opens the database at `dir` with kcache's column families, checking its
 // format version; `create` makes a new one there (with every family and its
 // format version) instead.
@@ -206,7 +218,8 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     std::set<std::string> present(have.begin(), have.end());
     for (const std::string& name : RequiredFamilies()) {
       if (!present.count(name)) {
-        return Status::Corruption(ctx + ": column family '" + name + "' is missing");
+        return Status::Corruption(ctx + ": column family '" + name + "' is missing" +
+                                  DamagedManifest(dir));
       }
     }
     has_journal = has_journal || present.count(kJournalCF);
@@ -249,7 +262,9 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
   std::string format;
   s = db->db->Get(rocksdb::ReadOptions(), db->meta, kFormatKey, &format);
   if (s.IsNotFound()) {
-    if (exists) return Status::Corruption(ctx + ": no format version recorded");
+    if (exists) {
+      return Status::Corruption(ctx + ": no format version recorded" + DamagedManifest(dir));
+    }
     s = db->db->Put(db->write_options, db->meta, kFormatKey, std::to_string(kFormatVersion));
     if (!s.ok()) return FromRocks(s, ctx);
   } else if (!s.ok()) {

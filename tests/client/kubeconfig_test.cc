@@ -173,6 +173,14 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
   auto missing = LoadKubeconfig({.path = dir_.Sub("absent")});
   EXPECT_TRUE(missing.status().IsNotFound());
 
+  // A directory is not taken for an empty file (which would end in "no
+  // current-context is set").
+  std::filesystem::create_directory(dir_.Sub("a-dir"));
+  auto directory = LoadKubeconfig({.path = dir_.Sub("a-dir")});
+  EXPECT_TRUE(directory.status().IsInvalidArgument()) << directory.status();
+  EXPECT_EQ(directory.status().message(),
+            "kubeconfig " + dir_.Sub("a-dir") + ": is a directory, not a file");
+
   Write(dir_.Sub("authprovider"), R"(current-context: x
 clusters: [{name: c, cluster: {server: https://s}}]
 users: [{name: u, user: {auth-provider: {name: gcp}}}]

@@ -386,6 +386,13 @@ TEST(RestClientTest, BadServerUrls) {
   EXPECT_TRUE(RestClient::Create(config).status().IsInvalidArgument());
   config.server = "ftp://host";
   EXPECT_TRUE(RestClient::Create(config).status().IsInvalidArgument());
+  // A scheme with no host is not read as the bare host "http:".
+  for (const char* no_host : {"http://", "https:///"}) {
+    config.server = no_host;
+    auto st = RestClient::Create(config).status();
+    EXPECT_TRUE(st.IsInvalidArgument()) << st;
+    EXPECT_EQ(st.message(), "server " + std::string(no_host) + ": no host");
+  }
   config.server = "https://127.0.0.1:1";
   config.ca_file = "/nonexistent/ca.crt";
   auto missing_ca = RestClient::Create(config);

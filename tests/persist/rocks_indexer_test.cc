@@ -339,6 +339,28 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
     EXPECT_THAT(std::string(plain.status().message()),
                 HasSubstr("column family 'objects' is missing"));
   }
+  {  // A MANIFEST cut short: the error names it and the ways out, instead
+     // of only the family its lost part recorded.
+    const std::string cut = dir.Sub("cut");
+    {
+      auto c = Cache::Open(cut);
+      ASSERT_OK(c);
+      auto pods = (*c)->OpenKeyspace("pods");
+      ASSERT_OK(pods);
+      ASSERT_OK((*pods)->Add(testing::Pod("a", "ns", "5")));
+    }
+    std::string manifest;
+    std::ifstream(cut + "/CURRENT") >> manifest;
+    // The first records only: the default family's, before the others'.
+    std::filesystem::resize_file(cut + "/" + manifest, 64);
+    auto opened = Cache::Open(cut);
+    EXPECT_TRUE(opened.status().IsCorruption()) << opened.status();
+    EXPECT_THAT(std::string(opened.status().message()),
+                HasSubstr("in " + cut + "/" + manifest +
+                          ", which may be damaged or cut short: restore a snapshot (kcache "
+                          "snapshot import) or sync into a new cache"));
+    EXPECT_FALSE(Cache::OpenReadOnly(cut).ok());
+  }
   {  // A damaged CURRENT file.
     ASSERT_OK(Cache::Open(dir.Sub("damaged")));
     std::ofstream(dir.Sub("damaged") + "/CURRENT", std::ios::trunc) << "MANIFEST-999999\n";
