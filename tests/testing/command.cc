@@ -1,7 +1,9 @@
 #include "testing/command.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace kcache::testing {
@@ -15,6 +17,44 @@ CommandResult RunCommand(const std::string& command) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+Background StartCommand(const std::string& command) {
+  Background b;
+  int fds[2];
+  if (pipe(fds) != 0) return b;
+  b.pid = fork();
+  if (b.pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  if (b.pid < 0) {
+    close(fds[0]);
+    return b;
+  }
+  b.out = fds[0];
+  return b;
+}
+
+std::string ReadLines(int fd, int lines) {
+  std::string out;
+  char c;
+  while (std::count(out.begin(), out.end(), '\n') < lines && read(fd, &c, 1) == 1) out += c;
+  return out;
+}
+
+std::string Drain(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
 }
 
 }  // namespace kcache::testing

@@ -14,6 +14,18 @@ struct CommandResult {
 // Runs `command` with /bin/sh and waits for it.
 CommandResult RunCommand(const std::string& command);
 
+// A command running in the background, its stdout and stderr on a pipe.
+struct Background {
+  int pid = -1;  // the command's own (exec'd by the shell)
+  int out = -1;  // the pipe's read end
+};
+// Starts `command` with /bin/sh. pid is -1 if it could not be started.
+Background StartCommand(const std::string& command);
+// Reads from `fd` until `lines` newlines have arrived or it closes.
+std::string ReadLines(int fd, int lines);
+// Reads `fd` to its end and closes it.
+std::string Drain(int fd);
+
 }  // namespace kcache::testing
 
 #endif  // KCACHE_TESTS_TESTING_COMMAND_H_

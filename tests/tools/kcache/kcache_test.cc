@@ -225,34 +225,13 @@ struct Serving {
 };
 
 Serving StartServe(const std::string& args) {
-  Serving s;
-  int fds[2];
-  if (pipe(fds) != 0) return s;
-  s.pid = fork();
-  if (s.pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    std::string cmd = std::string(std::getenv("KCACHE_BIN")) + " serve " + args;
-    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
-    _exit(127);
-  }
-  close(fds[1]);
-  s.out = fds[0];
-  char c;
-  while (std::count(s.banner.begin(), s.banner.end(), '\n') < 2 && read(s.out, &c, 1) == 1)
-    s.banner += c;
+  kcache::testing::Background b = kcache::testing::StartCommand(KcachePath() + " serve " + args);
+  Serving s{b.pid, b.out, ""};
+  if (b.pid > 0) s.banner = kcache::testing::ReadLines(b.out, 2);
   return s;
 }
 
-std::string Drain(int fd) {
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
+using kcache::testing::Drain;
 
 TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
   for (int sig : {SIGTERM, SIGINT}) {
