@@ -424,9 +424,8 @@ std::string Url(const Serving& s) {
 // URL): the cache's recorded identity, the kube-system namespace's uid,
 // differs from the server's, so its resume points mean nothing there. The
 // sync lists every resource again instead of resuming; it refuses when the
-// cache holds resources it does not name, which would stay stale; a sync
-// killed before the relist ends lists again next time, since the new
-// identity is recorded only once synced.
+// cache holds resources it does not name, which would stay stale; once
+// synced, the new identity is recorded and the next sync resumes.
 TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
   Serving a = StartServe(
       "--listen 127.0.0.1:0 --seed 1 --pods 300 --nodes 5 --creates 0 "
