@@ -321,8 +321,14 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     if (failed) break;
     const bool synced = factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok();
     if (synced && !cluster_recorded) {
-      KCACHE_RETURN_IF_ERROR(cache->SetClusterInfo(cluster));
       cluster_recorded = true;
+      if (Status st = cache->SetClusterInfo(cluster); !st.ok()) {
+        say("error: " + std::string(st.message()));
+        std::lock_guard l(fatal_mu);
+        fatal = st;
+        failed = true;
+        break;
+      }
     }
     if (options.until_synced && synced) break;
     timespec poll{0, 50 * 1000 * 1000};
@@ -345,8 +351,10 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   say("received " + Megabytes(factory->BytesReceived()) + " of responses over the network" +
       (config.disable_compression ? " (compression disabled)" : ""));
   for (auto& [name, informer] : factory->informers()) {
-    say(name + ": stopped at resourceVersion " + informer->GetIndexer()->LastSyncResourceVersion() +
-        " (the next start resumes from it)");
+    const std::string rv = informer->GetIndexer()->LastSyncResourceVersion();
+    say(rv.empty()
+            ? name + ": stopped with no resume point (the next start lists)"
+            : name + ": stopped at resourceVersion " + rv + " (the next start resumes from it)");
   }
   say(Summary(factory->informers(), started));
   std::lock_guard l(fatal_mu);

@@ -143,8 +143,8 @@ class SyncKillTest : public ::testing::Test {
       }
       for (const auto& [k, rv] : have) extra += want->count(k) ? 0 : 1;
       ADD_FAILURE() << when << ": at resourceVersion " << stats->resource_version
-                    << " the cache differs from the server: " << missing << " missing, "
-                    << extra << " extra, " << other << " at another resourceVersion";
+                    << " the cache differs from the server: " << missing << " missing, " << extra
+                    << " extra, " << other << " at another resourceVersion";
     }
     return Outcome::kExact;
   }
@@ -161,7 +161,7 @@ TEST_F(SyncKillTest, KillsDuringSyncChurnAndRelistsLoseNothingCommitted) {
   std::mt19937_64 rng(20261124);
   int exact = 0, cut = 0, beyond = 0;
   int listed = 0, relisted = 0;  // rounds whose sync applied a list; met a 410
-  bool relisting = false;         // the next start relists
+  bool relisting = false;        // the next start relists
   const auto start = std::chrono::steady_clock::now();
   for (int round = 0; round < kills && !HasFailure(); ++round) {
     Background sync = StartCommand(Bin() + " sync pods --server " + url_ + " --cache " + cache +
@@ -192,9 +192,15 @@ TEST_F(SyncKillTest, KillsDuringSyncChurnAndRelistsLoseNothingCommitted) {
     const Outcome outcome = Check(
         cache, "round " + std::to_string(round) + " (killed after " + std::to_string(ms) + " ms)");
     switch (outcome) {
-      case Outcome::kExact: ++exact; break;
-      case Outcome::kCutRelist: ++cut; break;
-      case Outcome::kBeyondHistory: ++beyond; break;
+      case Outcome::kExact:
+        ++exact;
+        break;
+      case Outcome::kCutRelist:
+        ++cut;
+        break;
+      case Outcome::kBeyondHistory:
+        ++beyond;
+        break;
     }
     relisting = outcome != Outcome::kExact;
     // One start in eight comes after the history has moved past the resume
@@ -211,10 +217,11 @@ TEST_F(SyncKillTest, KillsDuringSyncChurnAndRelistsLoseNothingCommitted) {
   EXPECT_EQ(Check(cache, "after the last sync"), Outcome::kExact);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%d kills in %.0f s: %d exact at their resume point, %d cut inside a list, %d "
-              "beyond the server's history; %d syncs applied a list, %d met a 410 and "
-              "relisted\n",
-              kills, secs, exact, cut, beyond, listed, relisted);
+  std::printf(
+      "%d kills in %.0f s: %d exact at their resume point, %d cut inside a list, %d "
+      "beyond the server's history; %d syncs applied a list, %d met a 410 and "
+      "relisted\n",
+      kills, secs, exact, cut, beyond, listed, relisted);
   RecordProperty("exact", exact);
   RecordProperty("cut", cut);
   // The run proves something only if most kills left a resume point to
