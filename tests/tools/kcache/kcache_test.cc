@@ -233,6 +233,13 @@ Serving StartServe(const std::string& args) {
 
 using kcache::testing::Drain;
 
+// SIGTERM, then waits for it and empties its pipe.
+void StopServe(const Serving& s) {
+  kill(s.pid, SIGTERM);
+  waitpid(s.pid, nullptr, 0);
+  Drain(s.out);
+}
+
 TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
   for (int sig : {SIGTERM, SIGINT}) {
     Serving s = StartServe("--listen 127.0.0.1:0 --pods 100");
@@ -438,10 +445,7 @@ TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
   Result first =
       Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  kill(a.pid, SIGTERM);
-  int status;
-  waitpid(a.pid, &status, 0);
-  Drain(a.out);
+  StopServe(a);
 
   // Seed 2 at the same address: 100 pods of other names, another identity.
   Serving b = StartServe("--listen " + url.substr(std::string("http://").size()) +
@@ -471,9 +475,7 @@ TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
   EXPECT_EQ(again.output.find("is not the cluster"), std::string::npos) << again.output;
   EXPECT_NE(again.output.find("pods: resuming the watch"), std::string::npos) << again.output;
 
-  kill(b.pid, SIGTERM);
-  waitpid(b.pid, &status, 0);
-  Drain(b.out);
+  StopServe(b);
   kcache::testing::RunCommand(std::string("rm -rf ") + tmpl);
 }
 
@@ -541,10 +543,7 @@ TEST(KcacheToolTest, DiskFullStopsCleanlyAndLosesNothingCommitted) {
   EXPECT_EQ(value("import2"), "0") << r.output;
   EXPECT_EQ(value("imported"), "3000") << r.output;
 
-  kill(s.pid, SIGTERM);
-  int status;
-  waitpid(s.pid, &status, 0);
-  Drain(s.out);
+  StopServe(s);
   kcache::testing::RunCommand("rm -rf " + dir);
 }
 
