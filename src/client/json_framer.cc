@@ -25,6 +25,11 @@ void JsonFramer::Compact() {
   }
 }
 
+Status JsonFramer::TooLarge() const {
+  return Status::InvalidArgument("watch event at byte " + std::to_string(offset()) + " exceeds " +
+                                 std::to_string(max_frame_bytes_) + " bytes");
+}
+
 StatusOr<std::optional<std::string>> JsonFramer::Next() {
   if (depth_ == 0) {
     while (start_ < buf_.size() && IsSpace(buf_[start_])) ++start_;
@@ -60,6 +65,9 @@ StatusOr<std::optional<std::string>> JsonFramer::Next() {
       ++depth_;
     } else if (c == '}' || c == ']') {
       if (--depth_ == 0) {
+        // The bound holds however the bytes arrived: a frame that came
+        // whole in one read is refused as one that came in pieces is.
+        if (i + 1 - start_ > max_frame_bytes_) return TooLarge();
         std::string frame(p + start_, i + 1 - start_);
         frame_offset_ = offset();
         start_ = scan_ = i + 1;
@@ -69,10 +77,7 @@ StatusOr<std::optional<std::string>> JsonFramer::Next() {
     }
   }
   scan_ = i;
-  if (scan_ - start_ > max_frame_bytes_) {
-    return Status::InvalidArgument("watch event at byte " + std::to_string(offset()) + " exceeds " +
-                                   std::to_string(max_frame_bytes_) + " bytes");
-  }
+  if (scan_ - start_ > max_frame_bytes_) return TooLarge();
   Compact();
   return std::optional<std::string>();
 }

@@ -40,6 +40,7 @@ class JsonFramer {
 
  private:
   void Compact();
+  Status TooLarge() const;
 
   const size_t max_frame_bytes_;
   std::string buf_;

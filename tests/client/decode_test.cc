@@ -72,6 +72,16 @@ TEST(JsonFramerTest, OversizedEventIsAnError) {
   EXPECT_NE(f.status().message().find("exceeds 16 bytes"), std::string_view::npos);
 }
 
+// Found by watch_stream_fuzz: a frame over the bound that arrived whole in
+// one read was returned, and refused when it arrived in pieces.
+TEST(JsonFramerTest, OversizedEventIsAnErrorHoweverItArrives) {
+  JsonFramer framer(16);
+  framer.Append("{\"a\":\"0123456789012345678901234567890\"}");
+  auto f = framer.Next();
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("exceeds 16 bytes"), std::string_view::npos) << f.status();
+}
+
 TEST(DecodeWatchEventTest, DecodesTypesAndObjects) {
   auto frames = FrameAll({kStream});
   auto added = DecodeWatchEvent(frames[0], 0, {}, "WATCH /api/v1/pods");
