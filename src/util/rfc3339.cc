@@ -1,5 +1,6 @@
 #include "util/rfc3339.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -36,7 +37,12 @@ std::optional<std::chrono::system_clock::time_point> ParseRfc3339(std::string_vi
     for (int d = digits; d < 3; ++d) ms *= 10;
   }
   if (std::string_view(rest) != "Z") return std::nullopt;
-  return std::chrono::system_clock::time_point(std::chrono::seconds(timegm(&tm)) +
+  // system_clock counts nanoseconds in 64 bits: about 1678 to 2262. Times
+  // outside that are refused rather than overflowed.
+  const int64_t secs = timegm(&tm);
+  constexpr int64_t kLimit = 9'000'000'000;  // seconds, about year 2255
+  if (secs <= -kLimit || secs >= kLimit) return std::nullopt;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(secs) +
                                                std::chrono::milliseconds(ms));
 }
 
