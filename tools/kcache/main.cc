@@ -376,7 +376,22 @@ int Sync(const std::vector<std::string>& args) {
   o.journal.max_events = static_cast<size_t>(journal_events);
   o.journal.max_bytes = static_cast<size_t>(journal_mib) << 20;
   o.journal.max_age = std::chrono::minutes(journal_minutes);
-  o.resources = positional;
+  // "deploy,cm" names two resources, as in kubectl.
+  for (const std::string& arg : positional) {
+    size_t from = 0;
+    for (;;) {
+      size_t comma = arg.find(',', from);
+      std::string name = arg.substr(from, comma == std::string::npos ? comma : comma - from);
+      if (name.empty()) {
+        return Fail(
+            kcache::Status::InvalidArgument("resource list \"" + arg + "\" has an empty name"),
+            "sync");
+      }
+      o.resources.push_back(std::move(name));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+  }
   if (!ns.empty()) {
     o.kubeconfig.namespace_ = ns;
     o.all_namespaces = false;

@@ -336,11 +336,18 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   Result absent = Kcache("get pods --cache " + std::string(tmpl) + "/absent");
   EXPECT_EQ(absent.exit_code, 1);
 
-  Result again =
-      Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
+  // "po,nodes": one argument naming two resources, as kubectl takes them.
+  Result again = Kcache("sync po,nodes --server " + url + " --cache " + cache + " --until-synced");
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_NE(again.output.find("pods: resuming the watch from resourceVersion"), std::string::npos)
       << again.output;
+  EXPECT_NE(again.output.find("nodes: resuming the watch from resourceVersion"), std::string::npos)
+      << again.output;
+  Result empty_name = Kcache("sync pods,,nodes --server " + url + " --cache " + cache);
+  EXPECT_EQ(empty_name.exit_code, 2) << empty_name.output;
+  EXPECT_NE(empty_name.output.find("resource list \"pods,,nodes\" has an empty name"),
+            std::string::npos)
+      << empty_name.output;
   EXPECT_EQ(again.output.find("streaming list"), std::string::npos) << again.output;
 
   // --log-format=json: every line one JSON object with a time and a
