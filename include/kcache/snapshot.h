@@ -54,6 +54,9 @@ struct KCACHE_EXPORT ExportOptions {
   SnapshotProgressFn progress;
   // The manifest's creation time. Default (empty): the system clock.
   std::function<std::chrono::system_clock::time_point()> wall_clock;
+  // Keyspaces left out of the file entirely (objects, indexes, resume
+  // point), e.g. {"secrets"}. Default: none.
+  std::vector<std::string> exclude_keyspaces;
 };
 
 struct KCACHE_EXPORT ImportOptions {
@@ -66,7 +69,7 @@ struct KCACHE_EXPORT ImportOptions {
 // snapshot of a writable cache, or a read-only cache's current view (call
 // Refresh() first to catch up). Memory stays bounded by one block whatever
 // the cache's size. The file is written beside `path` and renamed over it
-// once complete and synced.
+// once complete and synced, with mode 0600.
 KCACHE_EXPORT StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
                                                         const ExportOptions& options = {});
 

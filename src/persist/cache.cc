@@ -2,6 +2,7 @@
 
 #include <rocksdb/utilities/checkpoint.h>
 
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "persist/journal.h"
 #include "persist/rocks_indexer.h"
 #include "persist/rocks_status.h"
+#include "util/scope_guard.h"
 
 namespace kcache {
 namespace {
@@ -109,7 +111,24 @@ class CacheImpl final : public Cache {
       rocksdb::Checkpoint* raw = nullptr;
       KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::Checkpoint::Create(db_->db, &raw), ctx));
       std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
-      return storage::FromRocks(checkpoint->CreateCheckpoint(out_dir), ctx);
+      // Made inside a private (0700) sibling and renamed into place, so that
+      // no other user can read its files (RocksDB creates them 0644) at any
+      // instant; the copy is 0700, as a cache is.
+      std::error_code ec;
+      if (std::filesystem::exists(out_dir, ec)) {
+        return Status::AlreadyExists(ctx + ": " + out_dir + " already exists");
+      }
+      KCACHE_ASSIGN_OR_RETURN(std::string work, storage::MakeSiblingDir(out_dir, "checkpoint"));
+      util::ScopeGuard cleanup([&work] {
+        std::error_code ignored;
+        std::filesystem::remove_all(work, ignored);
+      });
+      const std::string inner = work + "/copy";
+      KCACHE_RETURN_IF_ERROR(storage::FromRocks(checkpoint->CreateCheckpoint(inner), ctx));
+      std::filesystem::permissions(inner, std::filesystem::perms::owner_all, ec);
+      if (!ec) std::filesystem::rename(inner, out_dir, ec);
+      if (ec) return Status::IOError(ctx + ": " + ec.message());
+      return Status::OK();
     }
     // A reader's view is fixed until Refresh() (a stopped writer's for
     // good): copy it row by row.

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "persist/bulk_load.h"
 #include "persist/db.h"
@@ -26,6 +27,16 @@ using storage::Family;
 // The keyspace a row of objects, rindex or index belongs to: its key up to
 // the first zero byte.
 std::string_view KeyspaceOf(std::string_view key) { return key.substr(0, key.find('\0')); }
+
+// The keyspace of any row: as KeyspaceOf, but meta keys are kind + \0 + ks
+// (the index versions "index" + \0 + ks + \0 + index); "" for "cluster".
+std::string_view RowKeyspace(Family family, std::string_view key) {
+  if (family != Family::kMeta) return KeyspaceOf(key);
+  size_t zero = key.find('\0');
+  if (zero == std::string_view::npos) return {};
+  std::string_view rest = key.substr(zero + 1);
+  return key.substr(0, zero) == "index" ? KeyspaceOf(rest) : rest;
+}
 
 uint64_t Hash(std::string_view s) { return std::hash<std::string_view>()(s); }
 
@@ -270,8 +281,11 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
     }
   }
   KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keyspaces, storage::ListKeyspaces(db, snap));
+  const std::set<std::string, std::less<>> excluded(options.exclude_keyspaces.begin(),
+                                                    options.exclude_keyspaces.end());
   SnapshotProgress p;
   for (const std::string& ks : keyspaces) {
+    if (excluded.count(ks)) continue;
     KCACHE_ASSIGN_OR_RETURN(KeyspaceStats r, storage::ReadKeyspaceMeta(db, snap, ks));
     p.objects_total += r.objects;
     m.resources.push_back(std::move(r));
@@ -304,6 +318,10 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
     std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, families[f]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       if (f == 0 && it->key() == storage::kFormatKey) continue;
+      if (!excluded.empty() &&
+          excluded.count(RowKeyspace(static_cast<Family>(f), storage::View(it->key())))) {
+        continue;
+      }
       snapshot::AppendRow(&block, static_cast<Family>(f), storage::View(it->key()),
                           storage::View(it->value()));
       ++p.rows;

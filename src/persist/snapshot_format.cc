@@ -1,5 +1,6 @@
 #include "persist/snapshot_format.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -64,8 +65,15 @@ FileWriter::~FileWriter() {
 }
 
 StatusOr<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, int zstd_level) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return Status::IOError("create " + path + ": " + ErrnoText());
+  // 0600: a snapshot holds what the cache holds, Secrets included.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::IOError("create " + path + ": " + ErrnoText());
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (!f) {
+    Status st = Status::IOError("create " + path + ": " + ErrnoText());
+    ::close(fd);
+    return st;
+  }
   std::setvbuf(f, nullptr, _IOFBF, size_t{1} << 20);
   std::unique_ptr<FileWriter> w(new FileWriter(path, f, zstd_level));
   char header[kHeaderBytes];

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "integration/cluster.h"
 #include "kcache/discovery.h"
 #include "kcache/rest_client.h"
+#include "testing/command.h"
 #include "testing/process_stats.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
@@ -45,6 +47,13 @@ void CreatePod(RestClient& c, const std::string& ns, const std::string& name) {
            R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
                R"(","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}})");
   ASSERT_OK(st) << st.status();
+}
+
+// A kcache command line, stdout and stderr together.
+std::string KcacheCommand(const std::string& args) {
+  const char* bin = std::getenv("KCACHE_BIN");
+  EXPECT_NE(bin, nullptr) << "KCACHE_BIN is not set";
+  return std::string(bin ? bin : "kcache") + " " + args + " 2>&1";
 }
 
 std::string Names(const ObjectList& list) {
@@ -555,6 +564,10 @@ TEST(RestIntegrationConfigTest, CertificateAuthorityFileDataAndInsecure) {
   no_ca.ca_file.clear();
   Status untrusted = ListWith(no_ca);
   EXPECT_EQ(untrusted.code(), StatusCode::kFailedPrecondition) << untrusted;
+  RestConfig wrong_ca = file;
+  wrong_ca.ca_file = cl.File("client-ca.crt");  // a CA, but not the server's
+  Status wrong = ListWith(wrong_ca);
+  EXPECT_EQ(wrong.code(), StatusCode::kFailedPrecondition) << wrong;
   no_ca.insecure_skip_tls_verify = true;
   EXPECT_OK(ListWith(no_ca));
 }
@@ -617,6 +630,78 @@ TEST(RestIntegrationConfigTest, ExecPlugin) {
   auto config = LoadKubeconfig({.path = dir.Sub("config")});
   ASSERT_OK(config) << config.status();
   EXPECT_OK(ListWith(*config)) << ListWith(*config);
+}
+
+// Credentials never reach kcache's output: a token (inline, from an exec
+// plugin, and one the server refuses) and a client key are looked for in everything `kcache sync`
+// and `kcache get` print, on success and on the error paths (401, an untrusted server).
+TEST(RestIntegrationConfigTest, CredentialsNeverAppearInOutput) {
+  auto& cl = Cluster::Get();
+  const std::string ns = cl.Namespace("credentials");
+  CreateConfigMap(*cl.Admin(), ns, "cm");
+  testing::TempDir dir;
+  const std::string ca = cl.File("certs/apiserver.crt");
+  auto config = [&](const std::string& name, const std::string& ca_file, const std::string& user) {
+    std::ofstream(dir.Sub(name)) << "current-context: t\nclusters:\n- name: c\n  cluster:\n    "
+                                    "server: "
+                                 << cl.server() << "\n    certificate-authority: " << ca_file
+                                 << "\nusers:\n- name: u\n  user:\n"
+                                 << user
+                                 << "contexts:\n- name: t\n  context: {cluster: c, user: u}\n";
+    return dir.Sub(name);
+  };
+  const std::string key = ReadAll(cl.File("admin.key"));
+  const std::string cert = ReadAll(cl.File("admin.crt"));
+  const std::string refused = "refused-secret-0123456789abcdef";
+  std::string plugin = dir.Sub("get-token");
+  std::ofstream(plugin) << "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                        << "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"rotated-"
+                        << cl.token() << "\"}}'\n";
+  chmod(plugin.c_str(), 0755);
+  struct Case {
+    std::string name, kubeconfig;
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {"token", config("token", ca, "    token: " + cl.token() + "\n"), true},
+      {"certificate",
+       config("certificate", ca,
+              "    client-certificate-data: " + Base64Encode(cert) +
+                  "\n    client-key-data: " + Base64Encode(key) + "\n"),
+       true},
+      {"exec",
+       config("exec", ca,
+              "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: " +
+                  plugin + "\n"),
+       true},
+      {"refused token", config("refused", ca, "    token: " + refused + "\n"), false},
+      {"untrusted server",
+       config("untrusted", cl.File("client-ca.crt"), "    token: " + cl.token() + "\n"), false},
+  };
+  std::vector<std::string> secrets = {cl.token(), refused, Base64Encode(key)};
+  // Every line of the key's base64 body, so that a partial quote is caught
+  // too.
+  std::istringstream lines(key);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() >= 16 && line.find("-----") == std::string::npos) secrets.push_back(line);
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string cache = dir.Sub("cache-" + std::to_string(&c - cases.data()));
+    std::string out;
+    const std::string sync = "sync configmaps -n " + ns + " --until-synced --kubeconfig " +
+                             c.kubeconfig + " --cache " + cache;
+    for (const std::string& args : {sync, sync + " --log-format=json",
+                                    "get configmaps -n " + ns + " -o yaml --cache " + cache}) {
+      testing::CommandResult r = testing::RunCommand("timeout 60 " + KcacheCommand(args));
+      EXPECT_EQ(r.exit_code == 0, c.ok) << args << "\n" << r.output;
+      out += r.output;
+    }
+    ASSERT_FALSE(out.empty());
+    for (const std::string& secret : secrets) {
+      EXPECT_EQ(out.find(secret), std::string::npos) << "printed: " << secret << "\n" << out;
+    }
+  }
 }
 
 TEST(RestIntegrationConfigTest, KubeconfigVariableMergesFiles) {

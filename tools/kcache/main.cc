@@ -571,8 +571,11 @@ int Snapshot(const std::vector<std::string>& args) {
         "cache", '\0', &o.cache_dir,
         verb == "import" ? "the cache directory to create" : "the cache directory to copy");
   }
-  if (verb == "export")
+  if (verb == "export") {
     flags.Int("zstd-level", '\0', &level, "zstd compression level, 1 (fast) to 19 (small)");
+    flags.Bool("exclude-secrets", '\0', &o.exclude_secrets,
+               "leave Secrets out of the file (its mode is 0600 either way)");
+  }
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, {args.begin() + 1, args.end()}, command, &positional); rc >= 0)
     return rc;

@@ -91,6 +91,9 @@ Status RunSnapshotCreate(const SnapshotOptions& options, std::ostream& out, std:
   return Status::OK();
 }
 
+// The keyspace of core Secrets.
+constexpr char kSecrets[] = "secrets";
+
 Status RunSnapshotExport(const SnapshotOptions& options, std::ostream& out,
                          std::ostream& progress) {
   if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
@@ -104,12 +107,21 @@ Status RunSnapshotExport(const SnapshotOptions& options, std::ostream& out,
   ExportOptions eo;
   eo.zstd_level = options.zstd_level;
   eo.progress = Progress(options, progress, "exporting");
+  if (options.exclude_secrets) eo.exclude_keyspaces.push_back(kSecrets);
   StatusOr<SnapshotManifest> m = ExportSnapshot(*cache, options.target, eo);
   EndProgress(options, progress);
   KCACHE_RETURN_IF_ERROR(m.status());
   out << "exported " << options.cache_dir << " to " << options.target << " ("
       << std::filesystem::file_size(options.target) << " bytes) in " << Seconds(start) << "\n";
   PrintManifest(*m, out);
+  for (const KeyspaceStats& r : m->resources) {
+    if (r.name == kSecrets && r.objects > 0) {
+      out << "note: the file holds " << r.objects
+          << " Secret(s) in the clear; it is readable by its owner only (mode 0600). "
+             "--exclude-secrets leaves them out\n";
+    }
+  }
+  if (options.exclude_secrets) out << "Secrets were left out (--exclude-secrets)\n";
   return Status::OK();
 }
 

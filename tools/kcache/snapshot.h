@@ -11,9 +11,10 @@
 namespace kcache::tool {
 
 struct SnapshotOptions {
-  std::string cache_dir;  // create, export: the cache; import: the new cache
-  std::string target;     // create: the output directory; export, import, verify: the file
-  int zstd_level = 1;     // export
+  std::string cache_dir;         // create, export: the cache; import: the new cache
+  std::string target;            // create: the output directory; export, import, verify: the file
+  int zstd_level = 1;            // export
+  bool exclude_secrets = false;  // export: leave the secrets keyspace out
   // A progress line on `progress` (a terminal) while the rows stream.
   bool progress = false;
 };
