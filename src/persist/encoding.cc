@@ -196,13 +196,21 @@ ResourceInfo ResourceInfoFromJson(const nlohmann::json& j) {
 StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json) {
   nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
   if (!j.is_object()) return Status::Corruption("malformed resource record: " + std::string(json));
-  return ResourceInfoFromJson(j);
+  try {
+    return ResourceInfoFromJson(j);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
+    return Status::Corruption("malformed resource record: " + std::string(e.what()));
+  }
 }
 
 StatusOr<ClusterInfo> DecodeClusterInfo(std::string_view json) {
   nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
   if (!j.is_object()) return Status::Corruption("malformed cluster record: " + std::string(json));
-  return ClusterInfoFromJson(j);
+  try {
+    return ClusterInfoFromJson(j);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
+    return Status::Corruption("malformed cluster record: " + std::string(e.what()));
+  }
 }
 
 nlohmann::json ClusterInfoToJson(const ClusterInfo& info) {

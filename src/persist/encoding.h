@@ -83,7 +83,9 @@ std::string EncodeEntries(const std::vector<IndexEntry>& entries);
 StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record);
 
 // meta "resource\0ks" and "cluster" values: JSON objects. Both have the
-// same JSON form in a snapshot's manifest.
+// same JSON form in a snapshot's manifest. The FromJson functions throw
+// nlohmann::json::exception for a field of the wrong type; the Decode
+// functions return Corruption.
 nlohmann::json ResourceInfoToJson(const ResourceInfo& info);
 ResourceInfo ResourceInfoFromJson(const nlohmann::json& j);
 StatusOr<ResourceInfo> DecodeResourceInfo(std::string_view json);

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "testing/status_matchers.h"
+
 namespace kcache::storage {
 namespace {
 
@@ -36,6 +38,22 @@ TEST(EncodingTest, PrefixRangesStopAtTheirKeyspaceAndIndexValue) {
   KeyRange index = PrefixRange(IndexPrefix("pods", "node"));
   EXPECT_TRUE(In(index, IndexKey("pods", "node", "n10", "ns/a")));
   EXPECT_FALSE(In(index, IndexKey("pods", "nodes", "n1", "ns/a")));
+}
+
+// Found by storage_records_fuzz: a meta record with a field of the wrong
+// type threw out of the decoder (std::terminate: the process aborted)
+// instead of being reported as corrupt.
+TEST(EncodingTest, MetaRecordsWithFieldsOfTheWrongTypeAreCorrupt) {
+  for (const char* json : {R"({"namespaced":"yes"})", R"({"kind":7})",
+                           R"({"printerColumns":[{"priority":"high"}]})"}) {
+    auto r = DecodeResourceInfo(json);
+    ASSERT_FALSE(r.ok()) << json;
+    EXPECT_TRUE(r.status().IsCorruption()) << r.status();
+  }
+  auto c = DecodeClusterInfo(R"({"server":["x"]})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(c.status().IsCorruption()) << c.status();
+  EXPECT_OK(DecodeResourceInfo(R"({"kind":"Pod","namespaced":true})"));
 }
 
 }  // namespace
