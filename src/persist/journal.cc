@@ -15,37 +15,6 @@ namespace {
 
 constexpr char kVersion = 0x01;
 
-// The fields of an entry; views into the record.
-struct Entry {
-  JournalEvent::Type type;
-  int64_t time_ms;
-  std::string_view key, previous, json;
-};
-
-Status DecodeEntry(std::string_view record, Entry* out) {
-  auto bad = [](const char* what) {
-    return Status::Corruption(std::string("journal entry: ") + what);
-  };
-  if (record.size() < 2 || record[0] != kVersion) return bad("unknown record version");
-  int type = record[1];
-  if (type < 1 || type > 3) return bad("unknown change type");
-  out->type = static_cast<JournalEvent::Type>(type - 1);
-  record.remove_prefix(2);
-  uint64_t time;
-  uint32_t klen, plen;
-  if (!util::GetVarint64(&record, &time)) return bad("truncated time");
-  out->time_ms = static_cast<int64_t>(time);
-  if (!util::GetVarint32(&record, &klen) || record.size() < klen) return bad("truncated key");
-  out->key = record.substr(0, klen);
-  record.remove_prefix(klen);
-  if (!util::GetVarint32(&record, &plen) || record.size() < plen) {
-    return bad("truncated previous object");
-  }
-  out->previous = record.substr(0, plen);
-  out->json = record.substr(plen);
-  return Status::OK();
-}
-
 // The entries of `ks`: [ks + \0 + 8 zero bytes, ks + \1).
 KeyRange EntryRange(std::string_view ks) {
   return {JournalEntryKey(ks, 0), KeyspaceRange(ks).limit};
@@ -68,6 +37,30 @@ StatusOr<std::optional<std::string>> GetOptional(const Db& db, const rocksdb::Re
 }
 
 }  // namespace
+
+Status DecodeJournalEntry(std::string_view record, JournalEntry* out) {
+  auto bad = [](const char* what) {
+    return Status::Corruption(std::string("journal entry: ") + what);
+  };
+  if (record.size() < 2 || record[0] != kVersion) return bad("unknown record version");
+  int type = record[1];
+  if (type < 1 || type > 3) return bad("unknown change type");
+  out->type = static_cast<JournalEvent::Type>(type - 1);
+  record.remove_prefix(2);
+  uint64_t time;
+  uint32_t klen, plen;
+  if (!util::GetVarint64(&record, &time)) return bad("truncated time");
+  out->time_ms = static_cast<int64_t>(time);
+  if (!util::GetVarint32(&record, &klen) || record.size() < klen) return bad("truncated key");
+  out->key = record.substr(0, klen);
+  record.remove_prefix(klen);
+  if (!util::GetVarint32(&record, &plen) || record.size() < plen) {
+    return bad("truncated previous object");
+  }
+  out->previous = record.substr(0, plen);
+  out->json = record.substr(plen);
+  return Status::OK();
+}
 
 std::string JournalStateKey(std::string_view ks) { return KeyspacePrefix(ks); }
 
@@ -202,9 +195,9 @@ StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapsho
         out.more = true;
         break;
       }
-      Entry e;
-      KCACHE_RETURN_IF_ERROR(
-          DecodeEntry(View(it->value()), &e).WithContext(where + " at " + std::to_string(*rv)));
+      JournalEntry e;
+      KCACHE_RETURN_IF_ERROR(DecodeJournalEntry(View(it->value()), &e)
+                                 .WithContext(where + " at " + std::to_string(*rv)));
       JournalEvent ev;
       ev.type = e.type;
       ev.key = e.key;
@@ -265,8 +258,8 @@ Status VerifyJournal(const Db& db, const rocksdb::Snapshot* snapshot, std::strin
     if (resume && *rv > *resume) {
       return fail(at + " is after the resume point " + std::string(keyspace_rv));
     }
-    Entry e;
-    if (Status st = DecodeEntry(View(it->value()), &e); !st.ok()) {
+    JournalEntry e;
+    if (Status st = DecodeJournalEntry(View(it->value()), &e); !st.ok()) {
       return fail(at + ": " + std::string(st.message()));
     }
     ++events;
@@ -316,8 +309,9 @@ Status JournalWriter::Load(std::string_view keyspace_rv) {
     std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->journal));
     it->SeekToFirst();
     if (it->Valid()) {
-      Entry e;
-      KCACHE_RETURN_IF_ERROR(DecodeEntry(View(it->value()), &e).WithContext("keyspace " + ks_));
+      JournalEntry e;
+      KCACHE_RETURN_IF_ERROR(
+          DecodeJournalEntry(View(it->value()), &e).WithContext("keyspace " + ks_));
       head_ = e.time_ms;
     }
     it->SeekToLast();
@@ -403,8 +397,9 @@ Status JournalWriter::Trim(Pending* p, rocksdb::WriteBatch* batch, int64_t now_m
   std::optional<uint64_t> last_removed;
   p->head.reset();
   for (it->Seek(JournalEntryKey(ks_, *start + 1)); it->Valid(); it->Next()) {
-    Entry e;
-    KCACHE_RETURN_IF_ERROR(DecodeEntry(View(it->value()), &e).WithContext("keyspace " + ks_));
+    JournalEntry e;
+    KCACHE_RETURN_IF_ERROR(
+        DecodeJournalEntry(View(it->value()), &e).WithContext("keyspace " + ks_));
     if (p->state.events <= keep_events && p->state.bytes <= keep_bytes &&
         now_ms - e.time_ms <= max_age) {
       p->head = e.time_ms;

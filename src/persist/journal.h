@@ -40,6 +40,14 @@ StatusOr<JournalStats> DecodeJournalState(std::string_view record);
 // previous + json.
 std::string EncodeJournalEntry(JournalEvent::Type type, int64_t time_ms, std::string_view key,
                                std::string_view previous, std::string_view json);
+// An entry's fields; views into its record.
+struct JournalEntry {
+  JournalEvent::Type type;
+  int64_t time_ms;
+  std::string_view key, previous, json;
+};
+// Splits an entry; Corruption naming the field if malformed.
+Status DecodeJournalEntry(std::string_view record, JournalEntry* out);
 // The entry without its objects: everything up to varint32(len(previous)).
 std::string EncodeJournalEntryHeader(JournalEvent::Type type, int64_t time_ms, std::string_view key,
                                      size_t previous_size);

@@ -1,0 +1,67 @@
+// The watch stream's framer and event decoder. Properties: the frames and
+// the error do not depend on where the bytes are cut (the network may cut
+// them anywhere), and a decoded event always holds an object.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/decode.h"
+#include "client/json_framer.h"
+#include "fuzz/fuzz.h"
+
+namespace {
+
+struct Framed {
+  std::vector<std::string> frames;
+  std::vector<uint64_t> offsets;
+  std::string error;  // "" when the stream framed without one
+  bool in_frame = false;
+};
+
+// Small enough that the fuzzer reaches the bound.
+constexpr size_t kMaxFrame = 4096;
+
+Framed Frame(std::string_view in, size_t chunk) {
+  Framed out;
+  kcache::rest::JsonFramer framer(kMaxFrame);
+  for (size_t at = 0; at < in.size() || at == 0; at += chunk) {
+    framer.Append(in.substr(at, chunk));
+    while (true) {
+      auto next = framer.Next();
+      if (!next.ok()) {
+        out.error = next.status().ToString();
+        return out;
+      }
+      if (!next->has_value()) break;
+      out.frames.push_back(std::move(**next));
+      out.offsets.push_back(framer.frame_offset());
+    }
+    if (in.empty()) break;
+  }
+  out.in_frame = framer.InFrame();
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using kcache::fuzz::Check;
+  std::string_view in = kcache::fuzz::Bytes(data, size);
+  Framed whole = Frame(in, in.size() + 1);
+  if (!in.empty()) {
+    Framed cut = Frame(in, 1 + data[0] % 13);
+    Check(cut.frames == whole.frames && cut.offsets == whole.offsets,
+          "frames depend on where the stream is cut");
+    Check(cut.error == whole.error, "the framing error depends on where the stream is cut",
+          whole.error + "\n" + cut.error);
+    Check(cut.in_frame == whole.in_frame, "InFrame depends on where the stream is cut");
+  }
+  for (size_t i = 0; i < whole.frames.size(); i++) {
+    kcache::ParseOptions options;
+    options.drop_managed_fields = i % 2 == 1;
+    auto event =
+        kcache::rest::DecodeWatchEvent(whole.frames[i], whole.offsets[i], options, "fuzz watch");
+    if (event.ok()) Check(event->object != nullptr, "an event without an object");
+  }
+  return 0;
+}
