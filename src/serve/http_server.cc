@@ -194,17 +194,23 @@ std::optional<std::string> Request::Query(std::string_view name) const {
 bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
   if (broken_) return false;
   if (rate_limit_ > 0) {
-    // A trickle: slices of a tenth of the per-second budget, ten a second.
+    // A trickle: slices of at most a tenth of the per-second budget, each
+    // sent once the bytes before it are due at the rate, counted from the
+    // response's first byte (a fixed pause per piece would make the rate
+    // depend on how the response is cut into pieces).
     const size_t slice = static_cast<size_t>(std::max<int64_t>(1, rate_limit_ / 10));
+    if (rate_sent_ == 0) rate_start_ = std::chrono::steady_clock::now();
     for (std::string_view piece : pieces) {
       while (!piece.empty()) {
         if (stopping_->load()) return broken_ = true, false;
+        std::this_thread::sleep_until(
+            rate_start_ + std::chrono::microseconds(rate_sent_ * 1'000'000 / rate_limit_));
         std::string_view part = piece.substr(0, slice);
         ResponseWriter unlimited(fd_, stopping_, ssl_);
         if (!unlimited.SendAll(std::span<const std::string_view>(&part, 1)))
           return broken_ = true, false;
         piece.remove_prefix(part.size());
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        rate_sent_ += static_cast<int64_t>(part.size());
       }
     }
     return true;

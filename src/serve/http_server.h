@@ -10,6 +10,7 @@
 #define KCACHE_SRC_SERVE_HTTP_SERVER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -91,6 +92,8 @@ class ResponseWriter {
   bool cut_ = false;
   bool broken_ = false;
   int64_t rate_limit_ = 0;
+  int64_t rate_sent_ = 0;  // bytes sent under the rate limit
+  std::chrono::steady_clock::time_point rate_start_;
 };
 
 using Handler = std::function<void(const Request&, ResponseWriter&)>;

@@ -392,6 +392,21 @@ TEST(ServeApiTest, StalledAndSlowResponses) {
   auto list = g.client->List(Pods(), {});
   ASSERT_OK(list) << list.status();
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 1s);
+
+  // The rate is the one asked for however the response is cut into pieces:
+  // 100 pods (about 650 KB) at 1 MiB/s take well under 2.5 s. (A pause of a
+  // tenth of a second per piece made it 10 s and more, whatever the rate.)
+  ServeOptions faster = Quiet(100);
+  faster.api.faults.slow_bytes_per_second = 1 << 20;
+  Fixture h(faster);
+  t0 = std::chrono::steady_clock::now();
+  auto many = h.client->List(Pods(), {});
+  ASSERT_OK(many) << many.status();
+  auto took = std::chrono::steady_clock::now() - t0;
+  size_t bytes = 0;
+  for (const ObjectPtr& p : many->items) bytes += p->byte_size();
+  const auto due = std::chrono::milliseconds(bytes * 1000 / (1 << 20));
+  EXPECT_LT(took, 3 * due + 500ms) << bytes << " bytes";
 }
 
 TEST(ServeApiTest, ManyWatchesAndACleanStop) {
