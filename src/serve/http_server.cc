@@ -203,8 +203,14 @@ bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
     for (std::string_view piece : pieces) {
       while (!piece.empty()) {
         if (stopping_->load()) return broken_ = true, false;
-        std::this_thread::sleep_until(
-            rate_start_ + std::chrono::microseconds(rate_sent_ * 1'000'000 / rate_limit_));
+        auto due = rate_start_ + std::chrono::microseconds(rate_sent_ * 1'000'000 / rate_limit_);
+        const auto now = std::chrono::steady_clock::now();
+        if (now - due > std::chrono::milliseconds(100)) {
+          // A stream that was idle (a watch between events) earns no burst.
+          rate_start_ += now - due;
+          due = now;
+        }
+        std::this_thread::sleep_until(due);
         std::string_view part = piece.substr(0, slice);
         ResponseWriter unlimited(fd_, stopping_, ssl_);
         if (!unlimited.SendAll(std::span<const std::string_view>(&part, 1)))
