@@ -38,6 +38,10 @@ struct KCACHE_EXPORT RestClientOptions {
   // How long a token read from a file is used before it is read again
   // (bound service-account tokens rotate). Default: 1 minute, as client-go.
   std::chrono::milliseconds token_file_refresh{60000};
+  // An exec credential plugin still running after this long is killed and
+  // the request that needed it fails with DeadlineExceeded. Its stdin is
+  // not a terminal, so it cannot be waiting for the user. Default: 60 s.
+  std::chrono::milliseconds exec_timeout{60000};
   // Non-watch requests answered 429 or 5xx with a Retry-After in whole
   // seconds are retried this many times, waiting as the server asks
   // (capped at max_retry_wait). Default: 10, as client-go.

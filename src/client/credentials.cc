@@ -1,15 +1,21 @@
 #include "client/credentials.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -45,9 +51,11 @@ bool ParseTimestamp(const std::string& text, std::chrono::system_clock::time_poi
 }
 
 // Runs `argv` with `env`, stdin from /dev/null and stderr inherited (a
-// plugin's messages are for the user), and returns its stdout.
+// plugin's messages are for the user), and returns its stdout. A plugin
+// still running after `timeout` is killed (DeadlineExceeded).
 StatusOr<std::string> RunCapture(const std::vector<std::string>& argv,
-                                 const std::vector<std::string>& env, std::string_view what) {
+                                 const std::vector<std::string>& env, std::string_view what,
+                                 std::chrono::milliseconds timeout) {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0)
     return Status::IOError(std::string(what) + ": pipe: " + std::strerror(errno));
@@ -68,18 +76,48 @@ StatusOr<std::string> RunCapture(const std::vector<std::string>& argv,
     close(pipefd[0]);
     return Status::NotFound(std::string(what) + ": cannot run: " + std::strerror(rc));
   }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto left_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now())
+        .count();
+  };
+  int wstatus = 0;
+  auto timed_out = [&] {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.1f", static_cast<double>(timeout.count()) / 1000);
+    return Status::DeadlineExceeded(std::string(what) + ": still running after " + secs +
+                                    " s; killed");
+  };
   std::string out;
   char buf[8192];
   constexpr size_t kMaxOutput = 1 << 20;
   for (;;) {
+    const int64_t left = left_ms();
+    if (left <= 0) {
+      close(pipefd[0]);
+      return timed_out();
+    }
+    pollfd p{pipefd[0], POLLIN, 0};
+    int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
     ssize_t n = read(pipefd[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     if (out.size() < kMaxOutput) out.append(buf, static_cast<size_t>(n));
   }
   close(pipefd[0]);
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  // Its stdout is closed; it may still be running.
+  for (;;) {
+    pid_t r = waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) break;
+    if (left_ms() <= 0) return timed_out();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (WIFSIGNALED(wstatus)) {
     return Status::Unavailable(std::string(what) + ": killed by signal " +
@@ -98,10 +136,11 @@ StatusOr<std::string> RunCapture(const std::vector<std::string>& argv,
 
 StatusOr<std::unique_ptr<Credentials>> Credentials::Create(
     const RestConfig& config, std::chrono::milliseconds token_file_refresh,
-    std::string connect_to) {
+    std::chrono::milliseconds exec_timeout, std::string connect_to) {
   std::unique_ptr<Credentials> c(new Credentials());
   c->config_ = config;
   c->token_file_refresh_ = token_file_refresh;
+  c->exec_timeout_ = exec_timeout;
   auto tls = std::make_shared<TlsSettings>();
   tls->insecure_skip_verify = config.insecure_skip_tls_verify;
   tls->ca_pem = config.ca_data;
@@ -153,7 +192,7 @@ Status Credentials::RunExec() {
     info["spec"]["cluster"] = cluster;
   }
   env.push_back("KUBERNETES_EXEC_INFO=" + info.dump());
-  auto out = RunCapture(argv, env, what);
+  auto out = RunCapture(argv, env, what, exec_timeout_);
   if (!out.ok()) {
     if (!x.install_hint.empty() && out.status().IsNotFound()) {
       return out.status().WithContext(x.install_hint);

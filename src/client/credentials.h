@@ -24,6 +24,7 @@ class Credentials {
   // `connect_to` is TlsSettings::connect_to, for tls-server-name.
   static StatusOr<std::unique_ptr<Credentials>> Create(const RestConfig& config,
                                                        std::chrono::milliseconds token_file_refresh,
+                                                       std::chrono::milliseconds exec_timeout,
                                                        std::string connect_to);
 
   // Adds the Authorization header for the next request to `headers` and
@@ -41,6 +42,7 @@ class Credentials {
 
   RestConfig config_;
   std::chrono::milliseconds token_file_refresh_{0};
+  std::chrono::milliseconds exec_timeout_{0};
   std::shared_ptr<const TlsSettings> base_tls_;
 
   std::mutex mu_;

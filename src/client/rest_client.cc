@@ -461,9 +461,9 @@ StatusOr<std::shared_ptr<RestClient>> RestClient::Create(const RestConfig& confi
                                                          const RestClientOptions& options) {
   if (config.server.empty()) return Status::InvalidArgument("no server in the configuration");
   KCACHE_ASSIGN_OR_RETURN(ServerUrl url, ParseServer(config));
-  KCACHE_ASSIGN_OR_RETURN(
-      auto credentials,
-      rest::Credentials::Create(config, options.token_file_refresh, url.connect_to));
+  KCACHE_ASSIGN_OR_RETURN(auto credentials,
+                          rest::Credentials::Create(config, options.token_file_refresh,
+                                                    options.exec_timeout, url.connect_to));
   KCACHE_ASSIGN_OR_RETURN(auto transport, rest::Transport::Create(config.proxy_url));
   RestClientOptions o = options;
   if (o.user_agent.empty()) o.user_agent = "kcache/0.1.0";

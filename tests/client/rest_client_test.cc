@@ -1,6 +1,7 @@
 // RestClient against a scripted HTTP server: streams cut anywhere, errors,
 // retries, cancellation, back-pressure, and the credentials each request
 // carries.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -366,6 +367,42 @@ TEST(RestClientTest, ExecPluginFailuresAreClearAndQuoteNoOutput) {
   EXPECT_NE(missing.status().message().find("install the missing plugin"), std::string_view::npos)
       << missing.status();
   EXPECT_TRUE(server.requests().empty()) << "no request goes out without credentials";
+}
+
+// A plugin that hangs (here: one that never exits, and one that closes its
+// stdout and stays) fails its request at exec_timeout, naming the plugin,
+// and is killed: the sync it serves does not hang with it.
+TEST(RestClientTest, AHangingExecPluginIsKilledAtItsTimeout) {
+  testing::TempDir dir;
+  FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{.chunks = {"{}"}}; });
+  RestConfig config;
+  config.server = server.url();
+  const std::string pidfile = dir.Sub("pid");
+  for (const std::string& body : {"echo $$ > " + pidfile + "\nexec sleep 600\n",
+                                 "echo $$ > " + pidfile + "\nexec 1>&-\nexec sleep 600\n"}) {
+    SCOPED_TRACE(body);
+    std::string plugin = dir.Sub("plugin");
+    WriteScript(plugin, body);
+    config.exec = ExecConfig{.command = plugin, .api_version = "client.authentication.k8s.io/v1"};
+    auto client = *RestClient::Create(
+        config, RestClientOptions{.exec_timeout = std::chrono::milliseconds(500)});
+    auto t0 = std::chrono::steady_clock::now();
+    auto got = client->Get("/a");
+    auto took = std::chrono::steady_clock::now() - t0;
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().code(), StatusCode::kDeadlineExceeded) << got.status();
+    EXPECT_NE(got.status().message().find("exec credential plugin " + plugin +
+                                          ": still running after 0.5 s; killed"),
+              std::string_view::npos)
+        << got.status();
+    EXPECT_GE(took, std::chrono::milliseconds(450));
+    std::ifstream in(pidfile);
+    pid_t pid = 0;
+    in >> pid;
+    ASSERT_GT(pid, 0);
+    EXPECT_NE(kill(pid, 0), 0) << "the plugin still runs";
+  }
+  EXPECT_TRUE(server.requests().empty());
 }
 
 TEST(RestClientTest, ConnectionRefusedIsUnavailable) {
