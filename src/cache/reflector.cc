@@ -466,11 +466,27 @@ class ReflectorImpl final : public Reflector {
         }
         if (!opened.ok()) {
           if (IsRetriableWatchError(opened.status())) {
+            // Said once per outage; the retries follow client-go's backoff
+            // (0.8 s doubling to 30 s), silently.
+            if (!watch_failing_) {
+              watch_failing_ = true;
+              Emit(ReflectorEvent::Type::kError,
+                   lw_->Describe() + ": cannot open the watch (" +
+                       std::string(opened.status().message()) +
+                       "): retrying with backoff until the server answers");
+            }
             clock_->SleepFor(backoff_.Next(), stop);
             continue;
           }
+          watch_failing_ = false;
           need_list_ = true;
           return opened.status();
+        }
+        if (watch_failing_) {
+          watch_failing_ = false;
+          Emit(ReflectorEvent::Type::kResumed,
+               lw_->Describe() + ": the server answers again: " + "watching from resourceVersion " +
+                   LastSyncResourceVersion());
         }
         stream = *std::move(opened);
       }
@@ -660,6 +676,8 @@ class ReflectorImpl final : public Reflector {
   bool need_list_;
   bool unavailable_;    // the next list is from ""
   std::string target_;  // the probe's resourceVersion
+  // A watch could not be opened since the last one that could (said once).
+  bool watch_failing_ = false;
   std::atomic<bool> probed_{false};
   std::jthread sync_timer_;
   // Closed by the first of: the sync timer firing, a list starting. Once a

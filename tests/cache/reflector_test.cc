@@ -225,6 +225,38 @@ TEST(ReflectorTest, ResourceVersionLadder) {
   EXPECT_EQ(r.store->LastSyncResourceVersion(), "20");
 }
 
+// A server that cannot be reached is said once, with its error, and its
+// return once more; the retries between (client-go's backoff on the clock)
+// are silent.
+TEST(ReflectorTest, AnUnreachableServerIsSaidOnceAndSoIsItsReturn) {
+  Rig r;
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+  auto w1 = r.lw->QueueWatch();
+  for (int i = 0; i < 3; ++i) r.lw->QueueWatchError(Status::Unavailable("connection refused"));
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w1->Fail(Status::Unavailable("connection reset by peer"));  // the server went away
+  for (size_t sleeps = 1; sleeps <= 3; ++sleeps) {
+    r.WaitForSleeps(sleeps);
+    r.clock->WaitForSleepers(1);
+    r.clock->Advance(std::chrono::seconds(31));
+  }
+  r.lw->WaitForCalls(1, 5);
+  ASSERT_TRUE(
+      testing::Eventually([&] { return !r.Events(ReflectorEvent::Type::kResumed).empty(); }));
+  auto errors = r.Events(ReflectorEvent::Type::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message,
+            "fakes: cannot open the watch (connection refused): retrying with backoff until the "
+            "server answers");
+  auto back = r.Events(ReflectorEvent::Type::kResumed);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].message, "fakes: the server answers again: watching from resourceVersion 10");
+  EXPECT_EQ(r.lw->list_calls().size(), 1u) << "no relist";
+  w2->End();
+}
+
 // A resume point on disk: no LIST but a limit=1 probe; the watch starts
 // from the resume point.
 TEST(ReflectorTest, ResumeProbesThenWatches) {
