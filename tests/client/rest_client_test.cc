@@ -379,7 +379,7 @@ TEST(RestClientTest, AHangingExecPluginIsKilledAtItsTimeout) {
   config.server = server.url();
   const std::string pidfile = dir.Sub("pid");
   for (const std::string& body : {"echo $$ > " + pidfile + "\nexec sleep 600\n",
-                                 "echo $$ > " + pidfile + "\nexec 1>&-\nexec sleep 600\n"}) {
+                                  "echo $$ > " + pidfile + "\nexec 1>&-\nexec sleep 600\n"}) {
     SCOPED_TRACE(body);
     std::string plugin = dir.Sub("plugin");
     WriteScript(plugin, body);
