@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kcache {
 
@@ -30,6 +31,18 @@ inline std::string AsciiUpper(std::string_view s) {
     if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   }
   return out;
+}
+
+// The parts of `s` between `sep`s, empty ones included ("a,,b" is three
+// parts; "" is one empty part).
+inline std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (size_t from = 0;;) {
+    size_t at = s.find(sep, from);
+    out.push_back(s.substr(from, at == std::string_view::npos ? at : at - from));
+    if (at == std::string_view::npos) return out;
+    from = at + 1;
+  }
 }
 
 }  // namespace kcache

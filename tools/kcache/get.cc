@@ -214,17 +214,9 @@ StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>& args,
     *single_item = args.size() == 1;
     return targets;
   }
-  std::vector<std::string> types;
-  size_t from = 0;
-  for (;;) {
-    size_t comma = args[0].find(',', from);
-    types.push_back(args[0].substr(from, comma == std::string::npos ? comma : comma - from));
-    if (comma == std::string::npos) break;
-    from = comma + 1;
-  }
-  for (const std::string& type : types) {
+  for (std::string_view type : Split(args[0], ',')) {
     if (type.empty()) continue;
-    KCACHE_ASSIGN_OR_RETURN(Target t, resolve(type));
+    KCACHE_ASSIGN_OR_RETURN(Target t, resolve(std::string(type)));
     t.names.assign(args.begin() + 1, args.end());
     t.list = t.names.empty();
     targets.push_back(std::move(t));

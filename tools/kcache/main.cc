@@ -23,6 +23,7 @@
 #include "tools/kcache/serve_cache.h"
 #include "tools/kcache/snapshot.h"
 #include "tools/kcache/sync.h"
+#include "util/strings.h"
 
 #include <unistd.h>
 
@@ -378,18 +379,13 @@ int Sync(const std::vector<std::string>& args) {
   o.journal.max_age = std::chrono::minutes(journal_minutes);
   // "deploy,cm" names two resources, as in kubectl.
   for (const std::string& arg : positional) {
-    size_t from = 0;
-    for (;;) {
-      size_t comma = arg.find(',', from);
-      std::string name = arg.substr(from, comma == std::string::npos ? comma : comma - from);
+    for (std::string_view name : kcache::Split(arg, ',')) {
       if (name.empty()) {
         return Fail(
             kcache::Status::InvalidArgument("resource list \"" + arg + "\" has an empty name"),
             "sync");
       }
-      o.resources.push_back(std::move(name));
-      if (comma == std::string::npos) break;
-      from = comma + 1;
+      o.resources.emplace_back(name);
     }
   }
   if (!ns.empty()) {
