@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,7 @@
 namespace kcache {
 
 // Query parameters of a list or watch request (metav1.ListOptions). Empty
-// strings and unset optionals are not sent.
+// strings and unset optionals are not sent; neither is `cancel`.
 struct KCACHE_EXPORT ListOptions {
   std::string label_selector;
   std::string field_selector;
@@ -29,6 +30,10 @@ struct KCACHE_EXPORT ListOptions {
   std::optional<int64_t> timeout_seconds;
   bool allow_watch_bookmarks = false;
   std::optional<bool> send_initial_events;
+  // Ends the request with Cancelled once a stop is requested (Go's
+  // context): a LIST, its Retry-After waits, or a watch until its headers
+  // arrive. Default: never.
+  std::stop_token cancel;
 };
 
 // One page of a list response.

@@ -1,6 +1,8 @@
 #include "kcache/rest_client.h"
 
 #include <charconv>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -252,7 +254,7 @@ class CurlRestClient final : public RestClient {
     std::string path = resource.CollectionPath();
     std::string query = EncodeListOptions(options, /*watch=*/false);
     if (!query.empty()) path += "?" + query;
-    KCACHE_ASSIGN_OR_RETURN(std::string body, Send("GET", path, "", "", "LIST"));
+    KCACHE_ASSIGN_OR_RETURN(std::string body, Send("GET", path, "", "", "LIST", options.cancel));
     auto list = rest::DecodeList(std::move(body), options_.parse);
     if (!list.ok()) return list.status().WithContext("LIST " + path);
     return list;
@@ -270,7 +272,11 @@ class CurlRestClient final : public RestClient {
                                             : std::chrono::milliseconds(0);
       req.max_buffered = options_.watch_read_ahead_bytes;
       auto transfer = transport_->Start(std::move(req));
-      auto code = transfer->WaitHeaders();
+      StatusOr<int> code = [&] {
+        // Until the headers; then the stream's own Cancel() is the way.
+        std::stop_callback on_cancel(options.cancel, [&transfer] { transfer->Cancel(); });
+        return transfer->WaitHeaders();
+      }();
       if (!code.ok()) return code.status().WithContext(what);
       if (*code == 200) {
         return std::unique_ptr<WatchStream>(
@@ -393,8 +399,10 @@ class CurlRestClient final : public RestClient {
     return rest::StatusFromResponse(code, body, RetryAfterSeconds(t.Header("Retry-After")), what);
   }
 
+  // `cancel` ends the request, and its waits between retries, with Cancelled.
   StatusOr<std::string> Send(std::string_view method, std::string_view path, std::string_view body,
-                             std::string_view content_type, std::string_view verb) {
+                             std::string_view content_type, std::string_view verb,
+                             std::stop_token cancel = {}) {
     std::string what = std::string(verb.empty() ? method : verb) + " " + std::string(path);
     bool reauthenticated = false;
     for (int attempt = 0;; ++attempt) {
@@ -407,6 +415,7 @@ class CurlRestClient final : public RestClient {
       // GETs ask.
       req.accept_gzip = !config_.disable_compression && method == "GET";
       auto transfer = transport_->Start(std::move(req));
+      std::stop_callback on_cancel(cancel, [&transfer] { transfer->Cancel(); });
       auto code = transfer->WaitHeaders();
       if (!code.ok()) return code.status().WithContext(what);
       if (*code >= 200 && *code < 300) {
@@ -424,7 +433,11 @@ class CurlRestClient final : public RestClient {
       if (!retriable || attempt >= options_.max_retries) return st;
       auto wait = std::min<std::chrono::milliseconds>(
           std::chrono::seconds(*http->retry_after_seconds), options_.max_retry_wait);
-      std::this_thread::sleep_for(wait);
+      std::mutex mu;
+      std::condition_variable_any cv;
+      std::unique_lock lock(mu);
+      if (cv.wait_for(lock, cancel, wait, [] { return false; }) || cancel.stop_requested())
+        return Status::Cancelled(what + ": cancelled");
     }
   }
 

@@ -226,6 +226,51 @@ TEST(RestClientTest, StalledWatchFailsAtItsDeadline) {
   EXPECT_GE(waited, std::chrono::milliseconds(1200));
 }
 
+// A stop requested on ListOptions::cancel ends a LIST whose body stalls,
+// a wait for a Retry-After, and a watch whose headers never come, long
+// before the request timeout (60 s here) would.
+TEST(RestClientTest, AStopEndsAListOrWatchInFlight) {
+  std::atomic<bool> throttle{false};
+  FakeHttpServer server([&](const FakeRequest&) {
+    if (throttle) {
+      return FakeResponse{.status = 429,
+                          .headers = {{"Retry-After", "50"}},
+                          .chunks = {R"({"kind":"Status","code":429,"message":"later"})"}};
+    }
+    return FakeResponse{.chunks = {R"({"kind":"PodList","apiVersion":"v1","items":[)"},
+                        .stall = true};
+  });
+  RestClientOptions o;
+  o.request_timeout = std::chrono::seconds(60);
+  o.max_retries = 5;
+  o.max_retry_wait = std::chrono::seconds(60);
+  auto client = Client(server.url(), o);
+  for (bool retry_wait : {false, true}) {
+    throttle = retry_wait;
+    std::stop_source stop;
+    std::jthread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      stop.request_stop();
+    });
+    const auto start = std::chrono::steady_clock::now();
+    auto list = client->List(kPods, ListOptions{.limit = 1, .cancel = stop.get_token()});
+    const auto waited = std::chrono::steady_clock::now() - start;
+    ASSERT_FALSE(list.ok()) << "retry wait " << retry_wait;
+    EXPECT_EQ(list.status().code(), StatusCode::kCancelled) << list.status();
+    EXPECT_NE(list.status().message().find("/api/v1/pods?limit=1"), std::string::npos)
+        << list.status();
+    EXPECT_LT(waited, std::chrono::seconds(30)) << "retry wait " << retry_wait;
+  }
+
+  // A stop requested before the request starts ends it at once.
+  throttle = false;
+  std::stop_source stopped;
+  stopped.request_stop();
+  auto watch = client->Watch(kPods, ListOptions{.cancel = stopped.get_token()});
+  ASSERT_FALSE(watch.ok());
+  EXPECT_EQ(watch.status().code(), StatusCode::kCancelled) << watch.status();
+}
+
 // A stream far larger than the read-ahead bound arrives whole and in order
 // while the transfer pauses and resumes.
 TEST(RestClientTest, LongStreamWithSmallReadAhead) {

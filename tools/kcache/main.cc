@@ -340,9 +340,12 @@ int Serve(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "serve");
 }
 
+kcache::StatusOr<std::chrono::milliseconds> ParseTimeout(const std::string& s);
+
 int Sync(const std::vector<std::string>& args) {
   kcache::tool::SyncOptions o;
   std::string ns;
+  std::string request_timeout = "60s";
   kcache::cli::FlagSet flags;
   flags.String("cache", '\0', &o.cache_dir, "the cache directory (created if missing)");
   flags.String("kubeconfig", '\0', &o.kubeconfig.path, "path to the kubeconfig file");
@@ -369,8 +372,14 @@ int Sync(const std::vector<std::string>& args) {
                "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one)");
   flags.String("log-format", '\0', &o.log_format,
                "text (HH:MM:SS.mmm message) or json (one {\"time\", \"msg\"} object per line)");
+  flags.String("request-timeout", '\0', &request_timeout,
+               "the longest a list or other request may take before it is retried (watches "
+               "end at their timeoutSeconds), e.g. 30s; 0: no limit");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(flags, args, "sync", &positional); rc >= 0) return rc;
+  kcache::StatusOr<std::chrono::milliseconds> timeout = ParseTimeout(request_timeout);
+  if (!timeout.ok()) return Fail(timeout.status(), "sync");
+  o.request_timeout = *timeout;
   if (journal_events < 0 || journal_mib < 0 || journal_minutes < 0) {
     return Fail(kcache::Status::InvalidArgument("--journal-max-* must not be negative"), "sync");
   }

@@ -4,6 +4,7 @@
 #ifndef KCACHE_TOOLS_KCACHE_SYNC_H_
 #define KCACHE_TOOLS_KCACHE_SYNC_H_
 
+#include <chrono>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct SyncOptions {
   // Bounds of each resource's change journal, which `kcache get -w` and
   // readers of Cache::ReadJournal follow (defaults: JournalOptions).
   JournalOptions journal;
+  // Each request but a watch: a list page, discovery (RestClientOptions).
+  // 0: no limit.
+  std::chrono::milliseconds request_timeout{60000};
 };
 
 // Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume,
