@@ -14,8 +14,12 @@
 //   seen. 410 Expired, or a resourceVersion the server has not reached,
 //   leads to a relist at that resourceVersion, then at "" if that one is
 //   unavailable too. 429 and connection failures back off and watch again
-//   without a relist. A 500 InternalError relists unless
-//   max_internal_error_retry allows another watch.
+//   without a relist (a stream that breaks is watched again at once, unless
+//   it broke within a second with nothing). A 500 InternalError relists
+//   unless max_internal_error_retry allows another watch.
+// - After an outage, with server_identity set, the server's identity is
+//   asked before the watch opens again: another cluster is listed from "".
+// - Requests in flight are cancelled when the stop is requested.
 // - Between failures: exponential backoff with jitter, 800 ms to 30 s,
 //   reset after 2 minutes without one.
 //
@@ -95,7 +99,7 @@ struct KCACHE_EXPORT ReflectorEvent {
     kListed,   // a LIST or streaming list was applied
     kResumed,  // started from a resume point, without a LIST
     kSynced,   // caught up with the server
-    kRelist,   // the watch expired: a relist follows
+    kRelist,   // a relist follows: the watch expired, or the server is another
     kError,    // a list or watch failed; a retry follows after backoff
     kSkipped,  // a watch event was not applied (not of the expected kind)
   };
@@ -158,6 +162,16 @@ struct KCACHE_EXPORT ReflectorOptions {
   // list is from "" whatever the sink holds, for a store known to hold
   // another history (another cluster's objects). Default: true.
   bool resume = true;
+  // Names the history the server's resourceVersions belong to, such as the
+  // uid of the cluster's kube-system namespace (kcache sync's choice). When
+  // set, it is asked once before the first list or resume, and again after
+  // every outage (a watch that could not be opened, broke off or stalled)
+  // before the watch opens again. Another answer than before means another
+  // cluster answers at the address now, whose resourceVersions say nothing
+  // of the sink's: the reflector lists again from "". "" or an HTTP error
+  // is unknown, which compares equal to anything; a connection error is
+  // retried like the watch. Default: none.
+  std::function<StatusOr<std::string>()> server_identity;
   // Watch events committed per write, at most. Default: 1,000.
   size_t max_batch = 1000;
   // Seeds the jitter of backoff and watch timeouts. Default: random.
@@ -189,6 +203,9 @@ struct KCACHE_EXPORT ReflectorStats {
   // applied, or a resumed sink found synced. On the reflector's clock; the
   // clock's epoch if never.
   Clock::TimePoint last_applied{};
+  // The server_identity the sink's contents were listed (or resumed) under;
+  // "" if unknown or not asked.
+  std::string server_identity;
 };
 
 class KCACHE_EXPORT Reflector {

@@ -200,6 +200,15 @@ class ReflectorImpl final : public Reflector {
 
  private:
   Status ListAndWatch(std::stop_token stop) {
+    if (!identity_asked_ && o_.server_identity) {
+      identity_asked_ = true;
+      // The sink holds what a list or resume of this server gives.
+      if (StatusOr<std::string> id = o_.server_identity(); id.ok()) {
+        identity_ = *id;
+        std::lock_guard l(mu_);
+        stats_.server_identity = identity_;
+      }
+    }
     std::string resume = sink_->ResumeResourceVersion();
     std::unique_ptr<WatchStream> stream;
     if (need_list_ || resume.empty()) {
@@ -227,6 +236,7 @@ class ReflectorImpl final : public Reflector {
   Status Probe(const std::string& resume, std::stop_token stop) {
     ListOptions o;
     o.limit = 1;
+    o.cancel = stop;
     auto list = lw_->List(o);
     {
       std::lock_guard l(mu_);
@@ -321,6 +331,10 @@ class ReflectorImpl final : public Reflector {
       if (result.ok()) {
         need_list_ = false;
         unavailable_ = false;
+        {
+          std::lock_guard l(mu_);
+          stats_.server_identity = identity_;
+        }
         MarkSynced();
       }
       return result;
@@ -342,6 +356,7 @@ class ReflectorImpl final : public Reflector {
     ListOptions o;
     o.resource_version = rv;
     o.limit = o_.page_size;
+    o.cancel = stop;
     std::string list_rv;
     uint64_t n = 0, bytes = 0;
     Listing(0, 0);
@@ -383,6 +398,7 @@ class ReflectorImpl final : public Reflector {
     o.send_initial_events = true;
     o.allow_watch_bookmarks = true;
     o.timeout_seconds = WatchTimeout();
+    o.cancel = stop;
     auto opened = lw_->Watch(o);
     if (!opened.ok()) {
       *refused = IsStreamingListRefused(opened.status());
@@ -454,11 +470,27 @@ class ReflectorImpl final : public Reflector {
     InternalErrorRetry retry(clock_.get(), o_.max_internal_error_retry);
     for (;;) {
       if (stop.stop_requested()) return Status::OK();
+      // Before the request, as client-go: a proxy may hold the headers
+      // back until the first event.
+      const Clock::TimePoint start = clock_->Now();
       if (!stream) {
+        if (check_identity_) {
+          Status st = CheckIdentity();
+          if (!st.ok()) {
+            SayOutageOnce("cannot ask who the server is", st);
+            clock_->SleepFor(backoff_.Next(), stop);
+            continue;
+          }
+          if (need_list_) {  // another cluster, which answers: list it now
+            KCACHE_ASSIGN_OR_RETURN(stream, ListAll(stop));
+            continue;
+          }
+        }
         ListOptions o;
         o.resource_version = LastSyncResourceVersion();
         o.allow_watch_bookmarks = true;
         o.timeout_seconds = WatchTimeout();
+        o.cancel = stop;
         auto opened = lw_->Watch(o);
         {
           std::lock_guard l(mu_);
@@ -466,15 +498,10 @@ class ReflectorImpl final : public Reflector {
         }
         if (!opened.ok()) {
           if (IsRetriableWatchError(opened.status())) {
-            // Said once per outage; the retries follow client-go's backoff
-            // (0.8 s doubling to 30 s), silently.
-            if (!watch_failing_) {
-              watch_failing_ = true;
-              Emit(ReflectorEvent::Type::kError,
-                   lw_->Describe() + ": cannot open the watch (" +
-                       std::string(opened.status().message()) +
-                       "): retrying with backoff until the server answers");
-            }
+            // No answer (unlike a 429): the server may be another one when it answers.
+            if (opened.status().code() != StatusCode::kResourceExhausted)
+              check_identity_ = o_.server_identity != nullptr;
+            SayOutageOnce("cannot open the watch", opened.status());
             clock_->SleepFor(backoff_.Next(), stop);
             continue;
           }
@@ -491,7 +518,6 @@ class ReflectorImpl final : public Reflector {
         stream = *std::move(opened);
       }
       if (!SetActive(stream.get(), stop)) return Status::OK();
-      Clock::TimePoint start = clock_->Now();
       uint64_t events = 0;
       Status st = Consume(stream.get(), &events);
       SetActive(nullptr, stop);
@@ -500,19 +526,36 @@ class ReflectorImpl final : public Reflector {
       if (IsClientDeadline(st)) {
         // Neither events nor the server's close by the watch's deadline: a
         // stalled connection. Watch again from where the store is.
+        check_identity_ = o_.server_identity != nullptr;
         Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": the watch from resourceVersion " +
                                                LastSyncResourceVersion() + " stalled (" +
                                                std::string(st.message()) + "): watching again");
         continue;
       }
+      const bool very_short = events == 0 && clock_->Now() - start < std::chrono::seconds(1);
       if (st.ok()) {
-        if (events == 0 && clock_->Now() - start < std::chrono::seconds(1)) {
+        if (very_short) {
           need_list_ = true;
           return Status::Unavailable("very short watch: " + lw_->Describe() +
                                      ": Unexpected watch close - watch lasted less than a second "
                                      "and no items received");
         }
         continue;  // the server's timeout: watch again from the last RV
+      }
+      if (st.code() == StatusCode::kUnavailable && st.http_error() == nullptr) {
+        // The stream broke (client-go: unexpected EOF): watch again, once
+        // the server is known to be the same one (it may have restarted).
+        // One that broke at once with nothing is watched again after
+        // backoff, not in a tight loop against a server that cuts them all.
+        check_identity_ = o_.server_identity != nullptr;
+        if (very_short) {
+          Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": the watch from resourceVersion " +
+                                                 LastSyncResourceVersion() + " broke at once (" +
+                                                 std::string(st.message()) +
+                                                 "): watching again after backoff");
+          clock_->SleepFor(backoff_.Next(), stop);
+        }
+        continue;
       }
       retry.After(st);
       if (st.IsExpired()) {
@@ -526,13 +569,40 @@ class ReflectorImpl final : public Reflector {
         clock_->SleepFor(backoff_.Next(), stop);
         continue;
       }
-      if (st.code() == StatusCode::kUnavailable && st.http_error() == nullptr) {
-        continue;  // the stream broke (client-go: unexpected EOF): watch again
-      }
       if (IsInternalError(st) && retry.ShouldRetry()) continue;
       need_list_ = true;
       return st;
     }
+  }
+
+  // Said once per outage; the retries follow client-go's backoff (0.8 s
+  // doubling to 30 s), silently.
+  void SayOutageOnce(const std::string& what, const Status& st) {
+    if (watch_failing_) return;
+    watch_failing_ = true;
+    Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": " + what + " (" +
+                                           std::string(st.message()) +
+                                           "): retrying with backoff until the server answers");
+  }
+
+  // After an outage: asks the server's identity again. Another one than the
+  // sink's means another cluster: a relist from "" follows (need_list_).
+  // Returns a connection error, to be retried; an HTTP error is unknown.
+  Status CheckIdentity() {
+    StatusOr<std::string> id = o_.server_identity();
+    if (!id.ok() && IsRetriableWatchError(id.status())) return id.status();
+    check_identity_ = false;
+    if (!id.ok() || id->empty()) return Status::OK();
+    if (!identity_.empty() && *id != identity_) {
+      Emit(ReflectorEvent::Type::kRelist,
+           lw_->Describe() + ": the server is not the one the store followed (its identity is " +
+               *id + ", was " + identity_ + "): relisting from the server's current state");
+      need_list_ = true;
+      unavailable_ = true;
+      watch_failing_ = false;  // it answers
+    }
+    identity_ = *id;
+    return Status::OK();
   }
 
   // Applies a stream's events in batches until it ends; `*count` counts the
@@ -678,6 +748,11 @@ class ReflectorImpl final : public Reflector {
   std::string target_;  // the probe's resourceVersion
   // A watch could not be opened since the last one that could (said once).
   bool watch_failing_ = false;
+  // server_identity: asked first; the last answer; to be asked before the
+  // next watch (an outage).
+  bool identity_asked_ = false;
+  std::string identity_;
+  bool check_identity_ = false;
   std::atomic<bool> probed_{false};
   std::jthread sync_timer_;
   // Closed by the first of: the sync timer firing, a list starting. Once a

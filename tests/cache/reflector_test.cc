@@ -236,7 +236,8 @@ TEST(ReflectorTest, AnUnreachableServerIsSaidOnceAndSoIsItsReturn) {
   auto w2 = r.lw->QueueWatch();
   r.Start();
   r.lw->WaitForCalls(1, 1);
-  w1->Fail(Status::Unavailable("connection reset by peer"));  // the server went away
+  r.clock->Advance(std::chrono::seconds(5));  // a watch that ran, then the server went away
+  w1->Fail(Status::Unavailable("connection reset by peer"));
   for (size_t sleeps = 1; sleeps <= 3; ++sleeps) {
     r.WaitForSleeps(sleeps);
     r.clock->WaitForSleepers(1);
@@ -255,6 +256,97 @@ TEST(ReflectorTest, AnUnreachableServerIsSaidOnceAndSoIsItsReturn) {
   EXPECT_EQ(back[0].message, "fakes: the server answers again: watching from resourceVersion 10");
   EXPECT_EQ(r.lw->list_calls().size(), 1u) << "no relist";
   w2->End();
+}
+
+// The answers of ReflectorOptions::server_identity, in order; the last one
+// stays.
+class Identities {
+ public:
+  explicit Identities(std::vector<StatusOr<std::string>> answers) : answers_(std::move(answers)) {}
+  std::function<StatusOr<std::string>()> Hook() {
+    return [this]() -> StatusOr<std::string> {
+      std::lock_guard l(mu_);
+      ++asked_;
+      StatusOr<std::string> a = answers_.front();
+      if (answers_.size() > 1) answers_.erase(answers_.begin());
+      return a;
+    };
+  }
+  int asked() {
+    std::lock_guard l(mu_);
+    return asked_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<StatusOr<std::string>> answers_;  // guarded by mu_
+  int asked_ = 0;                               // guarded by mu_
+};
+
+// Another cluster at the same address after an outage (a server rebuilt
+// with another history, whose resourceVersions may well pass the store's):
+// its identity differs, so the store is listed again from "" and keeps
+// none of the old cluster's objects.
+TEST(ReflectorTest, AnotherServerAfterAnOutageIsListedFromEmpty) {
+  Rig r;
+  Identities ids(
+      {std::string("uid-1"), Status::Unavailable("connection refused"), std::string("uid-2")});
+  r.options.server_identity = ids.Hook();
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5"), testing::Pod("b", "ns", "6")}, "10"));
+  auto w1 = r.lw->QueueWatch();
+  r.lw->QueueList(ListOf({testing::Pod("c", "ns", "40")}, "50"));
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  EXPECT_EQ(r.reflector->stats().server_identity, "uid-1");
+  r.clock->Advance(std::chrono::seconds(5));
+  w1->Fail(Status::Unavailable("connection reset by peer"));
+  r.WaitForSleeps(1);  // after the refused check; the relist follows the answer at once
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(31));
+  r.lw->WaitForCalls(2, 2);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(r.lw->watch_calls().size(), 2u) << "no watch of the new server before its list";
+  EXPECT_EQ(r.lw->watch_calls()[1].resource_version, "50");
+  auto keys = r.store->ListKeys();
+  ASSERT_OK(keys);
+  EXPECT_EQ(*keys, (std::vector<std::string>{"ns/c"}));
+  EXPECT_EQ(r.reflector->stats().server_identity, "uid-2");
+  auto relists = r.Events(ReflectorEvent::Type::kRelist);
+  ASSERT_EQ(relists.size(), 1u);
+  EXPECT_EQ(relists[0].message,
+            "fakes: the server is not the one the store followed (its identity is uid-2, was "
+            "uid-1): relisting from the server's current state");
+  EXPECT_EQ(ids.asked(), 3);
+  w2->End();
+}
+
+// The same server after an outage (its identity unchanged, or unknown: an
+// HTTP error such as 403) is watched again from the last resourceVersion.
+TEST(ReflectorTest, TheSameServerAfterAnOutageIsWatchedAgain) {
+  for (bool forbidden : {false, true}) {
+    Rig r;
+    Identities ids(
+        {std::string("uid-1"),
+         forbidden
+             ? StatusOr<std::string>(
+                   Status::PermissionDenied("forbidden").WithHttpError(HttpError{.http_code = 403}))
+             : StatusOr<std::string>(std::string("uid-1"))});
+    r.options.server_identity = ids.Hook();
+    r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+    auto w1 = r.lw->QueueWatch();
+    auto w2 = r.lw->QueueWatch();
+    r.Start();
+    r.lw->WaitForCalls(1, 1);
+    r.clock->Advance(std::chrono::seconds(5));
+    w1->Fail(Status::Unavailable("connection reset by peer"));
+    r.lw->WaitForCalls(1, 2);
+    EXPECT_EQ(r.lw->watch_calls()[1].resource_version, "10") << forbidden;
+    EXPECT_EQ(r.lw->list_calls().size(), 1u) << forbidden;
+    EXPECT_EQ(ids.asked(), 2) << forbidden;
+    EXPECT_EQ(r.reflector->stats().server_identity, "uid-1") << forbidden;
+    w2->End();
+  }
 }
 
 // A resume point on disk: no LIST but a limit=1 probe; the watch starts
@@ -649,6 +741,31 @@ TEST(ReflectorTest, VeryShortWatchUsesClientGoWording) {
             "and no items received");
   r.clock->Advance(std::chrono::seconds(2));
   r.lw->WaitForCalls(2, 2);
+}
+
+// A stream that breaks at once with nothing (a server that cuts every
+// watch) is watched again after backoff, never in a tight loop, and
+// without a relist: a broken connection is no reason to list.
+TEST(ReflectorTest, AWatchThatBreaksAtOnceIsWatchedAgainAfterBackoff) {
+  Rig r;
+  r.lw->QueueList(ListOf({}, "10"));
+  auto w = r.lw->QueueWatch();
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w->Fail(Status::Unavailable("transfer closed with outstanding read data remaining"));
+  r.clock->WaitForSleepers(1);
+  EXPECT_EQ(r.lw->watch_calls().size(), 1u);
+  auto errors = r.Events(ReflectorEvent::Type::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message,
+            "fakes: the watch from resourceVersion 10 broke at once (transfer closed with "
+            "outstanding read data remaining): watching again after backoff");
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(1, 2);
+  EXPECT_EQ(r.lw->watch_calls()[1].resource_version, "10");
+  EXPECT_EQ(r.lw->list_calls().size(), 1u);
+  w2->End();
 }
 
 // The reflector's resync calls the sink's Resync every period while

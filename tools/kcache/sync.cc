@@ -147,6 +147,16 @@ std::string Summary(const Informers& informers, std::chrono::steady_clock::time_
 // a sync killed before then lists again; if the cache holds resources this
 // sync does not name, which would stay stale, the sync is refused. A
 // server that does not say its version or identity is no reason to stop.
+// The uid of the cluster's kube-system namespace; "" if the server has
+// none. Errors: the request's (403 without the right to read it).
+StatusOr<std::string> KubeSystemUid(RestClient& client) {
+  KCACHE_ASSIGN_OR_RETURN(std::string body, client.Get("/api/v1/namespaces/kube-system"));
+  nlohmann::json ns = nlohmann::json::parse(body, nullptr, false);
+  if (!ns.is_object() || !ns["metadata"].is_object() || !ns["metadata"]["uid"].is_string())
+    return std::string();
+  return ns["metadata"]["uid"].get<std::string>();
+}
+
 Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
                     const std::vector<ApiResource>& resources,
                     const std::function<void(const std::string&)>& say, ClusterInfo* record,
@@ -159,17 +169,14 @@ Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
   }
   KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> recorded, cache.GetClusterInfo());
   const std::string known = recorded ? recorded->uid : "";
-  StatusOr<std::string> body = client.Get("/api/v1/namespaces/kube-system");
-  if (body.ok()) {
-    nlohmann::json ns = nlohmann::json::parse(*body, nullptr, false);
-    if (ns.is_object() && ns["metadata"].is_object()) cluster.uid = ns["metadata"].value("uid", "");
-  }
+  StatusOr<std::string> uid = KubeSystemUid(client);
+  if (uid.ok()) cluster.uid = *uid;
   if (cluster.uid.empty()) {
     cluster.uid = known;  // kept for a later check
     if (!known.empty()) {
       say("cannot read the kube-system namespace to check that this is the cluster the cache "
           "was synced from" +
-          (body.ok() ? std::string() : " (" + std::string(body.status().message()) + ")"));
+          (uid.ok() ? std::string() : " (" + std::string(uid.status().message()) + ")"));
     }
   } else if (!known.empty() && known != cluster.uid) {
     std::vector<std::string> named;
@@ -194,6 +201,19 @@ Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
     return Status::OK();
   }
   return cache.SetClusterInfo(cluster);
+}
+
+// The server identity every informer's store was listed or resumed under,
+// if they share one; "" otherwise.
+std::string SharedServerIdentity(
+    const std::map<std::string, std::shared_ptr<SharedIndexInformer>>& informers) {
+  std::string shared;
+  for (const auto& [name, informer] : informers) {
+    std::string id = informer->Metrics().reflector.server_identity;
+    if (id.empty() || (!shared.empty() && id != shared)) return "";
+    shared = std::move(id);
+  }
+  return shared;
 }
 
 // Errors that retrying cannot end: a request the server refuses as
@@ -226,7 +246,10 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   KCACHE_ASSIGN_OR_RETURN(RestConfig config, LoadClientConfig(options.kubeconfig));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client, RestClient::Create(config));
+  RestClientOptions client_options;
+  client_options.request_timeout = options.request_timeout;
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client,
+                          RestClient::Create(config, client_options));
   KCACHE_ASSIGN_OR_RETURN(auto discovery, Discovery::Fetch(*client));
   std::vector<ApiResource> resources;
   for (const std::string& name : options.resources) {
@@ -258,6 +281,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   fo.namespace_ = options.all_namespaces ? "" : config.namespace_;
   fo.label_selector = options.label_selector;
   fo.field_selector = options.field_selector;
+  fo.client = client_options;
   fo.client.parse.drop_managed_fields = options.drop_managed_fields;
   fo.informer.reflector.on_event = [&](const ReflectorEvent& e) { say(e.message); };
   // The first error that retrying cannot end stops the sync.
@@ -274,6 +298,9 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   ClusterInfo cluster;
   KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say, &cluster,
                                       &fo.informer.reflector.resume));
+  // Asked again after every outage: another cluster rebuilt at the address
+  // while the sync runs is listed again, never watched from the old history.
+  fo.informer.reflector.server_identity = [client]() { return KubeSystemUid(*client); };
   bool cluster_recorded = fo.informer.reflector.resume;
   auto factory = InformerFactory::Create(config, cache, fo);
   for (const ApiResource& r : resources) {
@@ -316,18 +343,35 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     });
   }
 
+  // Writes `cluster` into the cache; false, the sync failing, on an error.
+  auto record_cluster = [&]() {
+    Status st = cache->SetClusterInfo(cluster);
+    if (st.ok()) return true;
+    say("error: " + std::string(st.message()));
+    std::lock_guard l(fatal_mu);
+    fatal = st;
+    failed = true;
+    return false;
+  };
   int sig = 0;
   for (;;) {
     if (failed) break;
     const bool synced = factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok();
     if (synced && !cluster_recorded) {
       cluster_recorded = true;
-      if (Status st = cache->SetClusterInfo(cluster); !st.ok()) {
-        say("error: " + std::string(st.message()));
-        std::lock_guard l(fatal_mu);
-        fatal = st;
-        failed = true;
-        break;
+      if (!record_cluster()) break;
+    }
+    if (synced && cluster_recorded) {
+      // Once every resource has been listed again from another cluster
+      // (found after an outage), the cache holds that cluster alone: record
+      // it. Until then a restarted sync finds the old identity and lists
+      // everything again.
+      const std::string listed_from = SharedServerIdentity(factory->informers());
+      if (!listed_from.empty() && listed_from != cluster.uid) {
+        say("the cache holds the cluster whose kube-system namespace has uid " + listed_from +
+            " alone now (it had " + cluster.uid + "): recording it");
+        cluster.uid = listed_from;
+        if (!record_cluster()) break;
       }
     }
     if (options.until_synced && synced) break;
