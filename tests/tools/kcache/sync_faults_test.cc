@@ -91,8 +91,7 @@ size_t Count(const std::string& text, const std::string& what) {
 }
 
 // Waits (up to `seconds`) until the file holds `what` at least `n` times.
-bool WaitForLog(const std::string& path, const std::string& what, size_t n = 1,
-                int seconds = 60) {
+bool WaitForLog(const std::string& path, const std::string& what, size_t n = 1, int seconds = 60) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     if (Count(ReadFile(path), what) >= n) return true;
@@ -124,7 +123,8 @@ Cached ReadCache(const std::string& dir, const std::string& when) {
   auto all = (*pods)->List();
   EXPECT_OK(all) << when;
   if (!all.ok()) return out;
-  for (const ObjectPtr& p : *all) out.pods[p->namespace_() + "/" + p->name()] = p->resource_version();
+  for (const ObjectPtr& p : *all)
+    out.pods[p->namespace_() + "/" + p->name()] = p->resource_version();
   return out;
 }
 
@@ -178,15 +178,17 @@ TEST(SyncFaultTest, EveryServeFaultAloneAndCombined) {
       {"malformed", "--fault-malformed '*3'"},
       {"stall", "--fault-stall '*3'"},
       {"", "--fault-slow 400000"},
-      {"all", "--fault-cut 3 --fault-expire 4 --fault-throttle 5 --fault-error 6 "
-              "--fault-malformed 7 --fault-stall 8 --fault-slow 1000000"},
+      {"all",
+       "--fault-cut 3 --fault-expire 4 --fault-throttle 5 --fault-error 6 "
+       "--fault-malformed 7 --fault-stall 8 --fault-slow 1000000"},
   };
   for (const auto& [name, flags] : faults) {
     SCOPED_TRACE(flags);
     TempDir dir;
-    Server s = Serve("--listen 127.0.0.1:0 --pods 150 --namespaces 3 --nodes 5 --creates 2 "
-                     "--updates 20 --relabels 2 --deletes 2 --seed 3 " +
-                     flags);
+    Server s = Serve(
+        "--listen 127.0.0.1:0 --pods 150 --namespaces 3 --nodes 5 --creates 2 "
+        "--updates 20 --relabels 2 --deletes 2 --seed 3 " +
+        flags);
     ASSERT_FALSE(s.url.empty());
     std::shared_ptr<RestClient> client = ClientOf(s);
     const std::string common =
@@ -194,7 +196,8 @@ TEST(SyncFaultTest, EveryServeFaultAloneAndCombined) {
 
     // A sync that lists and watches the churn, until SIGTERM.
     Background sync = StartSync(common, dir.Sub("log1"));
-    EXPECT_TRUE(WaitForLog(dir.Sub("log1"), "synced at resourceVersion")) << ReadFile(dir.Sub("log1"));
+    EXPECT_TRUE(WaitForLog(dir.Sub("log1"), "synced at resourceVersion"))
+        << ReadFile(dir.Sub("log1"));
     std::this_thread::sleep_for(std::chrono::seconds(3));
     EXPECT_EQ(Stop(sync, SIGTERM), 0) << ReadFile(dir.Sub("log1"));
     const std::string log1 = ReadFile(dir.Sub("log1"));
@@ -209,9 +212,8 @@ TEST(SyncFaultTest, EveryServeFaultAloneAndCombined) {
     ASSERT_OK(metrics);
     int kinds = 0;
     for (const char* kind : {"cut", "expire", "throttle", "internal-error", "malformed", "stall"}) {
-      bool injected =
-          metrics->find(std::string("kcache_serve_faults_total{fault=\"") + kind + "\"}") !=
-          std::string::npos;
+      bool injected = metrics->find(std::string("kcache_serve_faults_total{fault=\"") + kind +
+                                    "\"}") != std::string::npos;
       kinds += injected;
       EXPECT_TRUE(injected || name != kind) << kind << " never injected:\n" << *metrics;
     }
@@ -301,7 +303,8 @@ TEST(SyncFaultTest, SigtermDuringAStalledListEndsTheSyncAtOnce) {
   // The same cluster, every list and watch stalling after its headers.
   Server stalled =
       Serve(std::string("--listen 127.0.0.1:0 --seed 1 --pods 100 --fault-stall '*1'") + kQuiet);
-  Background sync = StartSync("--server " + stalled.url + " --cache " + dir.Sub("c"), dir.Sub("log"));
+  Background sync =
+      StartSync("--server " + stalled.url + " --cache " + dir.Sub("c"), dir.Sub("log"));
   ASSERT_TRUE(WaitForLog(dir.Sub("log"), "resuming the watch")) << ReadFile(dir.Sub("log"));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the probe
   const auto start = std::chrono::steady_clock::now();

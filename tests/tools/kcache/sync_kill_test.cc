@@ -30,6 +30,7 @@
 #include "kcache/cache.h"
 #include "kcache/rest_client.h"
 #include "testing/command.h"
+#include "testing/server_objects.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -47,8 +48,6 @@ int Kills() {
   const char* n = std::getenv("KCACHE_KILLS");
   return n && *n ? std::atoi(n) : 100;
 }
-
-using Objects = std::map<std::string, std::string>;  // namespace/name -> resourceVersion
 
 // How one check after a kill ended.
 enum class Outcome { kExact, kCutRelist, kBeyondHistory };
@@ -83,26 +82,9 @@ class SyncKillTest : public ::testing::Test {
     }
   }
 
-  // The server's pods at `rv` exactly; NotFound-like Expired when `rv` has
-  // left its history. A fault 410 is retried.
-  StatusOr<Objects> ServerAt(const std::string& rv) {
-    ListOptions o;
-    o.resource_version = rv;
-    o.resource_version_match = "Exact";
-    Status last;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      StatusOr<ObjectList> list = client_->List(kPods, o);
-      if (list.ok()) {
-        Objects out;
-        for (const ObjectPtr& p : list->items)
-          out[p->namespace_() + "/" + p->name()] = p->resource_version();
-        return out;
-      }
-      last = list.status();
-      if (!last.IsExpired()) return last;
-    }
-    return last;
-  }
+  // The server's pods at `rv` exactly; Expired once `rv` has left its
+  // history. A fault 410 is retried.
+  StatusOr<Objects> ServerAt(const std::string& rv) { return ServerObjectsAt(*client_, kPods, rv); }
 
   // Opens the cache as the next start would, checks it, and compares it
   // with the server at its resume point.
