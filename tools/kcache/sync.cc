@@ -137,16 +137,6 @@ std::string Summary(const Informers& informers, std::chrono::steady_clock::time_
   return out.str();
 }
 
-// Records the cluster the cache mirrors: its address, version (for stats
-// and snapshot manifests) and identity, the uid of its kube-system
-// namespace. A cache recorded from another cluster (one rebuilt at the same
-// address) cannot resume: its resourceVersions belong to another history,
-// and a watch from one may even succeed, keeping objects the server never
-// had. Its resources are then listed again from "" (`*resume` = false),
-// and the new identity must be recorded only once they are synced, so that
-// a sync killed before then lists again; if the cache holds resources this
-// sync does not name, which would stay stale, the sync is refused. A
-// server that does not say its version or identity is no reason to stop.
 // The uid of the cluster's kube-system namespace; "" if the server has
 // none. Errors: the request's (403 without the right to read it).
 StatusOr<std::string> KubeSystemUid(RestClient& client) {
@@ -157,6 +147,16 @@ StatusOr<std::string> KubeSystemUid(RestClient& client) {
   return ns["metadata"]["uid"].get<std::string>();
 }
 
+// Records the cluster the cache mirrors: its address, version (for stats
+// and snapshot manifests) and identity, the uid of its kube-system
+// namespace. A cache recorded from another cluster (one rebuilt at the same
+// address) cannot resume: its resourceVersions belong to another history,
+// and a watch from one may even succeed, keeping objects the server never
+// had. Its resources are then listed again from "" (`*resume` = false),
+// and the new identity must be recorded only once they are synced, so that
+// a sync killed before then lists again; if the cache holds resources this
+// sync does not name, which would stay stale, the sync is refused. A
+// server that does not say its version or identity is no reason to stop.
 Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
                     const std::vector<ApiResource>& resources,
                     const std::function<void(const std::string&)>& say, ClusterInfo* record,
@@ -203,15 +203,17 @@ Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
   return cache.SetClusterInfo(cluster);
 }
 
-// The server identity every informer's store was listed or resumed under,
-// if they share one; "" otherwise.
-std::string SharedServerIdentity(
+// The server identity every informer's store has been listed under since
+// the start, if they all have and share one; "" otherwise. (A store that
+// only resumed holds what the cache held, whatever the server says now.)
+std::string SharedListedIdentity(
     const std::map<std::string, std::shared_ptr<SharedIndexInformer>>& informers) {
   std::string shared;
   for (const auto& [name, informer] : informers) {
-    std::string id = informer->Metrics().reflector.server_identity;
-    if (id.empty() || (!shared.empty() && id != shared)) return "";
-    shared = std::move(id);
+    ReflectorStats r = informer->Metrics().reflector;
+    if (r.lists == 0 || r.server_identity.empty()) return "";
+    if (!shared.empty() && r.server_identity != shared) return "";
+    shared = std::move(r.server_identity);
   }
   return shared;
 }
@@ -366,7 +368,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
       // (found after an outage), the cache holds that cluster alone: record
       // it. Until then a restarted sync finds the old identity and lists
       // everything again.
-      const std::string listed_from = SharedServerIdentity(factory->informers());
+      const std::string listed_from = SharedListedIdentity(factory->informers());
       if (!listed_from.empty() && listed_from != cluster.uid) {
         say("the cache holds the cluster whose kube-system namespace has uid " + listed_from +
             " alone now (it had " + cluster.uid + "): recording it");
