@@ -14,9 +14,10 @@
 //   seen. 410 Expired, or a resourceVersion the server has not reached,
 //   leads to a relist at that resourceVersion, then at "" if that one is
 //   unavailable too. 429 and connection failures back off and watch again
-//   without a relist (a stream that breaks is watched again at once, unless
-//   it broke within a second with nothing). A 500 InternalError relists
-//   unless max_internal_error_retry allows another watch.
+//   without a relist (a stream that breaks is watched again at once, or
+//   after backoff if it broke within a second with nothing). A 500
+//   InternalError relists unless max_internal_error_retry allows another
+//   watch.
 // - After an outage, with server_identity set, the server's identity is
 //   asked before the watch opens again: another cluster is listed from "".
 // - Requests in flight are cancelled when the stop is requested.
