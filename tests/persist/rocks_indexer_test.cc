@@ -142,6 +142,65 @@ TEST(RocksStoreTest, CleanCloseLeavesNoLogToReplay) {
   EXPECT_EQ(store->LastSyncResourceVersion(), "2999");
 }
 
+// A write-ahead log cut short (a crash mid-write, a disk that lost its
+// tail): RocksDB's point-in-time recovery replays it up to the last whole
+// record, so the cache opens, for readers and the writer, at a commit as
+// committed: its objects and its resume point together (invariant 1), never
+// half a commit, and never further back than a shorter cut.
+TEST(RocksStoreTest, AWalCutShortOpensAtTheLastWholeCommit) {
+  TempDir dir;
+  const std::string source = dir.Sub("crashed");
+  pid_t child = fork();
+  if (child == 0) {  // 40 commits of 10 new pods each, then gone without a close
+    auto store = OpenPods(source);
+    for (int c = 1; c <= 40; ++c) {
+      Transaction txn;
+      for (int i = 0; i < 10; ++i)
+        txn.Add(Pod("p" + std::to_string(c * 10 + i), "ns", std::to_string(c)));
+      txn.resource_version = std::to_string(c);
+      if (!store->Commit(txn, nullptr).ok()) _exit(1);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::string wal;
+  for (const auto& e : std::filesystem::directory_iterator(source)) {
+    if (e.path().extension() == ".log" &&
+        (wal.empty() || e.file_size() > std::filesystem::file_size(wal)))
+      wal = e.path();
+  }
+  ASSERT_FALSE(wal.empty());
+  const uintmax_t size = std::filesystem::file_size(wal);
+  ASSERT_GT(size, 40u * 10 * 100) << "the commits are in the log, not in tables";
+  int last = -1;
+  for (uintmax_t cut : {size / 8, size / 4, size / 2, size * 3 / 4, size - 7, size}) {
+    SCOPED_TRACE("log cut at " + std::to_string(cut) + " of " + std::to_string(size));
+    const std::string copy = dir.Sub("cut-" + std::to_string(cut));
+    std::filesystem::copy(source, copy, std::filesystem::copy_options::recursive);
+    std::filesystem::resize_file(copy + "/" + std::filesystem::path(wal).filename().string(), cut);
+    for (bool writer : {false, true}) {
+      auto cache = writer ? Cache::Open(copy) : Cache::OpenReadOnly(copy);
+      ASSERT_OK(cache) << cache.status();
+      EXPECT_OK((*cache)->Verify());
+      auto pods = (*cache)->OpenKeyspace("pods");
+      ASSERT_OK(pods);
+      const std::string rv = (*pods)->LastSyncResourceVersion();
+      const int commits = rv.empty() ? 0 : std::stoi(rv);
+      EXPECT_EQ(*(*pods)->Size(), static_cast<size_t>(commits) * 10) << "resume point " << rv;
+      EXPECT_GE(commits, last);
+      if (cut == size) {
+        EXPECT_EQ(commits, 40);
+      } else if (cut == size - 7) {
+        EXPECT_EQ(commits, 39) << "the commit whose record was cut is lost, alone";
+      }
+      if (writer) last = commits;
+    }
+  }
+  EXPECT_GT(last, 0);
+}
+
 TEST(RocksStoreTest, KeyspacesAreSeparate) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());
