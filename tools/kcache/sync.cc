@@ -210,7 +210,7 @@ std::string SharedListedIdentity(
     const std::map<std::string, std::shared_ptr<SharedIndexInformer>>& informers) {
   std::string shared;
   for (const auto& [name, informer] : informers) {
-    ReflectorStats r = informer->Metrics().reflector;
+    ReflectorStats r = informer->stats();
     if (r.lists == 0 || r.server_identity.empty()) return "";
     if (!shared.empty() && r.server_identity != shared) return "";
     shared = std::move(r.server_identity);
