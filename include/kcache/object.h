@@ -77,6 +77,14 @@ class KCACHE_EXPORT Object {
   // "metadata" object is accepted; has_metadata() is then false.
   static StatusOr<ObjectPtr> Parse(std::string json, const ParseOptions& options = {});
 
+  // For bytes that Parse accepted before, such as objects read back from a
+  // cache (validated when written, checksummed by RocksDB): extracts the same
+  // metadata, but validates only the JSON structure and the fields it reads,
+  // skipping the rest. About twice as fast as Parse on a pod. Bytes it cannot
+  // walk go through Parse, so errors are Parse's; bytes Parse would refuse
+  // in a part it skips are accepted.
+  static StatusOr<ObjectPtr> ParseTrusted(std::string_view json);
+
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
 

@@ -74,6 +74,11 @@ Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
        [](const std::string& s) {
          return std::const_pointer_cast<Object>(*Object::Parse(s, {.drop_managed_fields = true}));
        }},
+      {"kcache Object::ParseTrusted (stored bytes)",
+       [](const std::string& s) { return KcacheMeta(**Object::ParseTrusted(s)); },
+       [](const std::string& s) {
+         return std::const_pointer_cast<Object>(*Object::ParseTrusted(s));
+       }},
   };
   // Every method must accept every document before anything is timed.
   for (const std::string& d : docs) {

@@ -146,6 +146,100 @@ Status ExtractMeta(dom::object meta, ObjectMeta* out, bool* has_managed_fields) 
   return Status::OK();
 }
 
+// The metadata walk of ParseTrusted, with the on-demand parser: it reads
+// the fields it extracts and skips the rest without validating it. Any
+// error (a wrong type included) returns false, and the caller falls back to
+// the validating parse, which describes it.
+using OnDemandValue = ondemand::value;
+
+bool OnDemandString(OnDemandValue v, std::string* out) {
+  bool is_null = false;
+  if (!v.is_null().get(is_null) && is_null) return true;  // null reads as absent
+  std::string_view s;
+  if (v.get_string().get(s)) return false;
+  out->assign(s);
+  return true;
+}
+
+bool OnDemandStringMap(OnDemandValue v, Labels* out) {
+  bool is_null = false;
+  if (!v.is_null().get(is_null) && is_null) return true;
+  ondemand::object obj;
+  if (v.get_object().get(obj)) return false;
+  for (auto field : obj) {
+    std::string_view key, value;
+    if (field.unescaped_key().get(key)) return false;
+    std::string k(key);  // the value's unescaping may reuse the key's buffer
+    if (field.value().get_string().get(value)) return false;
+    out->emplace(std::move(k), std::string(value));
+  }
+  return true;
+}
+
+bool OnDemandOwnerReferences(OnDemandValue v, std::vector<OwnerReference>* out) {
+  bool is_null = false;
+  if (!v.is_null().get(is_null) && is_null) return true;
+  ondemand::array arr;
+  if (v.get_array().get(arr)) return false;
+  for (auto item : arr) {
+    ondemand::object ref;
+    if (item.get_object().get(ref)) return false;
+    OwnerReference r;
+    for (auto field : ref) {
+      std::string_view key;
+      OnDemandValue value;
+      if (field.unescaped_key().get(key) || field.value().get(value)) return false;
+      bool ok = true;
+      if (key == "apiVersion") {
+        ok = OnDemandString(value, &r.api_version);
+      } else if (key == "kind") {
+        ok = OnDemandString(value, &r.kind);
+      } else if (key == "name") {
+        ok = OnDemandString(value, &r.name);
+      } else if (key == "uid") {
+        ok = OnDemandString(value, &r.uid);
+      } else if (key == "controller" || key == "blockOwnerDeletion") {
+        bool b = false;
+        // As Parse: anything but true reads as false.
+        (key == "controller" ? r.controller : r.block_owner_deletion) =
+            !value.get_bool().get(b) && b;
+      }
+      if (!ok) return false;
+    }
+    out->push_back(std::move(r));
+  }
+  return true;
+}
+
+bool OnDemandMeta(ondemand::object meta, ObjectMeta* out, bool* has_managed_fields) {
+  for (auto field : meta) {
+    std::string_view key;
+    OnDemandValue value;
+    if (field.unescaped_key().get(key) || field.value().get(value)) return false;
+    const StringField* string_field = nullptr;
+    for (const StringField& f : kStringFields) {
+      if (key == f.key) string_field = &f;
+    }
+    bool ok = true;
+    if (string_field) {
+      ok = OnDemandString(value, &(out->*string_field->member));
+    } else if (key == "generation") {
+      bool is_null = false;
+      if (value.is_null().get(is_null) || !is_null) ok = !value.get_int64().get(out->generation);
+    } else if (key == "labels") {
+      ok = OnDemandStringMap(value, &out->labels);
+    } else if (key == "annotations") {
+      ok = OnDemandStringMap(value, &out->annotations);
+    } else if (key == "ownerReferences") {
+      ok = OnDemandOwnerReferences(value, &out->owner_references);
+    } else if (key == "managedFields") {
+      *has_managed_fields = true;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
 // Cuts `"managedFields": [...]` and one adjacent comma out of the top-level
 // metadata object. Leaves `json` unchanged if it has none or does not parse
 // (the validating parse that follows reports the error).
@@ -257,6 +351,44 @@ StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options)
   // caller's oversized buffer).
   if (json.capacity() > json.size() + 2 * simdjson::SIMDJSON_PADDING) Repad(&json);
   obj->json_ = std::move(json);
+  return ObjectPtr(std::move(obj));
+}
+
+StatusOr<ObjectPtr> Object::ParseTrusted(std::string_view json) {
+  std::string bytes;
+  bytes.reserve(json.size() + simdjson::SIMDJSON_PADDING);
+  bytes.append(json);
+  thread_local ondemand::parser parser;
+  ondemand::document doc;
+  ondemand::object top;
+  std::shared_ptr<Object> obj(new Object());
+  bool ok = !parser.iterate(bytes.data(), bytes.size(), bytes.capacity()).get(doc) &&
+            !doc.get_object().get(top);
+  if (ok) {
+    for (auto field : top) {
+      std::string_view key;
+      OnDemandValue value;
+      if (field.unescaped_key().get(key) || field.value().get(value)) {
+        ok = false;
+      } else if (key == "kind") {
+        ok = OnDemandString(value, &obj->kind_);
+      } else if (key == "apiVersion") {
+        ok = OnDemandString(value, &obj->api_version_);
+      } else if (key == "metadata") {
+        bool is_null = false;
+        if (!value.is_null().get(is_null) && is_null) continue;
+        ondemand::object meta;
+        ok = !value.get_object().get(meta) &&
+             OnDemandMeta(meta, &obj->meta_, &obj->has_managed_fields_);
+        obj->has_metadata_ = true;
+      }
+      if (!ok) break;
+    }
+  }
+  // Bytes that do not walk cleanly take the validating parse, whose errors
+  // say what and where.
+  if (!ok) return Parse(std::string(json));
+  obj->json_ = std::move(bytes);
   return ObjectPtr(std::move(obj));
 }
 

@@ -203,7 +203,7 @@ StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapsho
       ev.key = e.key;
       ev.resource_version = std::to_string(*rv);
       auto parse = [&](std::string_view json, ObjectPtr* obj) -> Status {
-        StatusOr<ObjectPtr> parsed = Object::Parse(std::string(json));
+        StatusOr<ObjectPtr> parsed = Object::ParseTrusted(json);
         if (!parsed.ok()) {
           return Status::Corruption(where + ": journal entry " + ev.resource_version + ": " +
                                     std::string(parsed.status().message()));

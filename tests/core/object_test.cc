@@ -157,6 +157,70 @@ TEST(ObjectTest, FieldValue) {
   EXPECT_TRUE((*obj)->FieldValue("status.conditions").status().IsInvalidArgument());
 }
 
+// Everything the two parses extract, as one comparable value.
+std::string Extracted(const Object& o) {
+  nlohmann::json j;
+  const ObjectMeta& m = o.meta();
+  j["kind"] = o.kind();
+  j["apiVersion"] = o.api_version();
+  j["has_metadata"] = o.has_metadata();
+  j["strings"] = {m.name,
+                  m.namespace_,
+                  m.generate_name,
+                  m.uid,
+                  m.resource_version,
+                  m.creation_timestamp,
+                  m.deletion_timestamp};
+  j["generation"] = m.generation;
+  j["labels"] = m.labels;
+  j["annotations"] = m.annotations;
+  for (const OwnerReference& r : m.owner_references) {
+    j["refs"].push_back(
+        {r.api_version, r.kind, r.name, r.uid, r.controller, r.block_owner_deletion});
+  }
+  j["json"] = o.json();
+  return j.dump();
+}
+
+TEST(ObjectTest, ParseTrustedExtractsWhatParseExtracts) {
+  std::vector<std::string> docs = {
+      RealisticPod(),
+      synth::PodJson({.seed = 7}, 3, 99),
+      R"({"metadata":{"name":"a\"b","generation":7,"deletionTimestamp":"2026-01-01T00:00:00Z",)"
+      R"("labels":{"k\u00e9":"v\u00e9","e":""},"annotations":null,"ownerReferences":null}})",
+      R"({"metadata":{"name":null,"generation":null,"ownerReferences":[{"name":"o",)"
+      R"("controller":false,"blockOwnerDeletion":"yes"}]},"kind":"K"})",
+      R"({"kind":"Status"})",
+      R"({"metadata":null,"apiVersion":"v1"})",
+      R"({"spec":{"a":[1,2,{"b":null}]},"metadata":{"managedFields":[{}],"name":"late"}})",
+  };
+  for (const std::string& d : docs) {
+    StatusOr<ObjectPtr> full = Object::Parse(d);
+    StatusOr<ObjectPtr> trusted = Object::ParseTrusted(d);
+    ASSERT_OK(full) << d;
+    ASSERT_OK(trusted) << d;
+    EXPECT_EQ(Extracted(**trusted), Extracted(**full)) << d;
+  }
+}
+
+TEST(ObjectTest, ParseTrustedErrorsAreParses) {
+  for (std::string bad : {std::string(R"({"metadata":{"name":"ab)"), std::string("100"),
+                          std::string(R"({"metadata":{"name":"a","labels":{"app":3}}})"),
+                          std::string(R"({"metadata":3})"), std::string("")}) {
+    StatusOr<ObjectPtr> full = Object::Parse(bad);
+    StatusOr<ObjectPtr> trusted = Object::ParseTrusted(bad);
+    ASSERT_FALSE(full.ok()) << bad;
+    ASSERT_FALSE(trusted.ok()) << bad;
+    EXPECT_EQ(trusted.status().ToString(), full.status().ToString()) << bad;
+  }
+  // What it skips it does not check: a bad literal inside spec.
+  std::string deep = R"({"metadata":{"name":"a"},"spec":{"x":tru}})";
+  EXPECT_FALSE(Object::Parse(deep).ok());
+  StatusOr<ObjectPtr> skipped = Object::ParseTrusted(deep);
+  ASSERT_OK(skipped) << skipped.status();
+  EXPECT_EQ((*skipped)->name(), "a");
+}
+
 TEST(ObjectTest, SyntheticPodsAreDeterministic) {
   EXPECT_EQ(synth::PodJson({}, 5, 9), synth::PodJson({}, 5, 9));
   EXPECT_NE(synth::PodJson({}, 5, 9), synth::PodJson({}, 6, 9));

@@ -1,0 +1,207 @@
+#include "bench/ingest_bench.h"
+
+#include <dirent.h>
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "kcache/cache.h"
+#include "kcache/informer_factory.h"
+#include "persist/db.h"
+#include "persist/rocks_status.h"
+#include "serve/server.h"
+#include "tools/kcache/scratch_dir.h"
+
+namespace kcache::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// CPU seconds (user + system) of each live thread of this process, by tid,
+// with the thread's name.
+struct ThreadCpu {
+  std::string name;
+  double seconds = 0;
+};
+std::map<int, ThreadCpu> ThreadsCpu() {
+  std::map<int, ThreadCpu> out;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return out;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/stat");
+    std::string line;
+    std::getline(f, line);
+    size_t open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    std::vector<std::string> fields;
+    while (rest >> field) fields.push_back(field);
+    if (fields.size() < 13) continue;  // state is field 3; utime 14, stime 15
+    out[std::atoi(e->d_name)] = {line.substr(open + 1, close - open - 1),
+                                 (std::stod(fields[11]) + std::stod(fields[12])) / tick};
+  }
+  closedir(dir);
+  return out;
+}
+
+// CPU spent between two readings, by thread name (threads of one name
+// summed; threads that ended in between are not counted).
+std::map<std::string, double> CpuByName(const std::map<int, ThreadCpu>& before,
+                                        const std::map<int, ThreadCpu>& after) {
+  std::map<std::string, double> out;
+  for (const auto& [tid, t] : after) {
+    auto b = before.find(tid);
+    out[t.name] += t.seconds - (b == before.end() ? 0 : b->second.seconds);
+  }
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct SyncRun {
+  double seconds = 0;
+  uint64_t objects = 0;
+  uint64_t bytes = 0;
+  std::map<std::string, double> cpu;
+};
+
+// One initial sync of pods from `url` into a new cache at `dir`.
+StatusOr<SyncRun> Sync(const std::string& url, const std::string& dir,
+                       const IngestBenchOptions& o) {
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, {}));
+  InformerFactoryOptions fo;
+  fo.informer.reflector.read_ahead_bytes = o.read_ahead_bytes;
+  fo.keyspace.label_index = o.label_index;
+  std::unique_ptr<InformerFactory> factory =
+      InformerFactory::Create(RestConfig{.server = url}, cache, fo);
+  KCACHE_ASSIGN_OR_RETURN(auto informer, factory->ForResource("pods"));
+  (void)informer;
+  SyncRun run;
+  auto cpu_before = ThreadsCpu();
+  auto start = Clock::now();
+  KCACHE_RETURN_IF_ERROR(factory->Start());
+  KCACHE_RETURN_IF_ERROR(factory->WaitForCacheSync(std::chrono::hours(1)));
+  run.seconds = Seconds(Clock::now() - start);
+  run.cpu = CpuByName(cpu_before, ThreadsCpu());
+  factory->Stop();
+  KCACHE_ASSIGN_OR_RETURN(KeyspaceStats stats, cache->Stats("pods"));
+  run.objects = stats.objects;
+  return run;
+}
+
+// Raw RocksDB: the objects of the cache at `dir`, under the same keys, in
+// WriteBatches of 1,000 into a new database at `raw_dir` with the options of
+// the cache's objects column family. Only the writes are timed.
+StatusOr<double> RawPuts(const std::string& dir, bool label_index, const std::string& raw_dir,
+                         uint64_t* bytes) {
+  CacheOptions copts;
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, copts));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, cache->OpenKeyspace("pods", {.label_index = label_index}));
+  rocksdb::Options ro = storage::ObjectsLikeOptions(copts);
+  ro.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::DB::Open(ro, raw_dir, &raw), "open raw"));
+  std::unique_ptr<rocksdb::DB> db(raw);
+  double seconds = 0;
+  *bytes = 0;
+  std::vector<std::pair<std::string, ObjectPtr>> batch;
+  auto write = [&]() -> Status {
+    auto start = Clock::now();
+    rocksdb::WriteBatch wb;
+    for (const auto& [key, obj] : batch) wb.Put(key, rocksdb::Slice(obj->json().data(), obj->json().size()));
+    KCACHE_RETURN_IF_ERROR(storage::FromRocks(db->Write({}, &wb), "raw write"));
+    seconds += Seconds(Clock::now() - start);
+    batch.clear();
+    return Status::OK();
+  };
+  auto it = pods->NewIterator();
+  for (; it->Valid(); it->Next()) {
+    *bytes += it->object()->byte_size();
+    batch.emplace_back(it->key(), it->object());
+    if (batch.size() == 1000) KCACHE_RETURN_IF_ERROR(write());
+  }
+  KCACHE_RETURN_IF_ERROR(it->status());
+  KCACHE_RETURN_IF_ERROR(write());
+  return seconds;
+}
+
+}  // namespace
+
+Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
+  if (o.pods <= 0 || o.runs <= 0 || o.object_bytes < 0) {
+    return Status::InvalidArgument("--pods and --runs must be positive, --object-bytes not negative");
+  }
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
+                          util::ScratchDir::Create("kcache-bench", o.dir));
+  serve::ServeOptions so;
+  so.listen = "127.0.0.1:0";
+  so.cluster.pods = o.pods;
+  so.cluster.object_bytes = o.object_bytes;
+  so.churn = {0, 0, 0, 0};
+  auto load_start = Clock::now();
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<serve::Server> server, serve::Server::Start(so));
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "ingest: kcache serve with %d pods (loaded in %.1f s), %d runs, read-ahead %zu "
+                "bytes, label index %s\n",
+                o.pods, Seconds(Clock::now() - load_start), o.runs, o.read_ahead_bytes,
+                o.label_index ? "on" : "off");
+  out << line;
+  std::vector<double> kcache_s, raw_s, ratios;
+  std::map<std::string, std::vector<double>> cpu;
+  uint64_t objects = 0, bytes = 0;
+  for (int r = 0; r < o.runs; ++r) {
+    const std::string dir = work->path() + "/cache-" + std::to_string(r);
+    KCACHE_ASSIGN_OR_RETURN(SyncRun run, Sync(server->url(), dir, o));
+    KCACHE_ASSIGN_OR_RETURN(double raw, RawPuts(dir, o.label_index, work->path() + "/raw-" + std::to_string(r), &bytes));
+    objects = run.objects;
+    kcache_s.push_back(run.seconds);
+    raw_s.push_back(raw);
+    ratios.push_back(raw / run.seconds);
+    for (const auto& [name, s] : run.cpu) cpu[name].push_back(s);
+    std::snprintf(line, sizeof line,
+                  "  run %d: kcache sync %.2f s, raw RocksDB puts %.2f s, ratio %.2f\n", r + 1,
+                  run.seconds, raw, raw / run.seconds);
+    out << line;
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(work->path() + "/raw-" + std::to_string(r));
+  }
+  const double ks = Median(kcache_s), rs = Median(raw_s);
+  std::snprintf(line, sizeof line,
+                "  raw RocksDB batched puts of the same bytes: %9.0f pods/s %7.1f MB/s\n",
+                objects / rs, bytes / rs / 1e6);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "  kcache: list+watch from kcache serve, synced: %7.0f pods/s %7.1f MB/s  ratio %.2f "
+                "(median of the runs' ratios)\n",
+                objects / ks, bytes / ks / 1e6, Median(ratios));
+  out << line;
+  out << "  CPU seconds by thread during the sync (medians; \"kcache\" includes the server's threads):\n";
+  for (const auto& [name, v] : cpu) {
+    const double m = Median(v);
+    if (m < 0.01) continue;
+    std::snprintf(line, sizeof line, "    %-18s %6.2f s  (%.1f us/pod)\n", name.c_str(), m,
+                  m * 1e6 / std::max<uint64_t>(objects, 1));
+    out << line;
+  }
+  return Status::OK();
+}
+
+}  // namespace kcache::bench
