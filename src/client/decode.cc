@@ -103,8 +103,52 @@ StatusOr<ObjectList> DecodeList(std::string body, const ParseOptions& options) {
   return list;
 }
 
+namespace {
+
+// API servers write every event as {"type":"T","object":{...}}. Such a frame
+// is split without parsing it first: the object's own parse validates what
+// lies between, and anything else (other spellings, errors) takes the
+// general path, which describes it.
+std::optional<WatchEvent> DecodeCommonEvent(const std::string& frame, const ParseOptions& options) {
+  constexpr std::string_view kTypePrefix = "{\"type\":\"";
+  constexpr std::string_view kObjectKey = "\",\"object\":";
+  std::string_view f = frame;
+  if (!f.starts_with(kTypePrefix) || !f.ends_with('}')) return std::nullopt;
+  size_t type_end = f.find('"', kTypePrefix.size());
+  if (type_end == std::string_view::npos) return std::nullopt;
+  std::string_view type = f.substr(kTypePrefix.size(), type_end - kTypePrefix.size());
+  WatchEvent event;
+  if (type == "ADDED") {
+    event.type = WatchEventType::kAdded;
+  } else if (type == "MODIFIED") {
+    event.type = WatchEventType::kModified;
+  } else if (type == "DELETED") {
+    event.type = WatchEventType::kDeleted;
+  } else if (type == "BOOKMARK") {
+    event.type = WatchEventType::kBookmark;
+  } else {
+    return std::nullopt;
+  }
+  if (f.compare(type_end, kObjectKey.size(), kObjectKey) != 0) return std::nullopt;
+  std::string_view raw = f.substr(type_end + kObjectKey.size());
+  raw.remove_suffix(1);
+  if (!raw.starts_with('{')) return std::nullopt;
+  std::string json;
+  json.reserve(raw.size() + simdjson::SIMDJSON_PADDING);  // parsed in place
+  json.append(raw);
+  StatusOr<ObjectPtr> obj = Object::Parse(std::move(json), options);
+  if (!obj.ok()) return std::nullopt;
+  event.object = *std::move(obj);
+  return event;
+}
+
+}  // namespace
+
 StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
                                       const ParseOptions& options, std::string_view what) {
+  if (std::optional<WatchEvent> common = DecodeCommonEvent(frame, options)) {
+    return *std::move(common);
+  }
   ondemand::document doc;
   ondemand::object top;
   std::string_view type, raw;
@@ -140,6 +184,10 @@ StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
   }
   if (raw.empty())
     return Status::InvalidArgument(at + " (" + std::string(type) + ") has no object");
+  // The on-demand parser's raw text runs on to the next structural byte.
+  while (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\t' || raw.back() == '\r') {
+    raw.remove_suffix(1);
+  }
   auto obj = Object::Parse(std::string(raw), options);
   if (!obj.ok()) {
     // Say where in the stream, not where in the object, the error is.

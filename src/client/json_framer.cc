@@ -1,9 +1,31 @@
 #include "client/json_framer.h"
 
+#include <cstring>
+
 namespace kcache::rest {
 namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Whether any byte of `w` is `c` (exact; the classic zero-byte test).
+constexpr uint64_t kOnes = 0x0101010101010101ull;
+inline bool HasByte(uint64_t w, char c) {
+  uint64_t v = w ^ (kOnes * static_cast<unsigned char>(c));
+  return ((v - kOnes) & ~v & (kOnes << 7)) != 0;
+}
+
+// The first index at or after `i` whose 8-byte word may hold a quote or a
+// backslash: string contents, most of an object's bytes, are skipped a word
+// at a time.
+size_t SkipPlainString(const char* p, size_t i, size_t n) {
+  while (i + 8 <= n) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (HasByte(w, '"') || HasByte(w, '\\')) break;
+    i += 8;
+  }
+  return i;
+}
 
 }  // namespace
 
@@ -50,6 +72,11 @@ StatusOr<std::optional<std::string>> JsonFramer::Next() {
   for (; i < n; ++i) {
     char c = p[i];
     if (in_string_) {
+      if (!escape_) {
+        i = SkipPlainString(p, i, n);
+        if (i == n) break;
+      }
+      c = p[i];
       if (escape_) {
         escape_ = false;
       } else if (c == '\\') {

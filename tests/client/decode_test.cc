@@ -53,6 +53,27 @@ TEST(JsonFramerTest, FramesIndependentOfChunkBoundaries) {
   EXPECT_EQ(FrameAll(bytes), whole);
 }
 
+// Long strings are skipped a word at a time: escapes at every position of a
+// word, and quotes and braces inside strings, end no frame early.
+TEST(JsonFramerTest, EscapesAtEveryPositionOfLongStrings) {
+  std::string stream;
+  std::vector<std::string> events;
+  for (size_t at = 0; at < 24; ++at) {
+    for (std::string_view esc : {"\\\"", "\\\\", "\\u007d", "}{]["}) {
+      std::string value(40, 'x');
+      value.insert(at, esc);
+      events.push_back("{\"type\":\"ADDED\",\"object\":{\"s\":\"" + value + "\",\"n\":[" +
+                       std::to_string(at) + "]}}");
+      stream += events.back() + (at % 2 ? "\n" : "");
+    }
+  }
+  EXPECT_EQ(FrameAll({stream}), events);
+  std::vector<std::string_view> pieces;  // every 7 bytes: cuts fall inside words
+  for (size_t i = 0; i < stream.size(); i += 7)
+    pieces.push_back(std::string_view(stream).substr(i, 7));
+  EXPECT_EQ(FrameAll(pieces), events);
+}
+
 TEST(JsonFramerTest, GarbageBetweenEventsNamesItsOffset) {
   JsonFramer framer(1 << 20);
   framer.Append("{\"a\":1}\n x{");
@@ -135,6 +156,21 @@ TEST(DecodeWatchEventTest, RejectsUnknownTypesAndMalformedObjects) {
   EXPECT_NE(malformed.status().message().find("malformed JSON at byte 1048"),
             std::string_view::npos)
       << malformed.status();
+}
+
+// Frames in the API server's own spelling are split without a first parse;
+// any other frame must decode the same way through the general path.
+TEST(DecodeWatchEventTest, OtherSpellingsDecodeAsTheCommonOne) {
+  const std::string object = R"({"metadata":{"name":"a","resourceVersion":"5"}})";
+  for (std::string frame : {R"({"type":"ADDED","object":)" + object + "}",
+                            R"({ "type" : "ADDED", "object" : )" + object + " }",
+                            R"({"object":)" + object + R"(,"type":"ADDED"})",
+                            R"({"type":"ADDED","object":)" + object + R"(,"extra":{"b":2}})"}) {
+    auto ev = DecodeWatchEvent(frame, 0, {}, "w");
+    ASSERT_OK(ev) << frame << ": " << ev.status();
+    EXPECT_EQ(ev->type, WatchEventType::kAdded) << frame;
+    EXPECT_EQ(ev->object->json(), object) << frame;
+  }
 }
 
 TEST(DecodeListTest, ItemsGetTheListsKindAndApiVersion) {
