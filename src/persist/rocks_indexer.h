@@ -103,6 +103,9 @@ class RocksIndexer final : public StoredIndexer {
   // One writer at a time: a write reads reverse records, then replaces them.
   std::mutex write_mu_;
   JournalWriter journal_;  // guarded by write_mu_
+  // Batches written, so that a relist session can tell whether anything
+  // else wrote the keyspace beside it. Guarded by write_mu_.
+  uint64_t writes_ = 0;
 
   mutable std::mutex state_mu_;
   // Below: guarded by state_mu_; mirrors of meta for writable caches.
