@@ -1,5 +1,7 @@
 #include "kcache/informer.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -271,6 +273,7 @@ class Informer final : public SharedIndexInformer {
       }
     }
     reflector_thread_ = std::jthread([reflector](std::stop_token stop) { reflector->Run(stop); });
+    pthread_setname_np(reflector_thread_.native_handle(), "kcache-reflect");
     resync_thread_ = std::jthread([this](std::stop_token stop) { ResyncLoop(stop); });
     return Status::OK();
   }

@@ -38,9 +38,9 @@ class ReadAheadStream final : public WatchStream {
   const size_t max_bytes_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Item> queue_;  // guarded by mu_
-  size_t bytes_ = 0;        // guarded by mu_: objects' bytes in queue_
-  bool cancelled_ = false;  // guarded by mu_
+  std::deque<Item> queue_;    // guarded by mu_
+  size_t bytes_ = 0;          // guarded by mu_: objects' bytes in queue_
+  bool cancelled_ = false;    // guarded by mu_
   std::optional<Item> last_;  // consumer only: the end or error, once taken
   std::thread thread_;        // last: starts once the rest is built
 };

@@ -8,6 +8,7 @@
 
 #include "cache/backoff.h"
 #include "cache/events.h"
+#include "cache/read_ahead.h"
 #include "cache/resource_version.h"
 #include "client/http_error.h"
 
@@ -399,7 +400,7 @@ class ReflectorImpl final : public Reflector {
     o.allow_watch_bookmarks = true;
     o.timeout_seconds = WatchTimeout();
     o.cancel = stop;
-    auto opened = lw_->Watch(o);
+    auto opened = OpenWatch(o);
     if (!opened.ok()) {
       *refused = IsStreamingListRefused(opened.status());
       return opened.status();
@@ -491,7 +492,7 @@ class ReflectorImpl final : public Reflector {
         o.allow_watch_bookmarks = true;
         o.timeout_seconds = WatchTimeout();
         o.cancel = stop;
-        auto opened = lw_->Watch(o);
+        auto opened = OpenWatch(o);
         {
           std::lock_guard l(mu_);
           ++stats_.watches;
@@ -666,6 +667,14 @@ class ReflectorImpl final : public Reflector {
   }
 
   // Makes `stream` the one Stop cancels. False if already stopped.
+  // Opens a watch, read ahead on a thread of its own unless configured not to.
+  StatusOr<std::unique_ptr<WatchStream>> OpenWatch(const ListOptions& o) {
+    auto opened = lw_->Watch(o);
+    if (!opened.ok() || o_.read_ahead_bytes == 0) return opened;
+    return std::unique_ptr<WatchStream>(
+        std::make_unique<cache::ReadAheadStream>(*std::move(opened), o_.read_ahead_bytes));
+  }
+
   bool SetActive(WatchStream* stream, const std::stop_token& stop) {
     std::lock_guard l(active_mu_);
     active_ = stream;
