@@ -113,7 +113,8 @@ StatusOr<double> RawPuts(const std::string& dir, bool label_index, const std::st
                          uint64_t* bytes) {
   CacheOptions copts;
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, copts));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, cache->OpenKeyspace("pods", {.label_index = label_index}));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods,
+                          cache->OpenKeyspace("pods", {.label_index = label_index}));
   rocksdb::Options ro = storage::ObjectsLikeOptions(copts);
   ro.create_if_missing = true;
   rocksdb::DB* raw = nullptr;
@@ -125,7 +126,8 @@ StatusOr<double> RawPuts(const std::string& dir, bool label_index, const std::st
   auto write = [&]() -> Status {
     auto start = Clock::now();
     rocksdb::WriteBatch wb;
-    for (const auto& [key, obj] : batch) wb.Put(key, rocksdb::Slice(obj->json().data(), obj->json().size()));
+    for (const auto& [key, obj] : batch)
+      wb.Put(key, rocksdb::Slice(obj->json().data(), obj->json().size()));
     KCACHE_RETURN_IF_ERROR(storage::FromRocks(db->Write({}, &wb), "raw write"));
     seconds += Seconds(Clock::now() - start);
     batch.clear();
@@ -146,7 +148,8 @@ StatusOr<double> RawPuts(const std::string& dir, bool label_index, const std::st
 
 Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
   if (o.pods <= 0 || o.runs <= 0 || o.object_bytes < 0) {
-    return Status::InvalidArgument("--pods and --runs must be positive, --object-bytes not negative");
+    return Status::InvalidArgument(
+        "--pods and --runs must be positive, --object-bytes not negative");
   }
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
                           util::ScratchDir::Create("kcache-bench", o.dir));
@@ -170,7 +173,9 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
   for (int r = 0; r < o.runs; ++r) {
     const std::string dir = work->path() + "/cache-" + std::to_string(r);
     KCACHE_ASSIGN_OR_RETURN(SyncRun run, Sync(server->url(), dir, o));
-    KCACHE_ASSIGN_OR_RETURN(double raw, RawPuts(dir, o.label_index, work->path() + "/raw-" + std::to_string(r), &bytes));
+    KCACHE_ASSIGN_OR_RETURN(
+        double raw,
+        RawPuts(dir, o.label_index, work->path() + "/raw-" + std::to_string(r), &bytes));
     objects = run.objects;
     kcache_s.push_back(run.seconds);
     raw_s.push_back(raw);
@@ -188,12 +193,14 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                 "  raw RocksDB batched puts of the same bytes: %9.0f pods/s %7.1f MB/s\n",
                 objects / rs, bytes / rs / 1e6);
   out << line;
-  std::snprintf(line, sizeof line,
-                "  kcache: list+watch from kcache serve, synced: %7.0f pods/s %7.1f MB/s  ratio %.2f "
-                "(median of the runs' ratios)\n",
-                objects / ks, bytes / ks / 1e6, Median(ratios));
+  std::snprintf(
+      line, sizeof line,
+      "  kcache: list+watch from kcache serve, synced: %7.0f pods/s %7.1f MB/s  ratio %.2f "
+      "(median of the runs' ratios)\n",
+      objects / ks, bytes / ks / 1e6, Median(ratios));
   out << line;
-  out << "  CPU seconds by thread during the sync (medians; \"kcache\" includes the server's threads):\n";
+  out << "  CPU seconds by thread during the sync (medians; \"kcache\" includes the server's "
+         "threads):\n";
   for (const auto& [name, v] : cpu) {
     const double m = Median(v);
     if (m < 0.01) continue;

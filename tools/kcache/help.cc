@@ -103,7 +103,7 @@ const CommandHelp kHelp[] = {
     {"snapshot verify", "snapshot verify FILE",
      "Checks a snapshot file's checksums, manifest and indexes without importing it.",
      "  kcache snapshot verify before.kcs\n"},
-    {"bench", "bench (decode | get | serve | snapshot | store) [flags]",
+    {"bench", "bench (decode | get | ingest | serve | snapshot | store) [flags]",
      "Benchmarks, each against a peer or a physical limit measured in the same run; "
      "docs/benchmarks.md has their figures.",
      "  kcache bench store --objects 100000\n"
@@ -115,6 +115,11 @@ const CommandHelp kHelp[] = {
      "kcache get's time and peak memory over one cache grown through the given sizes, each "
      "form in its own process.",
      "  kcache bench get --objects 10000,100000,1000000 --runs 3\n"},
+    {"bench ingest",
+     "bench ingest [--pods N] [--object-bytes N] [--runs N] [--read-ahead-bytes N] [--dir DIR]",
+     "An informer's initial sync from kcache serve into a cache against raw RocksDB batched "
+     "puts of the same bytes, with the CPU of each thread.",
+     "  kcache bench ingest --pods 100000 --runs 3\n"},
     {"bench serve", "bench serve [--pods N] [--events N] [--runs N]",
      "kcache serve's LIST and watch rates against the loopback limit.",
      "  kcache bench serve --pods 50000\n"},

@@ -12,6 +12,7 @@
 #include "bench/decode_bench.h"
 #include "bench/demo.h"
 #include "bench/get_bench.h"
+#include "bench/ingest_bench.h"
 #include "bench/serve_bench.h"
 #include "bench/snapshot_bench.h"
 #include "bench/store_bench.h"
@@ -35,6 +36,7 @@ Usage:
   kcache demo [flags]          decode, index and query a built-in synthetic cluster
   kcache bench decode [flags]  metadata extraction against a full JSON parse
   kcache bench store [flags]   ingest and queries of the RocksDB cache against raw RocksDB
+  kcache bench ingest [flags]  an informer's sync from kcache serve against raw RocksDB puts
   kcache bench serve [flags]   kcache serve's LIST and watch rates against the loopback limit
   kcache bench get [flags]     kcache get's time and peak memory over caches of 10k to 1M pods
   kcache bench snapshot [flags]
@@ -135,6 +137,38 @@ int BenchStore(const std::vector<std::string>& args) {
   return st.ok() ? 0 : Fail(st, "bench store");
 }
 
+int BenchIngest(const std::vector<std::string>& args) {
+  int64_t pods = 100000, object_bytes = 0, runs = 3, read_ahead = int64_t{8} << 20;
+  bool label_index = true;
+  std::string dir;
+  kcache::cli::FlagSet flags;
+  flags.Bool("label-index", '\0', &label_index, "maintain the label index");
+  flags.Int("pods", '\0', &pods, "pods in the served cluster");
+  flags.Int("object-bytes", '\0', &object_bytes, "pad each pod to this many bytes (0: natural)");
+  flags.Int("runs", '\0', &runs, "timed runs of each side (medians are reported)");
+  flags.Int("read-ahead-bytes", '\0', &read_ahead,
+            "bytes of decoded objects the reflector reads ahead of its commits (0: one thread)");
+  flags.String("dir", '\0', &dir,
+               "directory for the databases (default: a new one under /tmp, removed after)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(flags, args, "bench ingest", &positional); rc >= 0) return rc;
+  if (pods <= 0 || runs <= 0 || object_bytes < 0 || read_ahead < 0) {
+    return Fail(kcache::Status::InvalidArgument(
+                    "--pods and --runs must be positive, --object-bytes and --read-ahead-bytes "
+                    "not negative"),
+                "bench ingest");
+  }
+  kcache::Status st =
+      kcache::bench::RunIngestBench({.pods = static_cast<int>(pods),
+                                     .object_bytes = static_cast<int>(object_bytes),
+                                     .runs = static_cast<int>(runs),
+                                     .read_ahead_bytes = static_cast<size_t>(read_ahead),
+                                     .label_index = label_index,
+                                     .dir = dir},
+                                    std::cout);
+  return st.ok() ? 0 : Fail(st, "bench ingest");
+}
+
 int BenchServe(const std::vector<std::string>& args) {
   int64_t pods = 50000, events = 50000, runs = 5;
   kcache::cli::FlagSet flags;
@@ -214,12 +248,14 @@ int Bench(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "store") return BenchStore({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "snapshot") return BenchSnapshot({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "serve") return BenchServe({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "ingest") return BenchIngest({args.begin() + 1, args.end()});
   if (args.empty() || args[0] != "decode") {
     return Fail(
         kcache::Status::InvalidArgument(
-            args.empty() ? "missing benchmark name (available: decode, get, serve, snapshot, store)"
-                         : "unknown benchmark \"" + args[0] +
-                               "\" (available: decode, get, serve, snapshot, store)"),
+            args.empty()
+                ? "missing benchmark name (available: decode, get, ingest, serve, snapshot, store)"
+                : "unknown benchmark \"" + args[0] +
+                      "\" (available: decode, get, ingest, serve, snapshot, store)"),
         "bench");
   }
   int64_t objects = 20000, runs = 5;
