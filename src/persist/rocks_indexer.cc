@@ -158,17 +158,18 @@ void RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
                              const Object& object,
                              const std::optional<std::vector<IndexEntry>>& old,
                              const std::vector<IndexEntry>& now) const {
-  static const std::vector<IndexEntry> kNone;
-  const std::vector<IndexEntry>& before = old ? *old : kNone;
-  // Both lists are sorted: remove what went, add what came.
+  // Both lists are sorted: remove what went, add what came (all of `now`
+  // for a new object, without copying it).
   std::vector<IndexEntry> gone, came;
-  std::set_difference(before.begin(), before.end(), now.begin(), now.end(),
-                      std::back_inserter(gone));
-  std::set_difference(now.begin(), now.end(), before.begin(), before.end(),
-                      std::back_inserter(came));
+  if (old) {
+    std::set_difference(old->begin(), old->end(), now.begin(), now.end(),
+                        std::back_inserter(gone));
+    std::set_difference(now.begin(), now.end(), old->begin(), old->end(),
+                        std::back_inserter(came));
+  }
   for (const auto& [index, value] : gone)
     batch->Delete(db_->index, IndexKey(ks_, index, value, key));
-  for (const auto& [index, value] : came)
+  for (const auto& [index, value] : old ? came : now)
     batch->Put(db_->index, IndexKey(ks_, index, value, key), "");
   std::string okey = ObjectKey(ks_, key);
   if (!old || !gone.empty() || !came.empty()) batch->Put(db_->rindex, okey, EncodeEntries(now));
