@@ -398,12 +398,17 @@ class Informer final : public SharedIndexInformer {
     sync_cv_.notify_all();
   }
 
+  bool has_listeners() const { return !listeners_.empty(); }  // REQUIRES: mu_ held
+
   // A relist's committed changes: a chunk of adds and updates is held back
   // until the relist ends, so that its deletions are announced first, as
   // client-go's informers do. Called with mu_ held (the session's calls
-  // take it).
+  // take it). With no listener nothing is held: a listener added later sees
+  // the chunk in its replay walk, so no one would be given it, and a
+  // relist's old and new objects grow with what changed.
   void HoldChunk(std::vector<StoreChange> changes) {
     ++chunks_;
+    if (listeners_.empty()) return;
     held_.push_back({chunks_, std::move(changes)});
   }
   // At the end of a relist: `deletions`, then the held chunks, each to the
@@ -579,6 +584,9 @@ class InformerReplaceSession final : public ReplaceSession {
         inner_, informer_->GetIndexer()->BeginReplace([this](std::vector<StoreChange> changes) {
           if (first_) return;
           if (finishing_) {
+            // Finish holds the informer's mutex throughout: no listener
+            // can come before these are announced.
+            if (!informer_->has_listeners()) return;
             for (StoreChange& c : changes) {
               (c.type == StoreChange::Type::kDeleted ? deletions_ : last_chunk_)
                   .push_back(std::move(c));

@@ -227,6 +227,41 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
   EXPECT_EQ(c.Names().size(), 38u + 1u + 10u);
 }
 
+// A relist over a full store holds its changed objects until it ends, to
+// announce deletions first; with no handler there is no one to announce
+// them to, and nothing is held: memory stays flat in what changed.
+TEST(InformerTest, ARelistWithNoHandlerHoldsNoChangedObjects) {
+  serve::ServeOptions o = testing::QuietCluster();
+  o.history = 5;
+  ServeFixture f(o);
+  constexpr int kObjects = 2500;  // chunks of 1,000 are committed on the way
+  for (int i = 0; i < kObjects; ++i) f.Create("cm-" + std::to_string(10000 + i), "1");
+  testing::TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(SyncOnce(f, dir.path()));
+  for (int i = 0; i < kObjects; ++i) f.Update("cm-" + std::to_string(10000 + i), "2");
+
+  std::mutex mu;
+  std::vector<std::weak_ptr<const Object>> stored;  // what the relist stored, in order
+  size_t alive_at_end = 0;
+  InformerOptions io = Fast();
+  io.transform = [&](ObjectPtr obj) -> StatusOr<ObjectPtr> {
+    std::lock_guard l(mu);
+    if (stored.size() == kObjects - 1) {  // two chunks committed before this one
+      for (size_t i = 0; i < 2000; ++i) alive_at_end += !stored[i].expired();
+    }
+    ObjectPtr copy = *Object::Parse(std::string(obj->json()));
+    stored.push_back(copy);
+    return copy;
+  };
+  CacheInformer c(f, dir.path(), io);
+  ASSERT_OK(c.informer->Start());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(60)));
+  EXPECT_EQ(c.informer->stats().lists, 1u);
+  std::lock_guard l(mu);
+  ASSERT_GE(stored.size(), static_cast<size_t>(kObjects));
+  EXPECT_EQ(alive_at_end, 0u) << "changed objects of committed chunks are still held";
+}
+
 // A first list cut short after some pages leaves objects in the store that
 // no handler has heard of: the next list is announced as a first list, so
 // every handler still hears of every object.
