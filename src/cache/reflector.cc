@@ -666,7 +666,6 @@ class ReflectorImpl final : public Reflector {
     }
   }
 
-  // Makes `stream` the one Stop cancels. False if already stopped.
   // Opens a watch, read ahead on a thread of its own unless configured not to.
   StatusOr<std::unique_ptr<WatchStream>> OpenWatch(const ListOptions& o) {
     auto opened = lw_->Watch(o);
@@ -675,6 +674,7 @@ class ReflectorImpl final : public Reflector {
         std::make_unique<cache::ReadAheadStream>(*std::move(opened), o_.read_ahead_bytes));
   }
 
+  // Makes `stream` the one Stop cancels. False if already stopped.
   bool SetActive(WatchStream* stream, const std::stop_token& stop) {
     std::lock_guard l(active_mu_);
     active_ = stream;

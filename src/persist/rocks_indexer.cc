@@ -162,10 +162,8 @@ void RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
   // for a new object, without copying it).
   std::vector<IndexEntry> gone, came;
   if (old) {
-    std::set_difference(old->begin(), old->end(), now.begin(), now.end(),
-                        std::back_inserter(gone));
-    std::set_difference(now.begin(), now.end(), old->begin(), old->end(),
-                        std::back_inserter(came));
+    std::set_difference(old->begin(), old->end(), now.begin(), now.end(), std::back_inserter(gone));
+    std::set_difference(now.begin(), now.end(), old->begin(), old->end(), std::back_inserter(came));
   }
   for (const auto& [index, value] : gone)
     batch->Delete(db_->index, IndexKey(ks_, index, value, key));
