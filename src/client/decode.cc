@@ -105,6 +105,15 @@ StatusOr<ObjectList> DecodeList(std::string body, const ParseOptions& options) {
 
 namespace {
 
+// The wire spelling of an event type; nullopt for ERROR and unknown types.
+std::optional<WatchEventType> EventType(std::string_view type) {
+  for (WatchEventType t : {WatchEventType::kAdded, WatchEventType::kModified,
+                           WatchEventType::kDeleted, WatchEventType::kBookmark}) {
+    if (type == WatchEventTypeName(t)) return t;
+  }
+  return std::nullopt;
+}
+
 // API servers write every event as {"type":"T","object":{...}}. Such a frame
 // is split without parsing it first: the object's own parse validates what
 // lies between, and anything else (other spellings, errors) takes the
@@ -118,17 +127,9 @@ std::optional<WatchEvent> DecodeCommonEvent(const std::string& frame, const Pars
   if (type_end == std::string_view::npos) return std::nullopt;
   std::string_view type = f.substr(kTypePrefix.size(), type_end - kTypePrefix.size());
   WatchEvent event;
-  if (type == "ADDED") {
-    event.type = WatchEventType::kAdded;
-  } else if (type == "MODIFIED") {
-    event.type = WatchEventType::kModified;
-  } else if (type == "DELETED") {
-    event.type = WatchEventType::kDeleted;
-  } else if (type == "BOOKMARK") {
-    event.type = WatchEventType::kBookmark;
-  } else {
-    return std::nullopt;
-  }
+  std::optional<WatchEventType> t = EventType(type);
+  if (!t) return std::nullopt;
+  event.type = *t;
   if (f.compare(type_end, kObjectKey.size(), kObjectKey) != 0) return std::nullopt;
   std::string_view raw = f.substr(type_end + kObjectKey.size());
   raw.remove_suffix(1);
@@ -171,17 +172,11 @@ StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
   if (type.empty()) return Status::InvalidArgument(at + " has no type");
   if (type == "ERROR") return StatusFromErrorEvent(raw, what);
   WatchEvent event;
-  if (type == "ADDED") {
-    event.type = WatchEventType::kAdded;
-  } else if (type == "MODIFIED") {
-    event.type = WatchEventType::kModified;
-  } else if (type == "DELETED") {
-    event.type = WatchEventType::kDeleted;
-  } else if (type == "BOOKMARK") {
-    event.type = WatchEventType::kBookmark;
-  } else {
+  std::optional<WatchEventType> t = EventType(type);
+  if (!t) {
     return Status::InvalidArgument(at + ": got invalid watch event type: " + std::string(type));
   }
+  event.type = *t;
   if (raw.empty())
     return Status::InvalidArgument(at + " (" + std::string(type) + ") has no object");
   // The on-demand parser's raw text runs on to the next structural byte.

@@ -15,25 +15,13 @@ namespace {
 
 using testing::FakeWatchStream;
 
-// A FakeWatchStream owned by the read-ahead, which the test keeps feeding.
-class Shared final : public WatchStream {
- public:
-  explicit Shared(std::shared_ptr<FakeWatchStream> s) : s_(std::move(s)) {}
-  StatusOr<std::optional<WatchEvent>> Next() override { return s_->Next(); }
-  bool Ready() override { return s_->Ready(); }
-  void Cancel() override { s_->Cancel(); }
-
- private:
-  std::shared_ptr<FakeWatchStream> s_;
-};
-
 WatchEvent Added(int i) {
   return {WatchEventType::kAdded, testing::Pod("p" + std::to_string(i), "ns", std::to_string(i))};
 }
 
 TEST(ReadAheadStreamTest, EventsComeInOrderAndTheEndAfterThem) {
   auto inner = std::make_shared<FakeWatchStream>();
-  ReadAheadStream s(std::make_unique<Shared>(inner), 1 << 20);
+  ReadAheadStream s(std::make_unique<testing::ForwardingWatchStream>(inner), 1 << 20);
   for (int i = 0; i < 100; ++i) inner->Push(Added(i));
   inner->End();
   for (int i = 0; i < 100; ++i) {
@@ -51,7 +39,7 @@ TEST(ReadAheadStreamTest, EventsComeInOrderAndTheEndAfterThem) {
 
 TEST(ReadAheadStreamTest, AnErrorComesAfterTheEventsBeforeIt) {
   auto inner = std::make_shared<FakeWatchStream>();
-  ReadAheadStream s(std::make_unique<Shared>(inner), 1 << 20);
+  ReadAheadStream s(std::make_unique<testing::ForwardingWatchStream>(inner), 1 << 20);
   inner->Push(Added(1));
   inner->Fail(Status::Expired("too old resource version"));
   inner->Push(Added(2));  // never read: the stream ended at the error
@@ -68,7 +56,7 @@ TEST(ReadAheadStreamTest, AnErrorComesAfterTheEventsBeforeIt) {
 TEST(ReadAheadStreamTest, ReadingPausesAtTheBound) {
   auto inner = std::make_shared<FakeWatchStream>();
   const size_t one = Added(0).object->byte_size();
-  ReadAheadStream s(std::make_unique<Shared>(inner), 2 * one);
+  ReadAheadStream s(std::make_unique<testing::ForwardingWatchStream>(inner), 2 * one);
   for (int i = 0; i < 10; ++i) inner->Push(Added(i));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_TRUE(inner->Ready()) << "the read-ahead took every event";
@@ -83,7 +71,8 @@ TEST(ReadAheadStreamTest, ReadingPausesAtTheBound) {
 
 TEST(ReadAheadStreamTest, CancelEndsAWaitingNextAndTheReader) {
   auto inner = std::make_shared<FakeWatchStream>();
-  auto s = std::make_unique<ReadAheadStream>(std::make_unique<Shared>(inner), 1 << 20);
+  auto s = std::make_unique<ReadAheadStream>(
+      std::make_unique<testing::ForwardingWatchStream>(inner), 1 << 20);
   auto waiting = std::async(std::launch::async, [&] { return s->Next().status(); });
   ASSERT_EQ(waiting.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
   s->Cancel();

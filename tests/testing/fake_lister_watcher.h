@@ -57,6 +57,18 @@ class FakeWatchStream final : public WatchStream {
   bool cancelled_ = false;
 };
 
+// A stream that owns a share of a FakeWatchStream the test keeps feeding.
+class ForwardingWatchStream final : public WatchStream {
+ public:
+  explicit ForwardingWatchStream(std::shared_ptr<FakeWatchStream> s) : s_(std::move(s)) {}
+  StatusOr<std::optional<WatchEvent>> Next() override { return s_->Next(); }
+  bool Ready() override { return s_->Ready(); }
+  void Cancel() override { s_->Cancel(); }
+
+ private:
+  std::shared_ptr<FakeWatchStream> s_;
+};
+
 class FakeListerWatcher final : public ListerWatcher {
  public:
   void QueueList(StatusOr<ObjectList> answer) {
@@ -93,7 +105,8 @@ class FakeListerWatcher final : public ListerWatcher {
     watches_.pop_front();
     if (auto* st = std::get_if<Status>(&a)) return *st;
     // The reflector owns a forwarding stream; the test keeps the real one.
-    return std::unique_ptr<WatchStream>(new Forward(std::get<std::shared_ptr<FakeWatchStream>>(a)));
+    return std::unique_ptr<WatchStream>(
+        new ForwardingWatchStream(std::get<std::shared_ptr<FakeWatchStream>>(a)));
   }
   std::string Describe() const override { return "fakes"; }
 
@@ -112,17 +125,6 @@ class FakeListerWatcher final : public ListerWatcher {
   }
 
  private:
-  class Forward final : public WatchStream {
-   public:
-    explicit Forward(std::shared_ptr<FakeWatchStream> s) : s_(std::move(s)) {}
-    StatusOr<std::optional<WatchEvent>> Next() override { return s_->Next(); }
-    bool Ready() override { return s_->Ready(); }
-    void Cancel() override { s_->Cancel(); }
-
-   private:
-    std::shared_ptr<FakeWatchStream> s_;
-  };
-
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<StatusOr<ObjectList>> lists_;
