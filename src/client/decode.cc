@@ -133,7 +133,7 @@ std::optional<WatchEvent> DecodeCommonEvent(const std::string& frame, const Pars
   if (f.compare(type_end, kObjectKey.size(), kObjectKey) != 0) return std::nullopt;
   std::string_view raw = f.substr(type_end + kObjectKey.size());
   raw.remove_suffix(1);
-  if (!raw.starts_with('{')) return std::nullopt;
+  if (!raw.starts_with('{') || !raw.ends_with('}')) return std::nullopt;
   std::string json;
   json.reserve(raw.size() + simdjson::SIMDJSON_PADDING);  // parsed in place
   json.append(raw);

@@ -165,7 +165,8 @@ TEST(DecodeWatchEventTest, OtherSpellingsDecodeAsTheCommonOne) {
   for (std::string frame : {R"({"type":"ADDED","object":)" + object + "}",
                             R"({ "type" : "ADDED", "object" : )" + object + " }",
                             R"({"object":)" + object + R"(,"type":"ADDED"})",
-                            R"({"type":"ADDED","object":)" + object + R"(,"extra":{"b":2}})"}) {
+                            R"({"type":"ADDED","object":)" + object + R"(,"extra":{"b":2}})",
+                            R"({"type":"ADDED","object":)" + object + "\n}"}) {
     auto ev = DecodeWatchEvent(frame, 0, {}, "w");
     ASSERT_OK(ev) << frame << ": " << ev.status();
     EXPECT_EQ(ev->type, WatchEventType::kAdded) << frame;
