@@ -72,6 +72,16 @@ TEST(KcacheToolTest, BenchServeReportsRatesAgainstTheLoopbackLimit) {
   EXPECT_NE(r.output.find("WATCH burst"), std::string::npos) << r.output;
 }
 
+TEST(KcacheToolTest, BenchIngestReportsTheRatioToRawRocksDb) {
+  Result r = Kcache("bench ingest --pods 300 --runs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ingest: kcache serve with 300 pods"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("run 1: kcache sync"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("raw RocksDB batched puts of the same bytes"), std::string::npos);
+  EXPECT_NE(r.output.find("kcache: list+watch from kcache serve, synced"), std::string::npos);
+  EXPECT_NE(r.output.find("CPU seconds by thread"), std::string::npos) << r.output;
+}
+
 TEST(KcacheToolTest, BenchSnapshotReportsRatiosAndOpenToFirstGet) {
   Result r = Kcache("bench snapshot --objects 500 --runs 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -100,6 +110,9 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
       {"bench decode --objects", "error: bench decode: flag needs an argument: --objects"},
       {"bench snapshot --objects 0",
        "error: bench snapshot: --objects and --runs must be positive"},
+      {"bench ingest --pods 0",
+       "error: bench ingest: --pods and --runs must be positive, --object-bytes and "
+       "--read-ahead-bytes not negative"},
       {"frobnicate", "error: unknown command \"frobnicate\""},
       {"serve --fault-cut x", "error: serve: invalid argument \"x\" for \"--fault-cut\" flag"},
       {"serve --fault-expire 0",
