@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 
+#include "bench/timing.h"
 #include "kcache/cache.h"
 #include "kcache/store.h"
 #include "serve/pods.h"
@@ -23,13 +24,6 @@ namespace kcache::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Usage {
   double seconds;
   double peak_rss_bytes;

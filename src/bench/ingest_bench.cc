@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/timing.h"
 #include "kcache/cache.h"
 #include "kcache/informer_factory.h"
 #include "persist/db.h"
@@ -23,10 +24,6 @@
 
 namespace kcache::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // CPU seconds (user + system) of each live thread of this process, by tid,
 // with the thread's name.
@@ -68,11 +65,6 @@ std::map<std::string, double> CpuByName(const std::map<int, ThreadCpu>& before,
     out[t.name] += t.seconds - (b == before.end() ? 0 : b->second.seconds);
   }
   return out;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct SyncRun {

@@ -12,13 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include "bench/timing.h"
 #include "serve/server.h"
 #include "serve/synthetic.h"
 
 namespace kcache::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 int Connect(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -84,11 +83,6 @@ Read Loopback(size_t bytes) {
   sender.join();
   close(lfd);
   return r;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/timing.h"
 #include "kcache/cache.h"
 #include "kcache/lister.h"
 #include "kcache/snapshot.h"
@@ -22,15 +23,6 @@ namespace kcache::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Writes `bytes` of random data to `path` in 1 MiB writes, then fdatasync:
 // the disk's sequential write rate, in bytes per second.
 StatusOr<double> DiskWriteRate(const std::string& path, uint64_t bytes) {

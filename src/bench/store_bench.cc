@@ -10,6 +10,7 @@
 #include <fstream>
 #include <vector>
 
+#include "bench/timing.h"
 #include "kcache/cache.h"
 #include "kcache/lister.h"
 #include "persist/db.h"
@@ -21,10 +22,6 @@ namespace kcache::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
 // Resident set size of this process, in bytes.
 size_t Rss() {
   std::ifstream f("/proc/self/status");
