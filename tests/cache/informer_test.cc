@@ -229,7 +229,8 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
 
 // A relist over a full store holds its changed objects until it ends, to
 // announce deletions first; with no handler there is no one to announce
-// them to, and nothing is held: memory stays flat in what changed.
+// them to, and nothing is held: memory stays flat in what changed (design
+// invariant 4, memory bounded by configuration).
 TEST(InformerTest, ARelistWithNoHandlerHoldsNoChangedObjects) {
   serve::ServeOptions o = testing::QuietCluster();
   o.history = 5;

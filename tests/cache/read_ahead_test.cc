@@ -19,6 +19,7 @@ WatchEvent Added(int i) {
   return {WatchEventType::kAdded, testing::Pod("p" + std::to_string(i), "ns", std::to_string(i))};
 }
 
+// Design invariant 2 (in order): decoding ahead keeps the watch's order.
 TEST(ReadAheadStreamTest, EventsComeInOrderAndTheEndAfterThem) {
   auto inner = std::make_shared<FakeWatchStream>();
   ReadAheadStream s(std::make_unique<testing::ForwardingWatchStream>(inner), 1 << 20);

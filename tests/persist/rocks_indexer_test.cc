@@ -282,8 +282,8 @@ TEST(RocksStoreTest, StreamedRelistInChunks) {
 // A relist into an empty keyspace reads nothing back while its keys ascend
 // and nothing else writes; a key out of order, a key repeated in a later
 // chunk, or a commit beside it turns the lookups back on. Either way the
-// indexes end consistent with the objects (invariant: index entries are
-// committed with their objects).
+// indexes end consistent with the objects (design invariant 1, atomic
+// commit: index entries are committed with their objects).
 TEST(RocksStoreTest, RelistIntoAnEmptyKeyspaceStaysConsistentWhateverTheOrder) {
   for (int variant = 0; variant < 4; ++variant) {
     SCOPED_TRACE("variant " + std::to_string(variant));
