@@ -62,10 +62,14 @@ class RocksIndexer final : public StoredIndexer {
   // pending one.
   StatusOr<std::optional<std::vector<IndexEntry>>> CurrentEntries(const Pending& pending,
                                                                   const std::string& key) const;
-  // Adds the writes for putting `object` under `key` to `batch`.
+  // Adds the writes for putting `object` under `key` to `batch`. If
+  // `index_puts` is set, the index keys to put are appended to it instead,
+  // for the caller to write (in key order: see RelistSession::Flush); only
+  // safe where no other op of the batch touches the same keys.
   void PutObject(rocksdb::WriteBatch* batch, const std::string& key, const Object& object,
                  const std::optional<std::vector<IndexEntry>>& old,
-                 const std::vector<IndexEntry>& now) const;
+                 const std::vector<IndexEntry>& now,
+                 std::vector<std::string>* index_puts = nullptr) const;
   void DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
                     const std::vector<IndexEntry>& old) const;
   // A commit in three steps, under write_mu_: plan (keys and index entries
