@@ -6,13 +6,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "bench/timing.h"
 #include "kcache/cache.h"
@@ -74,13 +79,19 @@ struct SyncRun {
   std::map<std::string, double> cpu;
 };
 
+double TotalCpu(const SyncRun& run) {
+  double sum = 0;
+  for (const auto& [name, s] : run.cpu) sum += s;
+  return sum;
+}
+
 // One initial sync of pods from `url` into a new cache at `dir`.
-StatusOr<SyncRun> Sync(const std::string& url, const std::string& dir,
-                       const IngestBenchOptions& o) {
+StatusOr<SyncRun> Sync(const std::string& url, const std::string& dir, const IngestBenchOptions& o,
+                       bool label_index) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, {}));
   InformerFactoryOptions fo;
   fo.informer.reflector.read_ahead_bytes = o.read_ahead_bytes;
-  fo.keyspace.label_index = o.label_index;
+  fo.keyspace.label_index = label_index;
   std::unique_ptr<InformerFactory> factory =
       InformerFactory::Create(RestConfig{.server = url}, cache, fo);
   KCACHE_ASSIGN_OR_RETURN(auto informer, factory->ForResource("pods"));
@@ -143,6 +154,9 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
     return Status::InvalidArgument(
         "--pods and --runs must be positive, --object-bytes not negative");
   }
+  if (o.label_index_cost && !o.label_index) {
+    return Status::InvalidArgument("--label-index-cost needs the label index on");
+  }
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
                           util::ScratchDir::Create("kcache-bench", o.dir));
   serve::ServeOptions so;
@@ -150,6 +164,11 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
   so.cluster.pods = o.pods;
   so.cluster.object_bytes = o.object_bytes;
   so.churn = {0, 0, 0, 0};
+  std::ofstream jsonl;
+  if (!o.jsonl.empty()) {
+    jsonl.open(o.jsonl, std::ios::app);
+    if (!jsonl) return Status::IOError("open " + o.jsonl + ": " + std::strerror(errno));
+  }
   auto load_start = Clock::now();
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<serve::Server> server, serve::Server::Start(so));
   char line[512];
@@ -159,12 +178,20 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                 o.pods, Seconds(Clock::now() - load_start), o.runs, o.read_ahead_bytes,
                 o.label_index ? "on" : "off");
   out << line;
-  std::vector<double> kcache_s, raw_s, ratios;
+  std::vector<double> kcache_s, raw_s, ratios, index_time, index_cpu, all_cpu;
   std::map<std::string, std::vector<double>> cpu;
   uint64_t objects = 0, bytes = 0;
   for (int r = 0; r < o.runs; ++r) {
     const std::string dir = work->path() + "/cache-" + std::to_string(r);
-    KCACHE_ASSIGN_OR_RETURN(SyncRun run, Sync(server->url(), dir, o));
+    KCACHE_ASSIGN_OR_RETURN(SyncRun run, Sync(server->url(), dir, o, o.label_index));
+    std::optional<SyncRun> bare;  // the same sync without the label index
+    if (o.label_index_cost) {
+      KCACHE_ASSIGN_OR_RETURN(bare, Sync(server->url(), dir + "-bare", o, false));
+      std::filesystem::remove_all(dir + "-bare");
+      index_time.push_back(1 - bare->seconds / run.seconds);
+      index_cpu.push_back((TotalCpu(run) - TotalCpu(*bare)) / run.objects);
+      all_cpu.push_back(TotalCpu(run) / run.objects);
+    }
     KCACHE_ASSIGN_OR_RETURN(
         double raw,
         RawPuts(dir, o.label_index, work->path() + "/raw-" + std::to_string(r), &bytes));
@@ -177,6 +204,27 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                   "  run %d: kcache sync %.2f s, raw RocksDB puts %.2f s, ratio %.2f\n", r + 1,
                   run.seconds, raw, raw / run.seconds);
     out << line;
+    if (bare) {
+      std::snprintf(line, sizeof line,
+                    "         without the label index %.2f s: the index is %.0f%% of the time\n",
+                    bare->seconds, 100 * index_time.back());
+      out << line;
+    }
+    if (jsonl.is_open()) {
+      nlohmann::json row = {{"bench", "ingest"},
+                            {"pods", o.pods},
+                            {"object_bytes", o.object_bytes},
+                            {"label_index", o.label_index},
+                            {"read_ahead_bytes", o.read_ahead_bytes},
+                            {"run", r},
+                            {"objects", run.objects},
+                            {"bytes", bytes},
+                            {"kcache_s", run.seconds},
+                            {"raw_s", raw}};
+      if (bare) row["no_label_index_s"] = bare->seconds;
+      jsonl << row.dump() << "\n" << std::flush;
+      if (!jsonl) return Status::IOError("write " + o.jsonl);
+    }
     std::filesystem::remove_all(dir);
     std::filesystem::remove_all(work->path() + "/raw-" + std::to_string(r));
   }
@@ -191,6 +239,13 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
       "(median of the runs' ratios)\n",
       objects / ks, bytes / ks / 1e6, Median(ratios));
   out << line;
+  if (!index_time.empty()) {
+    std::snprintf(line, sizeof line,
+                  "  label index: %.0f%% of the sync's time, %.1f of %.1f CPU us/pod (medians; "
+                  "the same sync without it, in the same run)\n",
+                  100 * Median(index_time), 1e6 * Median(index_cpu), 1e6 * Median(all_cpu));
+    out << line;
+  }
   out << "  CPU seconds by thread during the sync (medians; \"kcache\" includes the server's "
          "threads):\n";
   for (const auto& [name, v] : cpu) {

@@ -25,9 +25,18 @@ struct IngestBenchOptions {
   size_t read_ahead_bytes = size_t{8} << 20;
   // Maintain the label index (KeyspaceOptions::label_index). Default: true.
   bool label_index = true;
+  // Each run also syncs into a cache without the label index, and the
+  // index's share of the sync's time and CPU is reported (side by side in
+  // one run). Requires label_index. Default: false.
+  bool label_index_cost = false;
   // Where the databases go (created, then removed). Default: a new
   // directory under /tmp.
   std::string dir;
+  // If set, each run is appended to this file as a JSON line (pods,
+  // object_bytes, label_index, read_ahead_bytes, run, objects, bytes,
+  // kcache_s, raw_s, and with label_index_cost no_label_index_s), for
+  // tools/bench/plot. Default: none.
+  std::string jsonl;
 };
 
 Status RunIngestBench(const IngestBenchOptions& options, std::ostream& out);

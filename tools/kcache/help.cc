@@ -116,7 +116,8 @@ const CommandHelp kHelp[] = {
      "form in its own process.",
      "  kcache bench get --objects 10000,100000,1000000 --runs 3\n"},
     {"bench ingest",
-     "bench ingest [--pods N] [--object-bytes N] [--runs N] [--read-ahead-bytes N] [--dir DIR]",
+     "bench ingest [--pods N] [--object-bytes N] [--runs N] [--read-ahead-bytes N] [--dir DIR]\n"
+     "                    [--label-index-cost] [--jsonl FILE]",
      "An informer's initial sync from kcache serve into a cache against raw RocksDB batched "
      "puts of the same bytes, with the CPU of each thread.",
      "  kcache bench ingest --pods 100000 --runs 3\n"},

@@ -139,10 +139,13 @@ int BenchStore(const std::vector<std::string>& args) {
 
 int BenchIngest(const std::vector<std::string>& args) {
   int64_t pods = 100000, object_bytes = 0, runs = 3, read_ahead = int64_t{8} << 20;
-  bool label_index = true;
-  std::string dir;
+  bool label_index = true, label_index_cost = false;
+  std::string dir, jsonl;
   kcache::cli::FlagSet flags;
   flags.Bool("label-index", '\0', &label_index, "maintain the label index");
+  flags.Bool("label-index-cost", '\0', &label_index_cost,
+             "also sync without the label index in each run, and report its share");
+  flags.String("jsonl", '\0', &jsonl, "append each run to this file as a JSON line");
   flags.Int("pods", '\0', &pods, "pods in the served cluster");
   flags.Int("object-bytes", '\0', &object_bytes, "pad each pod to this many bytes (0: natural)");
   flags.Int("runs", '\0', &runs, "timed runs of each side (medians are reported)");
@@ -164,7 +167,9 @@ int BenchIngest(const std::vector<std::string>& args) {
                                      .runs = static_cast<int>(runs),
                                      .read_ahead_bytes = static_cast<size_t>(read_ahead),
                                      .label_index = label_index,
-                                     .dir = dir},
+                                     .label_index_cost = label_index_cost,
+                                     .dir = dir,
+                                     .jsonl = jsonl},
                                     std::cout);
   return st.ok() ? 0 : Fail(st, "bench ingest");
 }

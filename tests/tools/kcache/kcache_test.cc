@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <arpa/inet.h>
@@ -73,13 +74,46 @@ TEST(KcacheToolTest, BenchServeReportsRatesAgainstTheLoopbackLimit) {
 }
 
 TEST(KcacheToolTest, BenchIngestReportsTheRatioToRawRocksDb) {
-  Result r = Kcache("bench ingest --pods 300 --runs 1");
+  char tmpl[] = "/tmp/kcache-tool-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string jsonl = std::string(tmpl) + "/ingest.jsonl";
+  Result r = Kcache("bench ingest --pods 300 --runs 2 --label-index-cost --jsonl " + jsonl);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // One JSON line per run, for tools/bench/plot.
+  FILE* f = std::fopen(jsonl.c_str(), "r");
+  ASSERT_NE(f, nullptr) << jsonl;
+  char buf[1024];
+  int lines = 0;
+  while (std::fgets(buf, sizeof buf, f)) {
+    nlohmann::json row = nlohmann::json::parse(buf);
+    EXPECT_EQ(row["bench"], "ingest");
+    EXPECT_EQ(row["pods"], 300);
+    EXPECT_EQ(row["run"], lines);
+    EXPECT_EQ(row["objects"], 300);
+    EXPECT_GT(row["bytes"].get<double>(), 300 * 1000);
+    EXPECT_GT(row["kcache_s"].get<double>(), 0);
+    EXPECT_GT(row["raw_s"].get<double>(), 0);
+    EXPECT_GT(row["no_label_index_s"].get<double>(), 0);
+    ++lines;
+  }
+  std::fclose(f);
+  EXPECT_EQ(lines, 2);
+  std::filesystem::remove_all(tmpl);
+
+  // A file it cannot open fails before the cluster is loaded.
+  Result bad = Kcache("bench ingest --pods 1 --jsonl /nonexistent/x.jsonl");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("error: bench ingest: open /nonexistent/x.jsonl: No such file or "
+                            "directory"),
+            std::string::npos)
+      << bad.output;
   EXPECT_NE(r.output.find("ingest: kcache serve with 300 pods"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("run 1: kcache sync"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("raw RocksDB batched puts of the same bytes"), std::string::npos);
   EXPECT_NE(r.output.find("kcache: list+watch from kcache serve, synced"), std::string::npos);
   EXPECT_NE(r.output.find("CPU seconds by thread"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("without the label index"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("label index: "), std::string::npos) << r.output;
 }
 
 TEST(KcacheToolTest, BenchSnapshotReportsRatiosAndOpenToFirstGet) {
@@ -110,6 +144,8 @@ TEST(KcacheToolTest, BadInputGetsAClearErrorAndExitCode2) {
       {"bench decode --objects", "error: bench decode: flag needs an argument: --objects"},
       {"bench snapshot --objects 0",
        "error: bench snapshot: --objects and --runs must be positive"},
+      {"bench ingest --label-index=false --label-index-cost",
+       "error: bench ingest: --label-index-cost needs the label index on"},
       {"bench ingest --pods 0",
        "error: bench ingest: --pods and --runs must be positive, --object-bytes and "
        "--read-ahead-bytes not negative"},
