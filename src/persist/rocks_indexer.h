@@ -64,8 +64,8 @@ class RocksIndexer final : public StoredIndexer {
                                                                   const std::string& key) const;
   // Adds the writes for putting `object` under `key` to `batch`. If
   // `index_puts` is set, the index keys to put are appended to it instead,
-  // for the caller to write (in key order: see RelistSession::Flush); only
-  // safe where no other op of the batch touches the same keys.
+  // for the caller to write (in key order: see RocksReplaceSession::Flush);
+  // only safe where no other op of the batch touches the same keys.
   void PutObject(rocksdb::WriteBatch* batch, const std::string& key, const Object& object,
                  const std::optional<std::vector<IndexEntry>>& old,
                  const std::vector<IndexEntry>& now,
