@@ -186,16 +186,15 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
     // With --label-index-cost, the same sync without the label index too;
     // the two take turns going first, so neither always meets a cold start.
     std::optional<SyncRun> bare;
-    const bool bare_first = o.label_index_cost && r % 2 == 1;
-    if (bare_first) {
+    auto sync_bare = [&]() -> Status {
       KCACHE_ASSIGN_OR_RETURN(bare, Sync(server->url(), dir + "-bare", o, false));
-    }
-    KCACHE_ASSIGN_OR_RETURN(SyncRun run, Sync(server->url(), dir, o, o.label_index));
-    if (o.label_index_cost) {
-      if (!bare_first) {
-        KCACHE_ASSIGN_OR_RETURN(bare, Sync(server->url(), dir + "-bare", o, false));
-      }
       std::filesystem::remove_all(dir + "-bare");
+      return Status::OK();
+    };
+    if (o.label_index_cost && r % 2 == 1) KCACHE_RETURN_IF_ERROR(sync_bare());
+    KCACHE_ASSIGN_OR_RETURN(SyncRun run, Sync(server->url(), dir, o, o.label_index));
+    if (o.label_index_cost && !bare) KCACHE_RETURN_IF_ERROR(sync_bare());
+    if (bare) {
       index_time.push_back(1 - bare->seconds / run.seconds);
       index_cpu.push_back((TotalCpu(run) - TotalCpu(*bare)) / run.objects);
       all_cpu.push_back(TotalCpu(run) / run.objects);
