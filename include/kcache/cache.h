@@ -52,7 +52,11 @@ struct KCACHE_EXPORT CacheOptions {
   // LRU block cache shared by all keyspaces; index and filter blocks are
   // charged to it too. Default: 64 MiB.
   size_t block_cache_bytes = size_t{64} << 20;
-  // Memory for memtables across all column families. Default: 64 MiB.
+  // Memory for memtables across all column families: the objects and
+  // journal families start a new memtable at a quarter of it, the others
+  // at a sixteenth, and the oldest memtables are flushed when all of them
+  // together pass it. While a full memtable is flushed, writes go on into
+  // the next. Default: 64 MiB.
   size_t memtable_bytes = size_t{64} << 20;
   // Background flush and compaction threads. Default: 2 (these machines
   // have 2 cores; reads collapse when compaction takes more).

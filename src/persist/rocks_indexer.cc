@@ -13,12 +13,15 @@
 namespace kcache::storage {
 namespace {
 
-// Objects per batch when a write is split (Replace, rebuilds).
+// Bounds of one batch when a write is split (Replace, rebuilds): objects,
+// and bytes of JSON, so that large objects do not hold tens of megabytes in
+// flight (a chunk is held twice: as objects and as the batch).
 constexpr size_t kChunk = 1000;
+constexpr size_t kChunkBytes = size_t{8} << 20;
 
 Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
 
-// Collects writes and writes them every kChunk objects. `seal` adds what
+// Collects writes and writes them every kChunk objects or kChunkBytes. `seal` adds what
 // each batch must carry (such as the count) just before it is written.
 class ChunkWriter {
  public:
@@ -30,7 +33,9 @@ class ChunkWriter {
 
   rocksdb::WriteBatch* batch() { return &batch_; }
   // One object's writes are in batch().
-  Status Next() { return ++pending_ == kChunk ? Flush() : Status::OK(); }
+  Status Next() {
+    return ++pending_ == kChunk || batch_.GetDataSize() >= kChunkBytes ? Flush() : Status::OK();
+  }
   Status Finish() { return pending_ || batch_.Count() ? Flush() : Status::OK(); }
 
  private:
@@ -467,8 +472,9 @@ class RocksReplaceSession final : public ReplaceSession {
       chunk_[pos->second] = Item{*std::move(key), std::move(obj), *std::move(entries)};
       return Status::OK();
     }
+    chunk_bytes_ += obj->byte_size();
     chunk_.push_back(Item{*std::move(key), std::move(obj), *std::move(entries)});
-    return chunk_.size() == kChunk ? Flush() : Status::OK();
+    return chunk_.size() == kChunk || chunk_bytes_ >= kChunkBytes ? Flush() : Status::OK();
   }
 
   StatusOr<size_t> Finish(std::string resource_version) override {
@@ -539,7 +545,9 @@ class RocksReplaceSession final : public ReplaceSession {
       db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
       db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
     }
-    rocksdb::WriteBatch batch;
+    // Room for the objects and their keys, index and reverse records, so
+    // that the batch is not copied as it grows.
+    rocksdb::WriteBatch batch(chunk_bytes_ + n * 512);
     std::vector<StoreChange> changes;
     std::vector<std::string> index_puts;
     const std::string seen = SeenRange().start;
@@ -581,6 +589,7 @@ class RocksReplaceSession final : public ReplaceSession {
     SetCount(count);
     chunk_.clear();
     in_chunk_.clear();
+    chunk_bytes_ = 0;
     if (sink_ && !changes.empty()) sink_(std::move(changes));
     return Status::OK();
   }
@@ -652,6 +661,7 @@ class RocksReplaceSession final : public ReplaceSession {
   ChangeSink sink_;
   std::vector<Item> chunk_;
   std::unordered_map<std::string, size_t> in_chunk_;
+  size_t chunk_bytes_ = 0;  // JSON bytes of chunk_
   size_t unchanged_ = 0;
   bool none_stored_ = false;  // no key this session writes is stored yet
   uint64_t writes_seen_ = 0;  // the keyspace's writes after the session's last

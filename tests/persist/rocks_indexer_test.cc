@@ -19,6 +19,7 @@
 
 #include "kcache/cache.h"
 #include "kcache/lister.h"
+#include "persist/db.h"
 #include "persist/encoding.h"
 #include "testing/counting_indexer.h"
 #include "testing/indexer_conformance.h"
@@ -274,6 +275,46 @@ TEST(RocksStoreTest, StreamedRelistInChunks) {
   EXPECT_GE(chunks.size(), 3u);  // reported as chunks commit, not at the end
   EXPECT_EQ(store->LastSyncResourceVersion(), "20");
   EXPECT_EQ(*store->Size(), 2100u);
+  auto cache = Cache::OpenReadOnly(dir.path());
+  ASSERT_OK(cache);
+  EXPECT_OK((*cache)->Verify());
+}
+
+// The memtable budget is shared out among the families, so that the objects
+// family alone cannot grow past it while another family's memtable is the
+// one the write-buffer manager flushes.
+TEST(RocksStoreTest, EachFamilysMemtableIsItsShareOfTheBudget) {
+  TempDir dir;
+  CacheOptions options;
+  options.memtable_bytes = size_t{32} << 20;
+  auto db = storage::OpenDb(dir.path() + "/c", options, /*read_only=*/false);
+  ASSERT_OK(db) << db.status();
+  EXPECT_EQ((*db)->db->GetOptions((*db)->objects).write_buffer_size, size_t{8} << 20);
+  EXPECT_EQ((*db)->db->GetOptions((*db)->index).write_buffer_size, size_t{2} << 20);
+  EXPECT_EQ((*db)->db->GetOptions((*db)->rindex).write_buffer_size, size_t{2} << 20);
+  EXPECT_EQ((*db)->db->GetOptions((*db)->meta).write_buffer_size, size_t{2} << 20);
+}
+
+// Large objects are committed in chunks bounded by bytes as well as by
+// count, so that a relist of 1 MB objects does not hold a thousand of them
+// (and their batch) at once.
+TEST(RocksStoreTest, RelistOfLargeObjectsCommitsInChunksOfBoundedBytes) {
+  TempDir dir;
+  auto store = OpenPods(dir.path());
+  std::vector<size_t> chunks;
+  auto session = store->BeginReplace(
+      [&](std::vector<StoreChange> changes) { chunks.push_back(changes.size()); });
+  ASSERT_OK(session);
+  const std::string pad(1 << 20, 'x');
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_OK((*session)->Put(MakeObject(R"({"metadata":{"name":"p)" + std::to_string(100 + i) +
+                                         R"(","namespace":"ns","resourceVersion":"1"},"pad":")" +
+                                         pad + R"("})")));
+  }
+  ASSERT_OK((*session)->Finish("20"));
+  EXPECT_EQ(*store->Size(), 40u);
+  ASSERT_GE(chunks.size(), 4u);
+  for (size_t n : chunks) EXPECT_LE(n, 9u) << "a chunk of " << n << " objects of 1 MiB";
   auto cache = Cache::OpenReadOnly(dir.path());
   ASSERT_OK(cache);
   EXPECT_OK((*cache)->Verify());
