@@ -53,10 +53,10 @@ struct KCACHE_EXPORT CacheOptions {
   // charged to it too. Default: 64 MiB.
   size_t block_cache_bytes = size_t{64} << 20;
   // Memory for memtables across all column families: the objects and
-  // journal families start a new memtable at a quarter of it, the others
-  // at a sixteenth, and the oldest memtables are flushed when all of them
-  // together pass it. While a full memtable is flushed, writes go on into
-  // the next. Default: 64 MiB.
+  // journal families start a new memtable at a quarter of it, the index
+  // families at an eighth, the others at a sixteenth, and the oldest
+  // memtables are flushed when all of them together pass it. While a full
+  // memtable is flushed, writes go on into the next. Default: 64 MiB.
   size_t memtable_bytes = size_t{64} << 20;
   // Background flush and compaction threads. Default: 2 (these machines
   // have 2 cores; reads collapse when compaction takes more).

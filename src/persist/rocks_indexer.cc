@@ -545,9 +545,7 @@ class RocksReplaceSession final : public ReplaceSession {
       db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
       db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
     }
-    // Room for the objects and their keys, index and reverse records, so
-    // that the batch is not copied as it grows.
-    rocksdb::WriteBatch batch(chunk_bytes_ + n * 512);
+    rocksdb::WriteBatch batch;
     std::vector<StoreChange> changes;
     std::vector<std::string> index_puts;
     const std::string seen = SeenRange().start;

@@ -290,8 +290,8 @@ TEST(RocksStoreTest, EachFamilysMemtableIsItsShareOfTheBudget) {
   auto db = storage::OpenDb(dir.path() + "/c", options, /*read_only=*/false);
   ASSERT_OK(db) << db.status();
   EXPECT_EQ((*db)->db->GetOptions((*db)->objects).write_buffer_size, size_t{8} << 20);
-  EXPECT_EQ((*db)->db->GetOptions((*db)->index).write_buffer_size, size_t{2} << 20);
-  EXPECT_EQ((*db)->db->GetOptions((*db)->rindex).write_buffer_size, size_t{2} << 20);
+  EXPECT_EQ((*db)->db->GetOptions((*db)->index).write_buffer_size, size_t{4} << 20);
+  EXPECT_EQ((*db)->db->GetOptions((*db)->rindex).write_buffer_size, size_t{4} << 20);
   EXPECT_EQ((*db)->db->GetOptions((*db)->meta).write_buffer_size, size_t{2} << 20);
 }
 
