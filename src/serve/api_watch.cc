@@ -71,6 +71,13 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
                                             : options_.default_watch_timeout);
   ++watches_open_;
   util::ScopeGuard closing([this] { --watches_open_; });
+  // Read before the headers go out, so that a watch that cannot start gets
+  // its ERROR event right behind them, as from kube-apiserver's watch cache.
+  // Read after them, a busy state (a large list holds its lock) could leave
+  // the stream open and silent long enough for a client's quiet rule to
+  // call it caught up.
+  const uint64_t current = state_->current_rv();
+  const uint64_t floor_rv = state_->floor(t.type);
   if (!w.Begin(200,
                {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}})) {
     return;
@@ -89,7 +96,6 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
                         ""}));
     return;
   }
-  const uint64_t current = state_->current_rv();
   if (from && *from > current) {
     w.Write(ErrorEvent(TooLargeResourceVersion(std::to_string(*from), std::to_string(current))));
     return;
@@ -97,9 +103,8 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
   uint64_t pos = from.value_or(current);
   if (q.send_initial_events.value_or(!from.has_value())) {
     if (!SendInitialEvents(t, q, &pos, w)) return;
-  } else if (pos < state_->floor(t.type)) {
-    w.Write(ErrorEvent(
-        TooOldResourceVersion(std::to_string(pos), std::to_string(state_->floor(t.type)))));
+  } else if (pos < floor_rv) {
+    w.Write(ErrorEvent(TooOldResourceVersion(std::to_string(pos), std::to_string(floor_rv))));
     return;
   }
   if (f.stall.Contains(n)) {
