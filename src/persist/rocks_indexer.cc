@@ -19,6 +19,8 @@ namespace {
 constexpr size_t kChunk = 1000;
 constexpr size_t kChunkBytes = size_t{8} << 20;
 
+bool ChunkFull(size_t objects, size_t bytes) { return objects >= kChunk || bytes >= kChunkBytes; }
+
 Status ReadOnlyError() { return Status::FailedPrecondition("the cache was opened read-only"); }
 
 // Collects writes and writes them every kChunk objects or kChunkBytes. `seal` adds what
@@ -33,9 +35,7 @@ class ChunkWriter {
 
   rocksdb::WriteBatch* batch() { return &batch_; }
   // One object's writes are in batch().
-  Status Next() {
-    return ++pending_ == kChunk || batch_.GetDataSize() >= kChunkBytes ? Flush() : Status::OK();
-  }
+  Status Next() { return ChunkFull(++pending_, batch_.GetDataSize()) ? Flush() : Status::OK(); }
   Status Finish() { return pending_ || batch_.Count() ? Flush() : Status::OK(); }
 
  private:
@@ -474,7 +474,7 @@ class RocksReplaceSession final : public ReplaceSession {
     }
     chunk_bytes_ += obj->byte_size();
     chunk_.push_back(Item{*std::move(key), std::move(obj), *std::move(entries)});
-    return chunk_.size() == kChunk || chunk_bytes_ >= kChunkBytes ? Flush() : Status::OK();
+    return ChunkFull(chunk_.size(), chunk_bytes_) ? Flush() : Status::OK();
   }
 
   StatusOr<size_t> Finish(std::string resource_version) override {

@@ -85,8 +85,7 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
   const Faults& f = options_.faults;
   if (f.expire.Contains(n)) {
     NoteFault("expire");
-    w.Write(ErrorEvent(
-        TooOldResourceVersion(q.rv.value_or("0"), std::to_string(state_->floor(t.type)))));
+    w.Write(ErrorEvent(TooOldResourceVersion(q.rv.value_or("0"), std::to_string(floor_rv))));
     return;
   }
   if (f.internal_error.Contains(n)) {
