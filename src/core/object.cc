@@ -68,7 +68,8 @@ Status GetStringMap(dom::element e, std::string_view path, Labels* out) {
     if (value.get_string().get(v)) {
       return TypeError(std::string(path) + "." + std::string(key), "a string");
     }
-    out->emplace(std::string(key), std::string(v));
+    // The API server writes map keys sorted: each goes at the end.
+    out->emplace_hint(out->end(), std::string(key), std::string(v));
   }
   return Status::OK();
 }
@@ -171,7 +172,7 @@ bool OnDemandStringMap(OnDemandValue v, Labels* out) {
     if (field.unescaped_key().get(key)) return false;
     std::string k(key);  // the value's unescaping may reuse the key's buffer
     if (field.value().get_string().get(value)) return false;
-    out->emplace(std::move(k), std::string(value));
+    out->emplace_hint(out->end(), std::move(k), std::string(value));  // sorted, as above
   }
   return true;
 }
@@ -309,6 +310,11 @@ bool NeedsNoEscaping(std::string_view s) {
 
 }  // namespace
 
+std::shared_ptr<Object> Object::Create() {
+  struct Made final : Object {};  // has Create's access to the private constructor
+  return std::make_shared<Made>();
+}
+
 StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options) {
   if (options.drop_managed_fields) RemoveManagedFields(&json);
   EnsurePadding(&json);
@@ -317,7 +323,7 @@ StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options)
   dom::object top;
   if (root.get_object().get(top)) return Status::InvalidArgument("not a JSON object");
 
-  std::shared_ptr<Object> obj(new Object());
+  std::shared_ptr<Object> obj = Create();
   for (auto [key, value] : top) {
     Status st;
     if (key == "kind") {
@@ -361,10 +367,15 @@ StatusOr<ObjectPtr> Object::ParseTrusted(std::string_view json) {
   thread_local ondemand::parser parser;
   ondemand::document doc;
   ondemand::object top;
-  std::shared_ptr<Object> obj(new Object());
+  std::shared_ptr<Object> obj = Create();
   bool ok = !parser.iterate(bytes.data(), bytes.size(), bytes.capacity()).get(doc) &&
             !doc.get_object().get(top);
   if (ok) {
+    // The API server writes kind, apiVersion and metadata first (built-in
+    // types in that order, custom resources with sorted keys), so the walk
+    // usually ends before spec and status, the bulk of the bytes.
+    enum : unsigned { kKind = 1, kApiVersion = 2, kMetadata = 4, kAll = 7 };
+    unsigned seen = 0;
     for (auto field : top) {
       std::string_view key;
       OnDemandValue value;
@@ -372,9 +383,12 @@ StatusOr<ObjectPtr> Object::ParseTrusted(std::string_view json) {
         ok = false;
       } else if (key == "kind") {
         ok = OnDemandString(value, &obj->kind_);
+        seen |= kKind;
       } else if (key == "apiVersion") {
         ok = OnDemandString(value, &obj->api_version_);
+        seen |= kApiVersion;
       } else if (key == "metadata") {
+        seen |= kMetadata;
         bool is_null = false;
         if (!value.is_null().get(is_null) && is_null) continue;
         ondemand::object meta;
@@ -382,7 +396,7 @@ StatusOr<ObjectPtr> Object::ParseTrusted(std::string_view json) {
              OnDemandMeta(meta, &obj->meta_, &obj->has_managed_fields_);
         obj->has_metadata_ = true;
       }
-      if (!ok) break;
+      if (!ok || seen == kAll) break;
     }
   }
   // Bytes that do not walk cleanly take the validating parse, whose errors
