@@ -126,6 +126,21 @@ struct KCACHE_EXPORT KeyspaceStats {
   JournalStats journal;
 };
 
+// The memory a cache holds, by kind: what of a process's memory the
+// configured caches account for (CacheOptions::block_cache_bytes and
+// memtable_bytes). Figures are RocksDB's own accounting, approximate.
+struct KCACHE_EXPORT CacheMemory {
+  // Blocks in the block cache, index and filter blocks included. At most
+  // block_cache_bytes, unless pinned blocks need more. A snapshot: its
+  // cache of decompressed blocks.
+  uint64_t block_cache = 0;
+  // Active and immutable memtables of every column family, those being
+  // flushed included.
+  uint64_t memtables = 0;
+  // Table readers' memory outside the block cache.
+  uint64_t table_readers = 0;
+};
+
 struct KCACHE_EXPORT KeyspaceOptions {
   // Default: MetaNamespaceKeyFunc.
   KeyFunc key_func = MetaNamespaceKeyFunc;
@@ -194,6 +209,10 @@ class KCACHE_EXPORT Cache {
   virtual StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const = 0;
   // NotFound for a keyspace with neither objects nor a resume point.
   virtual StatusOr<KeyspaceStats> Stats(std::string_view keyspace) const = 0;
+
+  // The memory the cache holds now. Cheap enough to call every few
+  // milliseconds.
+  virtual CacheMemory Memory() const = 0;
 
   // Writes a consistent copy of the whole cache to `out_dir` (which must not
   // exist), openable with Open(). A writable cache makes a RocksDB

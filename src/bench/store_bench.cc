@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "bench/timing.h"
@@ -16,21 +15,14 @@
 #include "persist/db.h"
 #include "persist/rocks_status.h"
 #include "serve/pods.h"
+#include "tools/kcache/resident.h"
 #include "tools/kcache/scratch_dir.h"
 
 namespace kcache::bench {
 namespace {
 
 namespace fs = std::filesystem;
-// Resident set size of this process, in bytes.
-size_t Rss() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
-  }
-  return 0;
-}
+size_t Rss() { return util::ResidentBytes(); }
 
 // Everything in the directory: tables, logs, manifests.
 uint64_t DiskBytes(const std::string& dir) {

@@ -85,6 +85,18 @@ class CacheImpl final : public Cache {
     return std::optional<ClusterInfo>(std::move(info));
   }
 
+  CacheMemory Memory() const override {
+    CacheMemory out;
+    // One block cache serves every family: any family's property reads it.
+    (void)db_->db->GetIntProperty(db_->objects, rocksdb::DB::Properties::kBlockCacheUsage,
+                                  &out.block_cache);
+    (void)db_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kSizeAllMemTables,
+                                            &out.memtables);
+    (void)db_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem,
+                                            &out.table_readers);
+    return out;
+  }
+
   StatusOr<KeyspaceStats> Stats(std::string_view keyspace) const override {
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, ListKeyspaces());
     if (!std::binary_search(names.begin(), names.end(), keyspace)) {

@@ -72,6 +72,10 @@ class SnapshotRows final : public storage::Rows, public std::enable_shared_from_
   std::shared_ptr<const Rows> Pin() const override { return shared_from_this(); }
 
   size_t blocks() const { return blocks_.size(); }
+  size_t cached_bytes() const {
+    std::lock_guard l(mu_);
+    return cached_bytes_;
+  }
 
   // The block that holds (family, key) if any block does: the last one
   // whose first row is not after it (0 if none).
@@ -306,6 +310,8 @@ class SnapshotCache final : public Cache {
   Status SetResourceInfo(std::string_view, const ResourceInfo&) override { return ReadOnly(path_); }
   Status SetClusterInfo(const ClusterInfo&) override { return ReadOnly(path_); }
   StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const override { return manifest_.cluster; }
+
+  CacheMemory Memory() const override { return {.block_cache = rows_->cached_bytes()}; }
 
   StatusOr<KeyspaceStats> Stats(std::string_view keyspace) const override {
     const KeyspaceStats* r = Find(keyspace);

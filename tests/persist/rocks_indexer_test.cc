@@ -295,6 +295,38 @@ TEST(RocksStoreTest, EachFamilysMemtableIsItsShareOfTheBudget) {
   EXPECT_EQ((*db)->db->GetOptions((*db)->meta).write_buffer_size, size_t{2} << 20);
 }
 
+// Cache::Memory reports what the configured caches hold: written objects
+// in memtables until flushed, then read blocks in the block cache.
+TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
+  TempDir dir;
+  auto cache = Cache::Open(dir.path());
+  ASSERT_OK(cache) << cache.status();
+  auto store = (*cache)->OpenKeyspace("pods");
+  ASSERT_OK(store) << store.status();
+  const std::string pad(10000, 'x');
+  Transaction txn;
+  for (int i = 0; i < 200; ++i) {
+    txn.Add(MakeObject(R"({"metadata":{"name":"p)" + std::to_string(i) +
+                       R"(","namespace":"ns","resourceVersion":"1"},"pad":")" + pad + R"("})"));
+  }
+  txn.resource_version = "1";
+  ASSERT_OK((*store)->Commit(txn, nullptr));
+  CacheMemory written = (*cache)->Memory();
+  EXPECT_GE(written.memtables, 200u * 10000) << "the objects are in the memtables";
+
+  ASSERT_OK((*cache)->Compact());
+  CacheMemory flushed = (*cache)->Memory();
+  EXPECT_LT(flushed.memtables, written.memtables / 10);
+  size_t n = 0;
+  for (auto it = (*store)->NewIterator(); it->Valid(); it->Next()) ++n;
+  EXPECT_EQ(n, 200u);
+  CacheMemory read = (*cache)->Memory();
+  // zstd shrinks the repeated padding, so the blocks hold far less than the
+  // JSON; some must be there, within the configured size.
+  EXPECT_GT(read.block_cache, flushed.block_cache);
+  EXPECT_LE(read.block_cache, CacheOptions().block_cache_bytes);
+}
+
 // Large objects are committed in chunks bounded by bytes as well as by
 // count, so that a relist of 1 MB objects does not hold a thousand of them
 // (and their batch) at once.

@@ -135,6 +135,18 @@ TEST_F(SnapshotCacheTest, KeyspacesStatsAndClusterAreTheCaches) {
   EXPECT_EQ(snap_->dir(), file());
 }
 
+// A snapshot's memory is its cache of decompressed blocks: empty until read,
+// then at least one block, which may exceed the capacity of one byte.
+TEST_F(SnapshotCacheTest, MemoryIsTheBlocksItHolds) {
+  EXPECT_EQ(snap_->Memory().block_cache, 0u);
+  auto pods = snap_->OpenKeyspace("pods", ByNodeOptions());
+  ASSERT_OK(pods) << pods.status();
+  ASSERT_EQ(Keys(**pods).size(), size_t{kPods});
+  const CacheMemory m = snap_->Memory();
+  EXPECT_GT(m.block_cache, 0u);
+  EXPECT_EQ(m.memtables, 0u);
+}
+
 // Every read of StoredIndexer, over the RocksDB rows and over the file's
 // rows, gives the same answer.
 TEST_F(SnapshotCacheTest, EveryReadAnswersAsTheCache) {

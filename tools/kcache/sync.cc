@@ -23,6 +23,7 @@
 #include "kcache/label_selector.h"
 #include "serve/http_server.h"
 #include "tools/kcache/metrics.h"
+#include "tools/kcache/resident.h"
 #include "util/rfc3339.h"
 
 namespace kcache::tool {
@@ -82,6 +83,21 @@ std::string Megabytes(uint64_t bytes) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(1) << bytes / 1e6 << " MB";
   return out.str();
+}
+
+// The process's resident memory at its highest sample, and what the cache's
+// configured caches held then; the rest is what syncing needs beside them.
+struct MemorySample {
+  uint64_t resident = 0;
+  CacheMemory cache;
+};
+
+std::string DescribeMemory(const MemorySample& m) {
+  const uint64_t held = m.cache.block_cache + m.cache.memtables + m.cache.table_readers;
+  return "memory at the highest resident size sampled: " + Megabytes(m.resident) +
+         " = block cache " + Megabytes(m.cache.block_cache) + " + memtables " +
+         Megabytes(m.cache.memtables) + " + table readers " + Megabytes(m.cache.table_readers) +
+         " + the rest " + Megabytes(m.resident > held ? m.resident - held : 0);
 }
 
 using Informers = std::map<std::string, std::shared_ptr<SharedIndexInformer>>;
@@ -355,8 +371,15 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     failed = true;
     return false;
   };
+  // Sampled with every turn of the loop below (20 a second).
+  MemorySample peak;
+  auto sample_memory = [&] {
+    const uint64_t resident = util::ResidentBytes();
+    if (resident > peak.resident) peak = {resident, cache->Memory()};
+  };
   int sig = 0;
   for (;;) {
+    sample_memory();
     if (failed) break;
     const bool synced = factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok();
     if (synced && !cluster_recorded) {
@@ -396,6 +419,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   factory->Stop();
   say("received " + Megabytes(factory->BytesReceived()) + " of responses over the network" +
       (config.disable_compression ? " (compression disabled)" : ""));
+  sample_memory();
+  say(DescribeMemory(peak));
   for (auto& [name, informer] : factory->informers()) {
     const std::string rv = informer->GetIndexer()->LastSyncResourceVersion();
     say(rv.empty()

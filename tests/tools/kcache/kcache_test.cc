@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <string>
 
 #include <arpa/inet.h>
@@ -366,6 +367,21 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
       << first.output;
   EXPECT_NE(first.output.find("nodes: synced at resourceVersion"), std::string::npos)
       << first.output;
+  // The account of its memory: the parts add up to the resident size, and
+  // the objects just written are in the memtables.
+  std::smatch mem;
+  ASSERT_TRUE(std::regex_search(
+      first.output, mem,
+      std::regex("memory at the highest resident size sampled: ([0-9.]+) MB = block cache "
+                 "([0-9.]+) MB \\+ memtables ([0-9.]+) MB \\+ table readers ([0-9.]+) MB \\+ "
+                 "the rest ([0-9.]+) MB")))
+      << first.output;
+  const double resident = std::stod(mem[1]);
+  EXPECT_GT(resident, 10.0) << mem[0];
+  EXPECT_GT(std::stod(mem[3]), 0.0) << mem[0];
+  EXPECT_NEAR(std::stod(mem[2]) + std::stod(mem[3]) + std::stod(mem[4]) + std::stod(mem[5]),
+              resident, 0.3)
+      << mem[0];
 
   Result names = Kcache("get pods --cache " + cache + " -A -o name");
   ASSERT_EQ(names.exit_code, 0) << names.output;

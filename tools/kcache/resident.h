@@ -1,0 +1,15 @@
+// The resident memory of this process, as the kernel counts it.
+
+#ifndef KCACHE_TOOLS_KCACHE_RESIDENT_H_
+#define KCACHE_TOOLS_KCACHE_RESIDENT_H_
+
+#include <cstdint>
+
+namespace kcache::util {
+
+// Resident set size in bytes now (/proc/self/statm); 0 if unreadable.
+uint64_t ResidentBytes();
+
+}  // namespace kcache::util
+
+#endif  // KCACHE_TOOLS_KCACHE_RESIDENT_H_
