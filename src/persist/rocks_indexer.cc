@@ -469,8 +469,10 @@ class RocksReplaceSession final : public ReplaceSession {
     if (!entries.ok()) return Fail(entries.status());
     auto [pos, fresh] = in_chunk_.emplace(*key, chunk_.size());
     if (!fresh) {  // a later duplicate wins, as in a map
-      chunk_[pos->second] = Item{*std::move(key), std::move(obj), *std::move(entries)};
-      return Status::OK();
+      Item& item = chunk_[pos->second];
+      chunk_bytes_ = chunk_bytes_ - item.obj->byte_size() + obj->byte_size();
+      item = Item{*std::move(key), std::move(obj), *std::move(entries)};
+      return ChunkFull(chunk_.size(), chunk_bytes_) ? Flush() : Status::OK();
     }
     chunk_bytes_ += obj->byte_size();
     chunk_.push_back(Item{*std::move(key), std::move(obj), *std::move(entries)});

@@ -352,6 +352,35 @@ TEST(RocksStoreTest, RelistOfLargeObjectsCommitsInChunksOfBoundedBytes) {
   EXPECT_OK((*cache)->Verify());
 }
 
+// A key repeated within a chunk replaces the earlier object, and the
+// chunk's bytes count the replacement: small objects replaced by large ones
+// fill the chunk as large ones do.
+TEST(RocksStoreTest, ARepeatedKeyCountsTheReplacementsBytes) {
+  TempDir dir;
+  auto store = OpenPods(dir.path());
+  std::vector<size_t> chunks;
+  auto session = store->BeginReplace(
+      [&](std::vector<StoreChange> changes) { chunks.push_back(changes.size()); });
+  ASSERT_OK(session);
+  auto pod = [](int i, size_t pad) {
+    return MakeObject(R"({"metadata":{"name":"p)" + std::to_string(100 + i) +
+                      R"(","namespace":"ns","resourceVersion":"1"},"pad":")" +
+                      std::string(pad, 'x') + R"("})");
+  };
+  for (int i = 0; i < 8; ++i) ASSERT_OK((*session)->Put(pod(i, 10)));
+  for (int i = 0; i < 8; ++i) ASSERT_OK((*session)->Put(pod(i, 1100 * 1024)));
+  for (int i = 8; i < 12; ++i) ASSERT_OK((*session)->Put(pod(i, 10)));
+  ASSERT_OK((*session)->Finish("20"));
+  EXPECT_EQ(*store->Size(), 12u);
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0], 8u) << "8 objects of 1.1 MiB pass the chunk's 8 MiB";
+  EXPECT_EQ(chunks[1], 4u);
+  auto big = store->GetByKey("ns/p107");
+  ASSERT_OK(big);
+  ASSERT_NE(*big, nullptr);
+  EXPECT_GT((*big)->byte_size(), 1100u * 1024);
+}
+
 // A relist into an empty keyspace reads nothing back while its keys ascend
 // and nothing else writes; a key out of order, a key repeated in a later
 // chunk, or a commit beside it turns the lookups back on. Either way the
