@@ -301,13 +301,15 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   fo.field_selector = options.field_selector;
   fo.client = client_options;
   fo.client.parse.drop_managed_fields = options.drop_managed_fields;
-  fo.informer.reflector.on_event = [&](const ReflectorEvent& e) { say(e.message); };
+  fo.informer.reflector.on_event = [&](const ReflectorEvent& e) {
+    say(e.type == ReflectorEvent::Type::kError ? "error: " + e.message : e.message);
+  };
   // The first error that retrying cannot end stops the sync.
   std::mutex fatal_mu;
   Status fatal;  // guarded by fatal_mu
   std::atomic<bool> failed{false};
+  // The error itself was logged as the reflector's event.
   fo.informer.reflector.watch_error_handler = [&](const Status& st) {
-    say("error: " + std::string(st.message()));
     if (!IsPermanent(st)) return;
     std::lock_guard l(fatal_mu);
     if (fatal.ok()) fatal = st;

@@ -466,6 +466,16 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   EXPECT_NE(bad_field.output.find("stopping: the error above does not go away by retrying"),
             std::string::npos)
       << bad_field.output;
+  // Said once in the log, once as the command's own failure.
+  EXPECT_NE(bad_field.output.find("error: LIST /api/v1/pods?fieldSelector="), std::string::npos)
+      << bad_field.output;
+  size_t said = 0;
+  for (size_t pos = 0;
+       (pos = bad_field.output.find("field label not supported", pos)) != std::string::npos;
+       ++pos) {
+    ++said;
+  }
+  EXPECT_EQ(said, 2u) << bad_field.output;
   Result kept = Kcache("get pods --cache " + cache + " -A -o name");
   EXPECT_EQ(std::count(kept.output.begin(), kept.output.end(), '\n'), 300) << kept.output;
 
