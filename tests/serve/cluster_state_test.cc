@@ -137,6 +137,30 @@ TEST_F(ClusterStateTest, PaginationSeesOneResourceVersionWhileWritesGoOn) {
   EXPECT_EQ(names, "cd") << "the list at the first page's resourceVersion";
 }
 
+// The first page's remainingItemCount, counted from the live objects, is
+// what counting the rest one by one gives: deleted and recreated objects
+// included, and at a past resourceVersion.
+TEST_F(ClusterStateTest, RemainingCountsTheLiveObjectsAfterThePage) {
+  for (const char* n : {"a", "b", "c", "d", "e"}) Put(n, "1");
+  const uint64_t before = state_.current_rv();
+  Remove("b");
+  Remove("c");
+  Put("c", "2");
+  auto first = state_.List(cm_, {.limit = 1, .count_remaining = true});
+  ASSERT_OK(first);
+  EXPECT_EQ(first->next_key, "ns/c");
+  EXPECT_EQ(first->remaining, 3) << "c, d and e";
+  auto two = state_.List(cm_, {.limit = 2, .count_remaining = true});
+  ASSERT_OK(two);
+  EXPECT_EQ(two->remaining, 2) << "d and e";
+  auto past = state_.List(cm_, {.at_rv = before, .limit = 1, .count_remaining = true});
+  ASSERT_OK(past) << past.status();
+  EXPECT_EQ(past->remaining, 4) << "b, c, d and e as they were";
+  auto later = state_.List(cm_, {.start_key = "ns/d", .limit = 1, .count_remaining = true});
+  ASSERT_OK(later);
+  EXPECT_EQ(later->remaining, 1) << "e";
+}
+
 TEST_F(ClusterStateTest, ShutdownWakesWaiters) {
   std::thread t([&] {
     std::this_thread::sleep_for(20ms);
