@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+
+#include <gtest/gtest.h>
 
 namespace kcache::testing {
 
@@ -55,6 +58,28 @@ std::string Drain(int fd) {
   while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
   close(fd);
   return out;
+}
+
+std::string KcacheBin() {
+  const char* bin = std::getenv("KCACHE_BIN");
+  if (!bin) ADD_FAILURE() << "KCACHE_BIN is not set";
+  return bin ? bin : "false";
+}
+
+std::string ServeProcess::listen() const {
+  const std::string scheme = "http://";
+  return url.rfind(scheme, 0) == 0 ? url.substr(scheme.size()) : url;
+}
+
+ServeProcess StartServe(const std::string& args) {
+  ServeProcess s{StartCommand(KcacheBin() + " serve " + args), "", ""};
+  EXPECT_GT(s.process.pid, 0) << args;
+  if (s.process.pid <= 0) return s;
+  s.banner = ReadLines(s.process.out, 2);
+  size_t at = s.banner.find("http://");
+  EXPECT_NE(at, std::string::npos) << s.banner;
+  if (at != std::string::npos) s.url = s.banner.substr(at, s.banner.find_first_of(" \n", at) - at);
+  return s;
 }
 
 }  // namespace kcache::testing

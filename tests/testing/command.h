@@ -26,6 +26,22 @@ std::string ReadLines(int fd, int lines);
 // Reads `fd` to its end and closes it.
 std::string Drain(int fd);
 
+// The kcache binary of the build, from $KCACHE_BIN (which meson sets for
+// the tests that run it); unset, a test failure and "false".
+std::string KcacheBin();
+
+// `kcache serve ARGS` in the background, after the two lines it prints
+// once it listens.
+struct ServeProcess {
+  Background process;
+  std::string banner;  // those two lines
+  std::string url;     // http://HOST:PORT from the banner; empty if none
+  // HOST:PORT, for a server started again on the same address.
+  std::string listen() const;
+};
+// Records a test failure if it does not start or names no URL.
+ServeProcess StartServe(const std::string& args);
+
 }  // namespace kcache::testing
 
 #endif  // KCACHE_TESTS_TESTING_COMMAND_H_

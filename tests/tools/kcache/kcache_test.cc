@@ -23,20 +23,8 @@ namespace {
 
 using Result = kcache::testing::CommandResult;
 
-// The kcache binary, for commands that run it in a shell pipeline.
-std::string KcachePath() {
-  const char* bin = std::getenv("KCACHE_BIN");
-  if (!bin) ADD_FAILURE() << "KCACHE_BIN is not set";
-  return bin ? bin : "false";
-}
-
 Result Kcache(const std::string& args) {
-  const char* bin = std::getenv("KCACHE_BIN");
-  if (!bin) {
-    ADD_FAILURE() << "KCACHE_BIN is not set";
-    return {-1, ""};
-  }
-  return kcache::testing::RunCommand(std::string(bin) + " " + args + " 2>&1");
+  return kcache::testing::RunCommand(kcache::testing::KcacheBin() + " " + args + " 2>&1");
 }
 
 TEST(KcacheToolTest, DemoLoadsQueriesAndRelists) {
@@ -267,34 +255,21 @@ TEST(KcacheToolTest, HelpAndVersion) {
   EXPECT_EQ(version.output.substr(0, 7), "kcache ");
 }
 
-// Starts `kcache serve ARGS` with its output on a pipe; returns the pid and
-// the first two lines (the second names the URL).
-struct Serving {
-  pid_t pid = -1;
-  int out = -1;
-  std::string banner;
-};
-
-Serving StartServe(const std::string& args) {
-  kcache::testing::Background b = kcache::testing::StartCommand(KcachePath() + " serve " + args);
-  Serving s{b.pid, b.out, ""};
-  if (b.pid > 0) s.banner = kcache::testing::ReadLines(b.out, 2);
-  return s;
-}
-
 using kcache::testing::Drain;
+using kcache::testing::ServeProcess;
+using kcache::testing::StartServe;
 
 // SIGTERM, then waits for it and empties its pipe.
-void StopServe(const Serving& s) {
-  kill(s.pid, SIGTERM);
-  waitpid(s.pid, nullptr, 0);
-  Drain(s.out);
+void StopServe(const ServeProcess& s) {
+  kill(s.process.pid, SIGTERM);
+  waitpid(s.process.pid, nullptr, 0);
+  Drain(s.process.out);
 }
 
 TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
   for (int sig : {SIGTERM, SIGINT}) {
-    Serving s = StartServe("--listen 127.0.0.1:0 --pods 100");
-    ASSERT_GT(s.pid, 0);
+    ServeProcess s = StartServe("--listen 127.0.0.1:0 --pods 100");
+    ASSERT_GT(s.process.pid, 0);
     size_t at = s.banner.find("serving on http://127.0.0.1:");
     ASSERT_NE(at, std::string::npos) << s.banner;
     int port =
@@ -310,10 +285,10 @@ TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
     ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
     char buf[4096];
     ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0) << "the watch started";
-    kill(s.pid, sig);
+    kill(s.process.pid, sig);
     int status = 0;
-    waitpid(s.pid, &status, 0);
-    std::string rest = Drain(s.out);
+    waitpid(s.process.pid, &status, 0);
+    std::string rest = Drain(s.process.out);
     ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
     EXPECT_EQ(WEXITSTATUS(status), 0) << rest;
     EXPECT_NE(rest.find(sig == SIGTERM ? "SIGTERM, stopping" : "SIGINT, stopping"),
@@ -329,7 +304,7 @@ TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
 }
 
 TEST(KcacheToolTest, ServeReportsAPortInUse) {
-  Serving first = StartServe("--listen 127.0.0.1:0 --pods 0");
+  ServeProcess first = StartServe("--listen 127.0.0.1:0 --pods 0");
   size_t at = first.banner.find("serving on http://");
   ASSERT_NE(at, std::string::npos) << first.banner;
   std::string url = first.banner.substr(at + std::string("serving on http://").size());
@@ -337,9 +312,9 @@ TEST(KcacheToolTest, ServeReportsAPortInUse) {
   Result second = Kcache("serve --pods 0 --listen " + url);
   EXPECT_EQ(second.exit_code, 1) << second.output;
   EXPECT_NE(second.output.find("cannot listen on " + url), std::string::npos) << second.output;
-  kill(first.pid, SIGTERM);
-  waitpid(first.pid, nullptr, 0);
-  Drain(first.out);
+  kill(first.process.pid, SIGTERM);
+  waitpid(first.process.pid, nullptr, 0);
+  Drain(first.process.out);
 }
 
 }  // namespace
@@ -350,12 +325,11 @@ namespace {
 // `kcache get` reads it back; a second sync resumes without a LIST. Errors
 // name what is wrong: an unknown resource, object or cache.
 TEST(KcacheToolTest, SyncThenGetThenResume) {
-  Serving s = StartServe(
+  ServeProcess s = StartServe(
       "--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 0 --updates 0 "
       "--relabels 0 --deletes 0");
-  size_t at = s.banner.find("http://");
-  ASSERT_NE(at, std::string::npos) << s.banner;
-  std::string url = s.banner.substr(at, s.banner.find_first_of(" \n", at) - at);
+  const std::string url = s.url;
+  ASSERT_FALSE(url.empty()) << s.banner;
   char tmpl[] = "/tmp/kcache-tool-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   std::string cache = std::string(tmpl) + "/cache";
@@ -434,8 +408,9 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   // --metrics-listen serves the informers' metrics in the Prometheus text
   // format while the sync runs.
   kcache::testing::CommandResult scraped = kcache::testing::RunCommand(
-      "log=" + std::string(tmpl) + "/metrics.log; " + KcachePath() + " sync pods --server " + url +
-      " --cache " + cache + " --metrics-listen 127.0.0.1:0 2>$log & p=$!; " +
+      "log=" + std::string(tmpl) + "/metrics.log; " + kcache::testing::KcacheBin() +
+      " sync pods --server " + url + " --cache " + cache +
+      " --metrics-listen 127.0.0.1:0 2>$log & p=$!; " +
       "for i in $(seq 200); do grep -q 'pods: synced' $log && grep -q 'metrics on' $log && break; "
       "sleep 0.05; done; "
       R"(m=$(sed -n 's/.*serving metrics on \(http[^ ]*\).*/\1/p' $log); )"
@@ -484,10 +459,10 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
             std::string::npos)
       << bad.output;
 
-  kill(s.pid, SIGTERM);
+  kill(s.process.pid, SIGTERM);
   int status;
-  waitpid(s.pid, &status, 0);
-  Drain(s.out);
+  waitpid(s.process.pid, &status, 0);
+  Drain(s.process.out);
   kcache::testing::RunCommand(std::string("rm -rf ") + tmpl);
 }
 
@@ -505,11 +480,6 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
 
 namespace {
 
-std::string Url(const Serving& s) {
-  size_t at = s.banner.find("http://");
-  return s.banner.substr(at, s.banner.find_first_of(" \n", at) - at);
-}
-
 // Another cluster at the same address (a cluster rebuilt behind the same
 // URL): the cache's recorded identity, the kube-system namespace's uid,
 // differs from the server's, so its resume points mean nothing there. The
@@ -517,11 +487,11 @@ std::string Url(const Serving& s) {
 // cache holds resources it does not name, which would stay stale; once
 // synced, the new identity is recorded and the next sync resumes.
 TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
-  Serving a = StartServe(
+  ServeProcess a = StartServe(
       "--listen 127.0.0.1:0 --seed 1 --pods 300 --nodes 5 --creates 0 "
       "--updates 0 --relabels 0 --deletes 0");
-  ASSERT_GT(a.pid, 0);
-  const std::string url = Url(a);
+  ASSERT_GT(a.process.pid, 0);
+  const std::string url = a.url;
   char tmpl[] = "/tmp/kcache-tool-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string cache = std::string(tmpl) + "/cache";
@@ -531,11 +501,11 @@ TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
   StopServe(a);
 
   // Seed 2 at the same address: 100 pods of other names, another identity.
-  Serving b = StartServe("--listen " + url.substr(std::string("http://").size()) +
-                         " --seed 2 --pods 100 --nodes 5 --creates 0 --updates 0 --relabels 0 "
-                         "--deletes 0");
-  ASSERT_GT(b.pid, 0);
-  ASSERT_EQ(Url(b), url) << b.banner;
+  ServeProcess b = StartServe("--listen " + url.substr(std::string("http://").size()) +
+                              " --seed 2 --pods 100 --nodes 5 --creates 0 --updates 0 --relabels 0 "
+                              "--deletes 0");
+  ASSERT_GT(b.process.pid, 0);
+  ASSERT_EQ(b.url, url) << b.banner;
   Result partial = Kcache("sync pods --server " + url + " --cache " + cache + " --until-synced");
   EXPECT_EQ(partial.exit_code, 1) << partial.output;
   EXPECT_NE(partial.output.find("is not the cluster this cache was synced from"), std::string::npos)
@@ -569,14 +539,14 @@ TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
 // space returns the next sync completes. A snapshot import into a full disk
 // fails the same way and leaves no working directory behind.
 TEST(KcacheToolTest, DiskFullStopsCleanlyAndLosesNothingCommitted) {
-  Serving s = StartServe(
+  ServeProcess s = StartServe(
       "--listen 127.0.0.1:0 --pods 3000 --creates 0 --updates 0 --relabels 0 "
       "--deletes 0");
-  ASSERT_GT(s.pid, 0);
-  const std::string url = Url(s);
+  ASSERT_GT(s.process.pid, 0);
+  const std::string url = s.url;
   char tmpl[] = "/tmp/kcache-tool-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl, k = KcachePath();
+  const std::string dir = tmpl, k = kcache::testing::KcacheBin();
   ASSERT_EQ(
       Kcache("sync pods --server " + url + " --cache " + dir + "/whole --until-synced").exit_code,
       0);
@@ -635,21 +605,21 @@ TEST(KcacheToolTest, DiskFullStopsCleanlyAndLosesNothingCommitted) {
 // over the cache, the file and the import; damaged files and occupied
 // targets are refused with exit code 1 and say where.
 TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
-  Serving s = StartServe(
+  ServeProcess s = StartServe(
       "--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 0 --updates 0 "
       "--relabels 0 --deletes 0");
   char tmpl[] = "/tmp/kcache-snap-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl, cache = dir + "/cache", file = dir + "/s.kcs",
                     restored = dir + "/restored";
-  ASSERT_EQ(Kcache("sync pods nodes --server " + Url(s) + " --cache " + cache + " --until-synced")
+  ASSERT_EQ(Kcache("sync pods nodes --server " + s.url + " --cache " + cache + " --until-synced")
                 .exit_code,
             0);
 
   Result exported = Kcache("snapshot export --cache " + cache + " " + file);
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
   EXPECT_NE(exported.output.find("pods       Pod    300"), std::string::npos) << exported.output;
-  EXPECT_NE(exported.output.find("cluster " + Url(s)), std::string::npos) << exported.output;
+  EXPECT_NE(exported.output.find("cluster " + s.url), std::string::npos) << exported.output;
   Result verified = Kcache("snapshot verify " + file);
   ASSERT_EQ(verified.exit_code, 0) << verified.output;
   EXPECT_NE(verified.output.find(": OK"), std::string::npos) << verified.output;
@@ -700,7 +670,7 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
 
   Result stats = Kcache("stats --snapshot " + file);
   ASSERT_EQ(stats.exit_code, 0) << stats.output;
-  EXPECT_NE(stats.output.find("CLUSTER   " + Url(s)), std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("CLUSTER   " + s.url), std::string::npos) << stats.output;
   EXPECT_NE(stats.output.find("nodes      Node   Cluster      5"), std::string::npos)
       << stats.output;
   EXPECT_NE(stats.output.find("pods       Pod    Namespaced   300"), std::string::npos)
@@ -762,9 +732,9 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   Result not_one = Kcache("get pods --snapshot " + cache + "/CURRENT");
   EXPECT_NE(not_one.output.find("is not a kcache snapshot"), std::string::npos) << not_one.output;
 
-  kill(s.pid, SIGTERM);
-  waitpid(s.pid, nullptr, 0);
-  Drain(s.out);
+  kill(s.process.pid, SIGTERM);
+  waitpid(s.process.pid, nullptr, 0);
+  Drain(s.process.out);
   kcache::testing::RunCommand("rm -rf " + dir);
 }
 

@@ -31,30 +31,6 @@ namespace {
 
 const ResourceRef kPods{{"", "v1", "pods"}, true, ""};
 
-std::string Bin() {
-  const char* bin = std::getenv("KCACHE_BIN");
-  if (!bin) ADD_FAILURE() << "KCACHE_BIN is not set";
-  return bin ? bin : "false";
-}
-
-// `kcache serve ARGS` in the background.
-struct Server {
-  Background process;
-  std::string url;  // http://127.0.0.1:PORT
-  std::string listen() const { return url.substr(std::string("http://").size()); }
-};
-
-Server Serve(const std::string& args) {
-  Server s{StartCommand(Bin() + " serve " + args), ""};
-  EXPECT_GT(s.process.pid, 0) << args;
-  if (s.process.pid <= 0) return s;
-  const std::string banner = ReadLines(s.process.out, 2);
-  size_t at = banner.find("http://");
-  EXPECT_NE(at, std::string::npos) << banner;
-  if (at != std::string::npos) s.url = banner.substr(at, banner.find_first_of(" \n", at) - at);
-  return s;
-}
-
 // Sends `sig` and waits; returns the exit code (-1 if killed by a signal).
 int Stop(Background& b, int sig) {
   if (b.pid <= 0) return -1;
@@ -67,7 +43,7 @@ int Stop(Background& b, int sig) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::shared_ptr<RestClient> ClientOf(const Server& s) {
+std::shared_ptr<RestClient> ClientOf(const ServeProcess& s) {
   RestConfig config;
   config.server = s.url;
   RestClientOptions o;
@@ -150,7 +126,7 @@ void ExpectSameAsServer(const std::string& dir, RestClient& client, const std::s
 
 // A sync in the background, its log in a file.
 Background StartSync(const std::string& args, const std::string& log) {
-  return StartCommand(Bin() + " sync pods " + args + " > " + log + " 2>&1");
+  return StartCommand(KcacheBin() + " sync pods " + args + " > " + log + " 2>&1");
 }
 
 const char kQuiet[] = " --nodes 5 --namespaces 3 --creates 0 --updates 0 --relabels 0 --deletes 0";
@@ -185,7 +161,7 @@ TEST(SyncFaultTest, EveryServeFaultAloneAndCombined) {
   for (const auto& [name, flags] : faults) {
     SCOPED_TRACE(flags);
     TempDir dir;
-    Server s = Serve(
+    ServeProcess s = StartServe(
         "--listen 127.0.0.1:0 --pods 150 --namespaces 3 --nodes 5 --creates 2 "
         "--updates 20 --relabels 2 --deletes 2 --seed 3 " +
         flags);
@@ -204,7 +180,8 @@ TEST(SyncFaultTest, EveryServeFaultAloneAndCombined) {
     EXPECT_EQ(Count(log1, "does not go away by retrying"), 0u) << log1;
 
     // It resumes, still under the fault, and ends synced.
-    CommandResult resumed = RunCommand(Bin() + " sync pods" + common + " --until-synced 2>&1");
+    CommandResult resumed =
+        RunCommand(KcacheBin() + " sync pods" + common + " --until-synced 2>&1");
     EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
     ExpectSameAsServer(dir.Sub("c"), *client, flags);
     // The faults were there to get through.
@@ -236,7 +213,7 @@ TEST(SyncFaultTest, EveryServeFaultAloneAndCombined) {
 TEST(SyncFaultTest, ServerRestartedOnTheSamePort) {
   TempDir dir;
   const std::string log = dir.Sub("log");
-  Server a = Serve(std::string("--listen 127.0.0.1:0 --seed 1 --pods 300") + kQuiet);
+  ServeProcess a = StartServe(std::string("--listen 127.0.0.1:0 --seed 1 --pods 300") + kQuiet);
   ASSERT_FALSE(a.url.empty());
   const std::string listen = a.listen();
   Background sync =
@@ -248,7 +225,7 @@ TEST(SyncFaultTest, ServerRestartedOnTheSamePort) {
   // 1. The same history.
   Stop(a.process, SIGKILL);
   ASSERT_TRUE(WaitForLog(log, outage, 1)) << ReadFile(log);
-  Server same = Serve("--listen " + listen + " --seed 1 --pods 300" + kQuiet);
+  ServeProcess same = StartServe("--listen " + listen + " --seed 1 --pods 300" + kQuiet);
   ASSERT_EQ(same.url, a.url);
   ASSERT_TRUE(WaitForLog(log, back, 1)) << ReadFile(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -259,7 +236,7 @@ TEST(SyncFaultTest, ServerRestartedOnTheSamePort) {
   // 2. The history reset to lower resourceVersions.
   Stop(same.process, SIGKILL);
   ASSERT_TRUE(WaitForLog(log, outage, 2)) << ReadFile(log);
-  Server lower = Serve("--listen " + listen + " --seed 1 --pods 100" + kQuiet);
+  ServeProcess lower = StartServe("--listen " + listen + " --seed 1 --pods 100" + kQuiet);
   ASSERT_EQ(lower.url, a.url);
   ASSERT_TRUE(WaitForLog(log, "objects at resourceVersion", 2)) << ReadFile(log);
   EXPECT_NE(ReadFile(log).find("Too large resource version"), std::string::npos) << ReadFile(log);
@@ -270,9 +247,10 @@ TEST(SyncFaultTest, ServerRestartedOnTheSamePort) {
   // 3. Another cluster, churning past the cache's resourceVersion.
   Stop(lower.process, SIGKILL);
   ASSERT_TRUE(WaitForLog(log, outage, 3)) << ReadFile(log);
-  Server other = Serve("--listen " + listen +
-                       " --seed 2 --pods 50 --nodes 5 --namespaces 3 --creates 50 --updates 50 "
-                       "--relabels 0 --deletes 0");
+  ServeProcess other =
+      StartServe("--listen " + listen +
+                 " --seed 2 --pods 50 --nodes 5 --namespaces 3 --creates 50 --updates 50 "
+                 "--relabels 0 --deletes 0");
   ASSERT_EQ(other.url, a.url);
   ASSERT_TRUE(WaitForLog(log, "is not the one the store followed")) << ReadFile(log);
   ASSERT_TRUE(WaitForLog(log, "objects at resourceVersion", 3)) << ReadFile(log);
@@ -281,7 +259,7 @@ TEST(SyncFaultTest, ServerRestartedOnTheSamePort) {
   EXPECT_EQ(Stop(sync, SIGTERM), 0) << ReadFile(log);
   ExpectSameAsServer(dir.Sub("c"), *ClientOf(other), "another cluster");
   // Recorded: the next sync resumes from the cache.
-  CommandResult again = RunCommand(Bin() + " sync pods --server " + a.url + " --cache " +
+  CommandResult again = RunCommand(KcacheBin() + " sync pods --server " + a.url + " --cache " +
                                    dir.Sub("c") + " --until-synced 2>&1");
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(again.output.find("is not the cluster"), std::string::npos) << again.output;
@@ -294,15 +272,16 @@ TEST(SyncFaultTest, ServerRestartedOnTheSamePort) {
 // request timeout (60 s by default).
 TEST(SyncFaultTest, SigtermDuringAStalledListEndsTheSyncAtOnce) {
   TempDir dir;
-  Server healthy = Serve(std::string("--listen 127.0.0.1:0 --seed 1 --pods 100") + kQuiet);
-  CommandResult first = RunCommand(Bin() + " sync pods --server " + healthy.url + " --cache " +
-                                   dir.Sub("c") + " --until-synced 2>&1");
+  ServeProcess healthy =
+      StartServe(std::string("--listen 127.0.0.1:0 --seed 1 --pods 100") + kQuiet);
+  CommandResult first = RunCommand(KcacheBin() + " sync pods --server " + healthy.url +
+                                   " --cache " + dir.Sub("c") + " --until-synced 2>&1");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   Stop(healthy.process, SIGTERM);
 
   // The same cluster, every list and watch stalling after its headers.
-  Server stalled =
-      Serve(std::string("--listen 127.0.0.1:0 --seed 1 --pods 100 --fault-stall '*1'") + kQuiet);
+  ServeProcess stalled = StartServe(
+      std::string("--listen 127.0.0.1:0 --seed 1 --pods 100 --fault-stall '*1'") + kQuiet);
   Background sync =
       StartSync("--server " + stalled.url + " --cache " + dir.Sub("c"), dir.Sub("log"));
   ASSERT_TRUE(WaitForLog(dir.Sub("log"), "resuming the watch")) << ReadFile(dir.Sub("log"));

@@ -39,11 +39,6 @@ namespace {
 
 const ResourceRef kPods{{"", "v1", "pods"}, true, ""};
 
-std::string Bin() {
-  const char* bin = std::getenv("KCACHE_BIN");
-  return bin ? bin : "false";
-}
-
 int Kills() {
   const char* n = std::getenv("KCACHE_KILLS");
   return n && *n ? std::atoi(n) : 100;
@@ -59,7 +54,7 @@ class SyncKillTest : public ::testing::Test {
     // 600 changes (about 4 s): a sync that starts after a longer pause
     // finds its resume point expired and relists. Every seventh request
     // (lists and watches alike) is answered 410 besides.
-    server_ = StartCommand(Bin() +
+    server_ = StartCommand(KcacheBin() +
                            " serve --listen 127.0.0.1:0 --pods 2000 --namespaces 4 --nodes 10 "
                            "--creates 20 --updates 100 --relabels 20 --deletes 20 "
                            "--history 600 --fault-expire '*7' --seed 5");
@@ -146,8 +141,8 @@ TEST_F(SyncKillTest, KillsDuringSyncChurnAndRelistsLoseNothingCommitted) {
   bool relisting = false;        // the next start relists
   const auto start = std::chrono::steady_clock::now();
   for (int round = 0; round < kills && !HasFailure(); ++round) {
-    Background sync = StartCommand(Bin() + " sync pods --server " + url_ + " --cache " + cache +
-                                   " --log-format=json");
+    Background sync = StartCommand(KcacheBin() + " sync pods --server " + url_ + " --cache " +
+                                   cache + " --log-format=json");
     ASSERT_GT(sync.pid, 0);
     // A quarter of the kills come within 300 ms (the open, the probe, a
     // first list), half within 1.5 s (mostly the watch), and a quarter
@@ -193,8 +188,8 @@ TEST_F(SyncKillTest, KillsDuringSyncChurnAndRelistsLoseNothingCommitted) {
     }
   }
   // The end: a sync that runs until synced holds the server's state.
-  CommandResult last = RunCommand(Bin() + " sync pods --server " + url_ + " --cache " + cache +
-                                  " --until-synced 2>&1");
+  CommandResult last = RunCommand(KcacheBin() + " sync pods --server " + url_ + " --cache " +
+                                  cache + " --until-synced 2>&1");
   ASSERT_EQ(last.exit_code, 0) << last.output;
   EXPECT_EQ(Check(cache, "after the last sync"), Outcome::kExact);
   const double secs =
