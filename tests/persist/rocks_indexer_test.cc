@@ -327,27 +327,42 @@ TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
   EXPECT_LE(read.block_cache, CacheOptions().block_cache_bytes);
 }
 
+// A relist into an empty pods keyspace that records the size of each chunk
+// it commits.
+class ChunkedRelistTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = OpenPods(dir_.path());
+    ASSERT_NE(store_, nullptr);
+    auto session = store_->BeginReplace(
+        [this](std::vector<StoreChange> changes) { chunks_.push_back(changes.size()); });
+    ASSERT_OK(session) << session.status();
+    session_ = *std::move(session);
+  }
+
+  // Pod p<100+i> in namespace ns with `pad` bytes of padding.
+  static ObjectPtr PaddedPod(int i, size_t pad) {
+    return MakeObject(R"({"metadata":{"name":"p)" + std::to_string(100 + i) +
+                      R"(","namespace":"ns","resourceVersion":"1"},"pad":")" +
+                      std::string(pad, 'x') + R"("})");
+  }
+
+  TempDir dir_;
+  std::shared_ptr<Indexer> store_;
+  std::vector<size_t> chunks_;
+  std::unique_ptr<ReplaceSession> session_;
+};
+
 // Large objects are committed in chunks bounded by bytes as well as by
 // count, so that a relist of 1 MB objects does not hold a thousand of them
 // (and their batch) at once.
-TEST(RocksStoreTest, RelistOfLargeObjectsCommitsInChunksOfBoundedBytes) {
-  TempDir dir;
-  auto store = OpenPods(dir.path());
-  std::vector<size_t> chunks;
-  auto session = store->BeginReplace(
-      [&](std::vector<StoreChange> changes) { chunks.push_back(changes.size()); });
-  ASSERT_OK(session);
-  const std::string pad(1 << 20, 'x');
-  for (int i = 0; i < 40; ++i) {
-    ASSERT_OK((*session)->Put(MakeObject(R"({"metadata":{"name":"p)" + std::to_string(100 + i) +
-                                         R"(","namespace":"ns","resourceVersion":"1"},"pad":")" +
-                                         pad + R"("})")));
-  }
-  ASSERT_OK((*session)->Finish("20"));
-  EXPECT_EQ(*store->Size(), 40u);
-  ASSERT_GE(chunks.size(), 4u);
-  for (size_t n : chunks) EXPECT_LE(n, 9u) << "a chunk of " << n << " objects of 1 MiB";
-  auto cache = Cache::OpenReadOnly(dir.path());
+TEST_F(ChunkedRelistTest, LargeObjectsCommitInChunksOfBoundedBytes) {
+  for (int i = 0; i < 40; ++i) ASSERT_OK(session_->Put(PaddedPod(i, 1 << 20)));
+  ASSERT_OK(session_->Finish("20"));
+  EXPECT_EQ(*store_->Size(), 40u);
+  ASSERT_GE(chunks_.size(), 4u);
+  for (size_t n : chunks_) EXPECT_LE(n, 9u) << "a chunk of " << n << " objects of 1 MiB";
+  auto cache = Cache::OpenReadOnly(dir_.path());
   ASSERT_OK(cache);
   EXPECT_OK((*cache)->Verify());
 }
@@ -355,27 +370,16 @@ TEST(RocksStoreTest, RelistOfLargeObjectsCommitsInChunksOfBoundedBytes) {
 // A key repeated within a chunk replaces the earlier object, and the
 // chunk's bytes count the replacement: small objects replaced by large ones
 // fill the chunk as large ones do.
-TEST(RocksStoreTest, ARepeatedKeyCountsTheReplacementsBytes) {
-  TempDir dir;
-  auto store = OpenPods(dir.path());
-  std::vector<size_t> chunks;
-  auto session = store->BeginReplace(
-      [&](std::vector<StoreChange> changes) { chunks.push_back(changes.size()); });
-  ASSERT_OK(session);
-  auto pod = [](int i, size_t pad) {
-    return MakeObject(R"({"metadata":{"name":"p)" + std::to_string(100 + i) +
-                      R"(","namespace":"ns","resourceVersion":"1"},"pad":")" +
-                      std::string(pad, 'x') + R"("})");
-  };
-  for (int i = 0; i < 8; ++i) ASSERT_OK((*session)->Put(pod(i, 10)));
-  for (int i = 0; i < 8; ++i) ASSERT_OK((*session)->Put(pod(i, 1100 * 1024)));
-  for (int i = 8; i < 12; ++i) ASSERT_OK((*session)->Put(pod(i, 10)));
-  ASSERT_OK((*session)->Finish("20"));
-  EXPECT_EQ(*store->Size(), 12u);
-  ASSERT_EQ(chunks.size(), 2u);
-  EXPECT_EQ(chunks[0], 8u) << "8 objects of 1.1 MiB pass the chunk's 8 MiB";
-  EXPECT_EQ(chunks[1], 4u);
-  auto big = store->GetByKey("ns/p107");
+TEST_F(ChunkedRelistTest, ARepeatedKeyCountsTheReplacementsBytes) {
+  for (int i = 0; i < 8; ++i) ASSERT_OK(session_->Put(PaddedPod(i, 10)));
+  for (int i = 0; i < 8; ++i) ASSERT_OK(session_->Put(PaddedPod(i, 1100 * 1024)));
+  for (int i = 8; i < 12; ++i) ASSERT_OK(session_->Put(PaddedPod(i, 10)));
+  ASSERT_OK(session_->Finish("20"));
+  EXPECT_EQ(*store_->Size(), 12u);
+  ASSERT_EQ(chunks_.size(), 2u);
+  EXPECT_EQ(chunks_[0], 8u) << "8 objects of 1.1 MiB pass the chunk's 8 MiB";
+  EXPECT_EQ(chunks_[1], 4u);
+  auto big = store_->GetByKey("ns/p107");
   ASSERT_OK(big);
   ASSERT_NE(*big, nullptr);
   EXPECT_GT((*big)->byte_size(), 1100u * 1024);
