@@ -22,8 +22,6 @@ namespace kcache::bench {
 namespace {
 
 namespace fs = std::filesystem;
-size_t Rss() { return util::ResidentBytes(); }
-
 // Everything in the directory: tables, logs, manifests.
 uint64_t DiskBytes(const std::string& dir) {
   uint64_t n = 0;
@@ -132,7 +130,7 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
                           util::ScratchDir::Create("kcache-bench", o.dir));
   const std::string root = work->path();
   char line[256];
-  const size_t rss_start = Rss();
+  const size_t rss_start = util::ResidentBytes();
 
   CacheOptions copts;
   copts.zstd_dictionary_bytes = static_cast<size_t>(o.zstd_dictionary_bytes);
@@ -180,13 +178,13 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
     KCACHE_RETURN_IF_ERROR(pods->Commit(txn, nullptr));
     cache_seconds += Seconds(Clock::now() - start);
   }
-  const size_t rss_loaded = Rss();
+  const size_t rss_loaded = util::ResidentBytes();
   // Queries are timed on a settled database: no compaction competing for
   // the two cores.
   auto compact_start = Clock::now();
   KCACHE_RETURN_IF_ERROR(cache->Compact());
   const double compact_seconds = Seconds(Clock::now() - compact_start);
-  const size_t rss_compacted = Rss();
+  const size_t rss_compacted = util::ResidentBytes();
 
   std::snprintf(
       line, sizeof line,
@@ -278,8 +276,8 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
       line, sizeof line,
       "  RSS: %.0f MB at start, %.0f MB after loading, %.0f MB after compacting (%.1f s), %.0f MB "
       "after the queries; configured: %zu MB block cache + %zu MB memtables\n",
-      rss_start / 1e6, rss_loaded / 1e6, rss_compacted / 1e6, compact_seconds, Rss() / 1e6,
-      copts.block_cache_bytes >> 20, copts.memtable_bytes >> 20);
+      rss_start / 1e6, rss_loaded / 1e6, rss_compacted / 1e6, compact_seconds,
+      util::ResidentBytes() / 1e6, copts.block_cache_bytes >> 20, copts.memtable_bytes >> 20);
   out << line;
   pods.reset();
   cache.reset();

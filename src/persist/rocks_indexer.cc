@@ -467,15 +467,15 @@ class RocksReplaceSession final : public ReplaceSession {
     if (Status st = CheckNoZero("key", *key); !st.ok()) return Fail(st);
     StatusOr<std::vector<IndexEntry>> entries = RocksIndexer::EntriesOf(defs_, *key, *obj);
     if (!entries.ok()) return Fail(entries.status());
-    auto [pos, fresh] = in_chunk_.emplace(*key, chunk_.size());
-    if (!fresh) {  // a later duplicate wins, as in a map
-      Item& item = chunk_[pos->second];
-      chunk_bytes_ = chunk_bytes_ - item.obj->byte_size() + obj->byte_size();
-      item = Item{*std::move(key), std::move(obj), *std::move(entries)};
-      return ChunkFull(chunk_.size(), chunk_bytes_) ? Flush() : Status::OK();
-    }
     chunk_bytes_ += obj->byte_size();
-    chunk_.push_back(Item{*std::move(key), std::move(obj), *std::move(entries)});
+    auto [pos, fresh] = in_chunk_.emplace(*key, chunk_.size());
+    Item item{*std::move(key), std::move(obj), *std::move(entries)};
+    if (fresh) {
+      chunk_.push_back(std::move(item));
+    } else {  // a later duplicate wins, as in a map
+      chunk_bytes_ -= chunk_[pos->second].obj->byte_size();
+      chunk_[pos->second] = std::move(item);
+    }
     return ChunkFull(chunk_.size(), chunk_bytes_) ? Flush() : Status::OK();
   }
 

@@ -182,17 +182,18 @@ StatusOr<ListResult> ClusterState::List(int type, const ListQuery& q) const {
     }
     out.items.push_back(*o);
   }
-  if (!out.next_key.empty() && q.count_remaining && out.rv == rv_ && prefix.empty() &&
-      q.start_key.empty() && !q.filter) {
-    // A first page of everything as it is now (a limit=1 probe): the rest
-    // is every live object but those on the page. Counting them one by one
-    // would hold the lock for 0.4 s at 1M objects.
-    out.remaining = static_cast<int64_t>(ks.live - out.items.size());
-  } else if (!out.next_key.empty() && q.count_remaining) {
-    out.remaining = 0;
-    for (; it != ks.objects.end(); ++it) {
-      if (!prefix.empty() && !it->first.starts_with(prefix)) break;
-      if (visible(it->second)) ++out.remaining;
+  if (!out.next_key.empty() && q.count_remaining) {
+    if (out.rv == rv_ && prefix.empty() && q.start_key.empty() && !q.filter) {
+      // A first page of everything as it is now (a limit=1 probe): the rest
+      // is every live object but those on the page. Counting them one by one
+      // would hold the lock for 0.4 s at 1M objects.
+      out.remaining = static_cast<int64_t>(ks.live - out.items.size());
+    } else {
+      out.remaining = 0;
+      for (; it != ks.objects.end(); ++it) {
+        if (!prefix.empty() && !it->first.starts_with(prefix)) break;
+        if (visible(it->second)) ++out.remaining;
+      }
     }
   }
   return out;

@@ -1,5 +1,6 @@
 #include "testing/command.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +59,17 @@ std::string Drain(int fd) {
   while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
   close(fd);
   return out;
+}
+
+int Stop(Background& b, int sig) {
+  if (b.pid <= 0) return -1;
+  kill(b.pid, sig);
+  int status = 0;
+  waitpid(b.pid, &status, 0);
+  if (b.out >= 0) Drain(b.out);
+  b.pid = -1;
+  b.out = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 std::string KcacheBin() {

@@ -25,6 +25,9 @@ Background StartCommand(const std::string& command);
 std::string ReadLines(int fd, int lines);
 // Reads `fd` to its end and closes it.
 std::string Drain(int fd);
+// Sends `sig`, waits for the command and empties its pipe; returns its exit
+// code (-1 if a signal ended it or it was not running).
+int Stop(Background& b, int sig);
 
 // The kcache binary of the build, from $KCACHE_BIN (which meson sets for
 // the tests that run it); unset, a test failure and "false".

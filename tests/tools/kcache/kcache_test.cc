@@ -258,13 +258,7 @@ TEST(KcacheToolTest, HelpAndVersion) {
 using kcache::testing::Drain;
 using kcache::testing::ServeProcess;
 using kcache::testing::StartServe;
-
-// SIGTERM, then waits for it and empties its pipe.
-void StopServe(const ServeProcess& s) {
-  kill(s.process.pid, SIGTERM);
-  waitpid(s.process.pid, nullptr, 0);
-  Drain(s.process.out);
-}
+using kcache::testing::Stop;
 
 TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
   for (int sig : {SIGTERM, SIGINT}) {
@@ -305,16 +299,12 @@ TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
 
 TEST(KcacheToolTest, ServeReportsAPortInUse) {
   ServeProcess first = StartServe("--listen 127.0.0.1:0 --pods 0");
-  size_t at = first.banner.find("serving on http://");
-  ASSERT_NE(at, std::string::npos) << first.banner;
-  std::string url = first.banner.substr(at + std::string("serving on http://").size());
-  url = url.substr(0, url.find_first_of(" \n"));
+  ASSERT_NE(first.banner.find("serving on http://"), std::string::npos) << first.banner;
+  const std::string url = first.listen();
   Result second = Kcache("serve --pods 0 --listen " + url);
   EXPECT_EQ(second.exit_code, 1) << second.output;
   EXPECT_NE(second.output.find("cannot listen on " + url), std::string::npos) << second.output;
-  kill(first.process.pid, SIGTERM);
-  waitpid(first.process.pid, nullptr, 0);
-  Drain(first.process.out);
+  Stop(first.process, SIGTERM);
 }
 
 }  // namespace
@@ -459,10 +449,7 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
             std::string::npos)
       << bad.output;
 
-  kill(s.process.pid, SIGTERM);
-  int status;
-  waitpid(s.process.pid, &status, 0);
-  Drain(s.process.out);
+  Stop(s.process, SIGTERM);
   kcache::testing::RunCommand(std::string("rm -rf ") + tmpl);
 }
 
@@ -498,7 +485,7 @@ TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
   Result first =
       Kcache("sync pods nodes --server " + url + " --cache " + cache + " --until-synced");
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  StopServe(a);
+  Stop(a.process, SIGTERM);
 
   // Seed 2 at the same address: 100 pods of other names, another identity.
   ServeProcess b = StartServe("--listen " + url.substr(std::string("http://").size()) +
@@ -528,7 +515,7 @@ TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
   EXPECT_EQ(again.output.find("is not the cluster"), std::string::npos) << again.output;
   EXPECT_NE(again.output.find("pods: resuming the watch"), std::string::npos) << again.output;
 
-  StopServe(b);
+  Stop(b.process, SIGTERM);
   kcache::testing::RunCommand(std::string("rm -rf ") + tmpl);
 }
 
@@ -596,7 +583,7 @@ TEST(KcacheToolTest, DiskFullStopsCleanlyAndLosesNothingCommitted) {
   EXPECT_EQ(value("import2"), "0") << r.output;
   EXPECT_EQ(value("imported"), "3000") << r.output;
 
-  StopServe(s);
+  Stop(s.process, SIGTERM);
   kcache::testing::RunCommand("rm -rf " + dir);
 }
 
@@ -732,9 +719,7 @@ TEST(KcacheToolTest, SnapshotsRoundTripAndInspect) {
   Result not_one = Kcache("get pods --snapshot " + cache + "/CURRENT");
   EXPECT_NE(not_one.output.find("is not a kcache snapshot"), std::string::npos) << not_one.output;
 
-  kill(s.process.pid, SIGTERM);
-  waitpid(s.process.pid, nullptr, 0);
-  Drain(s.process.out);
+  Stop(s.process, SIGTERM);
   kcache::testing::RunCommand("rm -rf " + dir);
 }
 

@@ -31,18 +31,6 @@ namespace {
 
 const ResourceRef kPods{{"", "v1", "pods"}, true, ""};
 
-// Sends `sig` and waits; returns the exit code (-1 if killed by a signal).
-int Stop(Background& b, int sig) {
-  if (b.pid <= 0) return -1;
-  kill(b.pid, sig);
-  int status = 0;
-  waitpid(b.pid, &status, 0);
-  if (b.out >= 0) Drain(b.out);
-  b.pid = -1;
-  b.out = -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 std::shared_ptr<RestClient> ClientOf(const ServeProcess& s) {
   RestConfig config;
   config.server = s.url;

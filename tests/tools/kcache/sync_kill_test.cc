@@ -54,28 +54,20 @@ class SyncKillTest : public ::testing::Test {
     // 600 changes (about 4 s): a sync that starts after a longer pause
     // finds its resume point expired and relists. Every seventh request
     // (lists and watches alike) is answered 410 besides.
-    server_ = StartCommand(KcacheBin() +
-                           " serve --listen 127.0.0.1:0 --pods 2000 --namespaces 4 --nodes 10 "
-                           "--creates 20 --updates 100 --relabels 20 --deletes 20 "
-                           "--history 600 --fault-expire '*7' --seed 5");
-    ASSERT_GT(server_.pid, 0);
-    const std::string banner = ReadLines(server_.out, 2);
-    size_t at = banner.find("http://");
-    ASSERT_NE(at, std::string::npos) << banner;
-    url_ = banner.substr(at, banner.find_first_of(" \n", at) - at);
+    ServeProcess server = StartServe(
+        "--listen 127.0.0.1:0 --pods 2000 --namespaces 4 --nodes 10 "
+        "--creates 20 --updates 100 --relabels 20 --deletes 20 "
+        "--history 600 --fault-expire '*7' --seed 5");
+    server_ = server.process;
+    url_ = server.url;
+    ASSERT_FALSE(url_.empty()) << server.banner;
     RestConfig config;
     config.server = url_;
     auto client = RestClient::Create(config);
     ASSERT_OK(client);
     client_ = *client;
   }
-  void TearDown() override {
-    if (server_.pid > 0) {
-      kill(server_.pid, SIGTERM);
-      waitpid(server_.pid, nullptr, 0);
-      Drain(server_.out);
-    }
-  }
+  void TearDown() override { Stop(server_, SIGTERM); }
 
   // The server's pods at `rv` exactly; Expired once `rv` has left its
   // history. A fault 410 is retried.
