@@ -67,26 +67,34 @@ StatusOr<std::vector<std::string>> LabelTier(const Object& o) {
   return std::vector<std::string>{it->second};
 }
 
-// Writes one key of the meta column family behind kcache's back, as damage
-// or a crash would leave it. The cache must be closed.
-void PutRawMeta(const std::string& dir, const std::string& key, const std::string& value) {
+// Writes to one column family behind kcache's back, as damage or a crash
+// would leave it: `value` is put, or with no value the key is deleted. The
+// cache must be closed.
+void WriteRaw(const std::string& dir, const std::string& family, const std::string& key,
+              std::optional<std::string> value) {
   rocksdb::DB* raw = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   std::vector<std::string> names;
   rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names);
   ASSERT_TRUE(listed.ok()) << listed.ToString();
-  size_t meta = 0;
+  size_t at = names.size();
   for (const std::string& n : names) {
-    if (n == storage::kMetaCF) meta = cfs.size();
+    if (n == family) at = cfs.size();
     cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
   }
+  ASSERT_LT(at, names.size()) << "no column family " << family;
   rocksdb::Status opened = rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &handles, &raw);
   ASSERT_TRUE(opened.ok()) << opened.ToString();
-  rocksdb::Status put = raw->Put({}, handles[meta], key, value);
-  EXPECT_TRUE(put.ok()) << put.ToString();
+  rocksdb::Status written =
+      value ? raw->Put({}, handles[at], key, *value) : raw->Delete({}, handles[at], key);
+  EXPECT_TRUE(written.ok()) << written.ToString();
   for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
   delete raw;
+}
+
+void PutRawMeta(const std::string& dir, const std::string& key, const std::string& value) {
+  WriteRaw(dir, storage::kMetaCF, key, value);
 }
 
 std::shared_ptr<Indexer> OpenPods(const std::string& dir, KeyspaceOptions options = {}) {
@@ -325,6 +333,53 @@ TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
   // JSON; some must be there, within the configured size.
   EXPECT_GT(read.block_cache, flushed.block_cache);
   EXPECT_LE(read.block_cache, CacheOptions().block_cache_bytes);
+}
+
+// A relist into an empty keyspace reads nothing back: not the objects it
+// writes, nor, at its end, the keys it did not list (every stored key is
+// one it wrote). Before, that last walk read every object again and left
+// the block cache full of them.
+TEST(RocksStoreTest, AnInitialRelistReadsNoObjectBack) {
+  TempDir dir;
+  auto cache = Cache::Open(dir.path());
+  ASSERT_OK(cache) << cache.status();
+  auto store = (*cache)->OpenKeyspace("pods");
+  ASSERT_OK(store) << store.status();
+  auto session = (*store)->BeginReplace(nullptr);
+  ASSERT_OK(session);
+  const std::string pad(10000, 'x');
+  auto put = [&](int i) {
+    return (*session)->Put(MakeObject(R"({"metadata":{"name":"p)" + std::to_string(10000 + i) +
+                                      R"(","namespace":"ns","resourceVersion":"1"},"pad":")" + pad +
+                                      R"("})"));
+  };
+  // Past the first chunk (8 MiB), then that chunk into tables, so that a
+  // read of it would go through the block cache.
+  for (int i = 0; i < 900; ++i) ASSERT_OK(put(i));
+  ASSERT_OK((*cache)->Compact());
+  for (int i = 900; i < 1000; ++i) ASSERT_OK(put(i));
+  ASSERT_OK((*session)->Finish("20"));
+  // Index and filter blocks only: the first chunk's blocks are ~8 MB.
+  EXPECT_LT((*cache)->Memory().block_cache, size_t{256} << 10);
+  EXPECT_EQ(*(*store)->Size(), 1000u);
+}
+
+// Invariant 3 on damage: a relist that must delete what it did not list,
+// and finds a reverse index record without its object, stops with an error
+// that names the key, and moves no resume point.
+TEST(RocksStoreTest, ARelistFindingAReverseRecordWithoutObjectSaysWhich) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path());
+    ASSERT_OK(store->Replace({Pod("a", "ns", "1"), Pod("b", "ns", "1")}, "10"));
+  }
+  WriteRaw(dir.path(), storage::kObjectsCF, storage::ObjectKey("pods", "ns/b"), std::nullopt);
+  auto store = OpenPods(dir.path());
+  auto result = store->Replace({Pod("a", "ns", "1")}, "11");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kCorruption) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("ns/b has no object"));
+  EXPECT_EQ(store->LastSyncResourceVersion(), "");
 }
 
 // A relist into an empty pods keyspace that records the size of each chunk
