@@ -39,8 +39,18 @@ class JsonFramer {
   uint64_t frame_offset() const { return frame_offset_; }
 
  private:
+  // Bytes scanned as one block (four SSE2 registers where there are any).
+  static constexpr size_t kBlock = 64;
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
   void Compact();
   Status TooLarge() const;
+  // Advances the state over p[i, limit) one byte at a time; returns the
+  // index of the bracket that closes the frame, else kNone.
+  size_t ScanBytes(const char* p, size_t i, size_t limit);
+  // The same over the kBlock bytes at `p`, all at once: the offset of the
+  // closing bracket in them, else kBlock.
+  size_t ScanBlock(const char* p);
 
   const size_t max_frame_bytes_;
   std::string buf_;
@@ -50,7 +60,7 @@ class JsonFramer {
   uint64_t frame_offset_ = 0;
   int depth_ = 0;
   bool in_string_ = false;
-  bool escape_ = false;
+  bool escape_ = false;  // the next byte is escaped (in a string or not)
 };
 
 }  // namespace kcache::rest

@@ -1,6 +1,9 @@
 // Watch framing and decoding, list decoding, and HTTP errors as Status.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <random>
+
 #include "client/decode.h"
 #include "client/http_error.h"
 #include "client/json_framer.h"
@@ -72,6 +75,54 @@ TEST(JsonFramerTest, EscapesAtEveryPositionOfLongStrings) {
   for (size_t i = 0; i < stream.size(); i += 7)
     pieces.push_back(std::string_view(stream).substr(i, 7));
   EXPECT_EQ(FrameAll(pieces), events);
+}
+
+// Bytes are scanned a block of 64 at a time, and the last ones that do not
+// fill a block one at a time: random events whose strings hold quotes,
+// escapes and brackets, and whose nesting closes at any offset of a block,
+// frame the same whole as in pieces of every size up to two blocks (so the
+// two scans meet in every state).
+TEST(JsonFramerTest, RandomEventsFrameAlikeInBlocksAndByBytes) {
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<std::string> in_string = {"a", "xyzw", "\\\"",    "\\\\", "{",  "}",
+                                              "[", "]",    "\\u007b", " ",    "\\n"};
+  std::function<std::string(int)> value = [&](int depth) -> std::string {
+    switch (depth > 3 ? pick(2) : pick(4)) {
+      case 0: {
+        std::string s = "\"";
+        for (int k = pick(12); k > 0; --k) s += in_string[pick(in_string.size())];
+        return s + "\"";
+      }
+      case 1:
+        return std::to_string(pick(100000));
+      case 2: {
+        std::string a = "[";
+        for (int k = pick(4); k > 0; --k) a += value(depth + 1) + (k > 1 ? "," : "");
+        return a + "]";
+      }
+      default: {
+        std::string o = "{";
+        for (int k = pick(4); k > 0; --k) {
+          o += "\"k" + std::to_string(k) + "\":" + value(depth + 1) + (k > 1 ? "," : "");
+        }
+        return o + "}";
+      }
+    }
+  };
+  std::vector<std::string> events;
+  std::string stream;
+  for (int e = 0; e < 300; ++e) {
+    events.push_back("{\"type\":\"ADDED\",\"object\":" + value(0) + "}");
+    stream += events.back() + std::string(pick(3), pick(2) ? '\n' : ' ');
+  }
+  EXPECT_EQ(FrameAll({stream}), events);
+  for (size_t piece = 1; piece <= 130; ++piece) {
+    std::vector<std::string_view> pieces;
+    for (size_t i = 0; i < stream.size(); i += piece)
+      pieces.push_back(std::string_view(stream).substr(i, piece));
+    EXPECT_EQ(FrameAll(pieces), events) << "pieces of " << piece << " bytes";
+  }
 }
 
 TEST(JsonFramerTest, GarbageBetweenEventsNamesItsOffset) {
