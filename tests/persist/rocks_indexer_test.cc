@@ -303,6 +303,14 @@ TEST(RocksStoreTest, EachFamilysMemtableIsItsShareOfTheBudget) {
   EXPECT_EQ((*db)->db->GetOptions((*db)->meta).write_buffer_size, size_t{2} << 20);
 }
 
+// Pod "ns/p<i>" with 10 KB of padding, which zstd shrinks to almost nothing
+// on disk but which takes its whole size in memtables and cached blocks.
+ObjectPtr PaddedPod(int i) {
+  return MakeObject(R"({"metadata":{"name":"p)" + std::to_string(i) +
+                    R"(","namespace":"ns","resourceVersion":"1"},"pad":")" +
+                    std::string(10000, 'x') + R"("})");
+}
+
 // Cache::Memory reports what the configured caches hold: written objects
 // in memtables until flushed, then read blocks in the block cache.
 TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
@@ -311,12 +319,8 @@ TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
   ASSERT_OK(cache) << cache.status();
   auto store = (*cache)->OpenKeyspace("pods");
   ASSERT_OK(store) << store.status();
-  const std::string pad(10000, 'x');
   Transaction txn;
-  for (int i = 0; i < 200; ++i) {
-    txn.Add(MakeObject(R"({"metadata":{"name":"p)" + std::to_string(i) +
-                       R"(","namespace":"ns","resourceVersion":"1"},"pad":")" + pad + R"("})"));
-  }
+  for (int i = 0; i < 200; ++i) txn.Add(PaddedPod(i));
   txn.resource_version = "1";
   ASSERT_OK((*store)->Commit(txn, nullptr));
   CacheMemory written = (*cache)->Memory();
@@ -347,17 +351,11 @@ TEST(RocksStoreTest, AnInitialRelistReadsNoObjectBack) {
   ASSERT_OK(store) << store.status();
   auto session = (*store)->BeginReplace(nullptr);
   ASSERT_OK(session);
-  const std::string pad(10000, 'x');
-  auto put = [&](int i) {
-    return (*session)->Put(MakeObject(R"({"metadata":{"name":"p)" + std::to_string(10000 + i) +
-                                      R"(","namespace":"ns","resourceVersion":"1"},"pad":")" + pad +
-                                      R"("})"));
-  };
   // Past the first chunk (8 MiB), then that chunk into tables, so that a
   // read of it would go through the block cache.
-  for (int i = 0; i < 900; ++i) ASSERT_OK(put(i));
+  for (int i = 0; i < 900; ++i) ASSERT_OK((*session)->Put(PaddedPod(10000 + i)));
   ASSERT_OK((*cache)->Compact());
-  for (int i = 900; i < 1000; ++i) ASSERT_OK(put(i));
+  for (int i = 900; i < 1000; ++i) ASSERT_OK((*session)->Put(PaddedPod(10000 + i)));
   ASSERT_OK((*session)->Finish("20"));
   // Index and filter blocks only: the first chunk's blocks are ~8 MB.
   EXPECT_LT((*cache)->Memory().block_cache, size_t{256} << 10);
