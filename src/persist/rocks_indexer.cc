@@ -485,7 +485,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     // Into an empty keyspace, in key order, with nothing else writing: every
     // stored key was written, and marked seen, by this session.
-    none_stored_ = none_stored_ && ix_->writes_ == writes_seen_;
+    none_stored_ = none_stored_ && NoOtherWrites();
     if (!none_stored_) {
       if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
     }
@@ -547,7 +547,7 @@ class RocksReplaceSession final : public ReplaceSession {
     // servers list), with nothing else writing beside it, cannot meet a key
     // it has stored: nothing is read back. Otherwise, from then on, every
     // key is looked up.
-    none_stored_ = none_stored_ && ix_->writes_ == writes_seen_ && AscendingChunk();
+    none_stored_ = none_stored_ && NoOtherWrites() && AscendingChunk();
     if (!none_stored_) {
       db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
       db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
@@ -599,6 +599,10 @@ class RocksReplaceSession final : public ReplaceSession {
     return Status::OK();
   }
 
+  // Whether nothing but this session wrote the keyspace since its last
+  // batch. REQUIRES: the writer lock held.
+  bool NoOtherWrites() const { return ix_->writes_ == writes_seen_; }
+
   // Whether the chunk's keys ascend, and all follow the session's earlier
   // keys; remembers its last.
   bool AscendingChunk() {
@@ -619,10 +623,9 @@ class RocksReplaceSession final : public ReplaceSession {
   }
 
   // Deletes the stored objects without a seen mark, a chunk at a time. It
-  // walks the reverse records, one per object and small, beside the seen
-  // marks, and reads only the objects it deletes: walking the objects read
-  // and decompressed all of them, as long as a whole scan (13 s at 1M pods),
-  // and left the block cache full of them.
+  // walks the reverse records (one small record per object) beside the seen
+  // marks and reads only the objects it deletes: a walk of the objects would
+  // decompress every one of them, as long as a whole scan.
   // REQUIRES: the writer lock held.
   Status DeleteUnseen() {
     size_t count = Count();
@@ -654,15 +657,12 @@ class RocksReplaceSession final : public ReplaceSession {
       while (seen->Valid() && View(seen->key()).substr(sprefix.size()) < key) seen->Next();
       if (seen->Valid() && View(seen->key()).substr(sprefix.size()) == key) continue;
       KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> old, DecodeEntries(View(reverse->value())));
-      rocksdb::PinnableSlice record;
-      rocksdb::Status s = db->db->Get({}, db->objects, reverse->key(), &record);
-      if (s.IsNotFound()) {
-        return Status::Corruption("keyspace " + ix_->ks_ + ": the reverse index record of " +
-                                  std::string(key) + " has no object");
-      }
-      KCACHE_RETURN_IF_ERROR(FromRocks(s, "relist " + ix_->ks_));
-      KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, ix_->Decode(View(record)));
       std::string k(key);
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, ix_->GetByKey(k));
+      if (!old_obj) {
+        return Status::Corruption("keyspace " + ix_->ks_ + ": the reverse index record of " + k +
+                                  " has no object");
+      }
       ix_->DeleteObject(&batch, k, old);
       --count;
       changes.push_back({StoreChange::Type::kDeleted, std::move(k), std::move(old_obj), nullptr});
