@@ -311,6 +311,14 @@ ObjectPtr PaddedPod(int i) {
                     std::string(10000, 'x') + R"("})");
 }
 
+// Commits PaddedPod(from) .. PaddedPod(from + 199) at resourceVersion `rv`.
+void CommitPadded(Indexer& store, int from, const std::string& rv) {
+  Transaction txn;
+  for (int i = from; i < from + 200; ++i) txn.Add(PaddedPod(i));
+  txn.resource_version = rv;
+  ASSERT_OK(store.Commit(txn, nullptr));
+}
+
 // Cache::Memory reports what the configured caches hold: written objects
 // in memtables until flushed, then read blocks in the block cache.
 TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
@@ -319,10 +327,7 @@ TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
   ASSERT_OK(cache) << cache.status();
   auto store = (*cache)->OpenKeyspace("pods");
   ASSERT_OK(store) << store.status();
-  Transaction txn;
-  for (int i = 0; i < 200; ++i) txn.Add(PaddedPod(i));
-  txn.resource_version = "1";
-  ASSERT_OK((*store)->Commit(txn, nullptr));
+  CommitPadded(**store, 0, "1");
   CacheMemory written = (*cache)->Memory();
   EXPECT_GE(written.memtables, 200u * 10000) << "the objects are in the memtables";
 
@@ -337,6 +342,38 @@ TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
   // JSON; some must be there, within the configured size.
   EXPECT_GT(read.block_cache, flushed.block_cache);
   EXPECT_LE(read.block_cache, CacheOptions().block_cache_bytes);
+}
+
+// A read-only cache reports its own memory: the blocks its reads bring into
+// its block cache, and the writer's unflushed commits that Refresh replays
+// into its own memtables.
+TEST(RocksStoreTest, AReadOnlyCacheReportsItsOwnMemory) {
+  TempDir dir;
+  auto writer = Cache::Open(dir.path());
+  ASSERT_OK(writer) << writer.status();
+  auto pods = (*writer)->OpenKeyspace("pods");
+  ASSERT_OK(pods) << pods.status();
+  CommitPadded(**pods, 0, "1");
+  ASSERT_OK((*writer)->Compact());
+
+  auto reader = Cache::OpenReadOnly(dir.path());
+  ASSERT_OK(reader) << reader.status();
+  auto seen = (*reader)->OpenKeyspace("pods");
+  ASSERT_OK(seen) << seen.status();
+  const CacheMemory opened = (*reader)->Memory();
+  size_t n = 0;
+  for (auto it = (*seen)->NewIterator(); it->Valid(); it->Next()) ++n;
+  EXPECT_EQ(n, 200u);
+  const CacheMemory read = (*reader)->Memory();
+  EXPECT_GT(read.block_cache, opened.block_cache);
+  EXPECT_LE(read.block_cache, CacheOptions().block_cache_bytes);
+
+  CommitPadded(**pods, 200, "2");
+  ASSERT_OK((*reader)->Refresh());
+  const CacheMemory refreshed = (*reader)->Memory();
+  EXPECT_GE(refreshed.memtables, read.memtables + 200u * 10000)
+      << "the writer's new objects are replayed into the reader's memtables";
+  EXPECT_EQ(*(*seen)->Size(), 400u);
 }
 
 // A relist into an empty keyspace reads nothing back: not the objects it

@@ -1,5 +1,6 @@
 #include "tools/kcache/resident.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +17,12 @@ uint64_t ResidentBytes() {
   std::fclose(f);
   if (got != 2) return 0;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+uint64_t PeakResidentBytes() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux counts KiB
 }
 
 }  // namespace kcache::util

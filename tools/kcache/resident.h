@@ -10,6 +10,11 @@ namespace kcache::util {
 // Resident set size in bytes now (/proc/self/statm); 0 if unreadable.
 uint64_t ResidentBytes();
 
+// The highest resident set size of this process so far, in bytes, as the
+// kernel tracked it (getrusage): it also sees peaks between samples of
+// ResidentBytes. 0 if unreadable.
+uint64_t PeakResidentBytes();
+
 }  // namespace kcache::util
 
 #endif  // KCACHE_TOOLS_KCACHE_RESIDENT_H_

@@ -92,12 +92,15 @@ struct MemorySample {
   CacheMemory cache;
 };
 
-std::string DescribeMemory(const MemorySample& m) {
+// The sample's account, then the kernel's peak, which also counts spikes
+// shorter than the sampling interval and so may be higher.
+std::string DescribeMemory(const MemorySample& m, uint64_t peak_resident) {
   const uint64_t held = m.cache.block_cache + m.cache.memtables + m.cache.table_readers;
   return "memory at the highest resident size sampled: " + Megabytes(m.resident) +
          " = block cache " + Megabytes(m.cache.block_cache) + " + memtables " +
          Megabytes(m.cache.memtables) + " + table readers " + Megabytes(m.cache.table_readers) +
-         " + the rest " + Megabytes(m.resident > held ? m.resident - held : 0);
+         " + the rest " + Megabytes(m.resident > held ? m.resident - held : 0) +
+         "; peak resident size " + Megabytes(peak_resident);
 }
 
 using Informers = std::map<std::string, std::shared_ptr<SharedIndexInformer>>;
@@ -422,7 +425,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   say("received " + Megabytes(factory->BytesReceived()) + " of responses over the network" +
       (config.disable_compression ? " (compression disabled)" : ""));
   sample_memory();
-  say(DescribeMemory(peak));
+  say(DescribeMemory(peak, util::PeakResidentBytes()));
   for (auto& [name, informer] : factory->informers()) {
     const std::string rv = informer->GetIndexer()->LastSyncResourceVersion();
     say(rv.empty()
