@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -179,6 +180,12 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                 o.label_index ? "on" : "off");
   out << line;
   std::vector<double> kcache_s, raw_s, ratios, index_time, index_cpu, all_cpu;
+  // The CPU bound: all threads' CPU (the server's included) over the cores
+  // the sync had. A sync that keeps them busy can go faster only by spending
+  // less CPU per pod; `ceilings` is the ratio to raw RocksDB it would reach
+  // if every core were busy for it all along.
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<double> busy, ceilings, cpu_per_pod;
   std::map<std::string, std::vector<double>> cpu;
   uint64_t objects = 0, bytes = 0;
   for (int r = 0; r < o.runs; ++r) {
@@ -206,6 +213,9 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
     kcache_s.push_back(run.seconds);
     raw_s.push_back(raw);
     ratios.push_back(raw / run.seconds);
+    busy.push_back(TotalCpu(run) / (run.seconds * cores));
+    ceilings.push_back(raw / (TotalCpu(run) / cores));
+    cpu_per_pod.push_back(TotalCpu(run) / std::max<uint64_t>(run.objects, 1));
     for (const auto& [name, s] : run.cpu) cpu[name].push_back(s);
     std::snprintf(line, sizeof line,
                   "  run %d: kcache sync %.2f s, raw RocksDB puts %.2f s, ratio %.2f\n", r + 1,
@@ -227,6 +237,7 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                             {"objects", run.objects},
                             {"bytes", bytes},
                             {"kcache_s", run.seconds},
+                            {"kcache_cpu_s", TotalCpu(run)},
                             {"raw_s", raw}};
       if (bare) row["no_label_index_s"] = bare->seconds;
       jsonl << row.dump() << "\n" << std::flush;
@@ -253,6 +264,11 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                   100 * Median(index_time), 1e6 * Median(index_cpu), 1e6 * Median(all_cpu));
     out << line;
   }
+  std::snprintf(line, sizeof line,
+                "  CPU bound: %.1f CPU us/pod in all, %.0f%% of %.0f cores busy; all of them busy "
+                "for the sync would give a ratio of at most %.2f (medians)\n",
+                1e6 * Median(cpu_per_pod), 100 * Median(busy), cores, Median(ceilings));
+  out << line;
   out << "  CPU seconds by thread during the sync (medians; \"kcache\" includes the server's "
          "threads):\n";
   for (const auto& [name, v] : cpu) {

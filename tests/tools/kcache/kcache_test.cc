@@ -82,6 +82,7 @@ TEST(KcacheToolTest, BenchIngestReportsTheRatioToRawRocksDb) {
     EXPECT_GT(row["bytes"].get<double>(), 300 * 1000);
     EXPECT_GT(row["kcache_s"].get<double>(), 0);
     EXPECT_GT(row["raw_s"].get<double>(), 0);
+    EXPECT_GE(row["kcache_cpu_s"].get<double>(), 0);  // clock ticks: may round to 0
     EXPECT_GT(row["no_label_index_s"].get<double>(), 0);
     ++lines;
   }
@@ -94,6 +95,10 @@ TEST(KcacheToolTest, BenchIngestReportsTheRatioToRawRocksDb) {
   EXPECT_NE(r.output.find("raw RocksDB batched puts of the same bytes"), std::string::npos);
   EXPECT_NE(r.output.find("kcache: list+watch from kcache serve, synced"), std::string::npos);
   EXPECT_NE(r.output.find("CPU seconds by thread"), std::string::npos) << r.output;
+  EXPECT_TRUE(
+      std::regex_search(r.output, std::regex("CPU bound: [0-9.]+ CPU us/pod in all, [0-9]+% "
+                                             "of [0-9]+ cores busy")))
+      << r.output;
   EXPECT_NE(r.output.find("without the label index"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("label index: "), std::string::npos) << r.output;
 
