@@ -245,6 +245,10 @@ TEST(InformerTest, ARelistWithNoHandlerHoldsNoChangedObjects) {
   std::vector<std::weak_ptr<const Object>> stored;  // what the relist stored, in order
   size_t alive_at_end = 0;
   InformerOptions io = Fast();
+  // The resume point is expired, so the watch must end in 410 and a relist;
+  // a quiet period that a loaded machine could outlast before the 410
+  // arrives would count the resumed watch as synced instead.
+  io.reflector.sync_quiet_period = std::chrono::seconds(5);
   io.transform = [&](ObjectPtr obj) -> StatusOr<ObjectPtr> {
     std::lock_guard l(mu);
     if (stored.size() == kObjects - 1) {  // two chunks committed before this one
