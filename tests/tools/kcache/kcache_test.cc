@@ -351,8 +351,9 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   EXPECT_NEAR(std::stod(mem[2]) + std::stod(mem[3]) + std::stod(mem[4]) + std::stod(mem[5]),
               resident, 0.3)
       << mem[0];
-  // The kernel's peak counts every sample and what came between them.
-  EXPECT_GE(std::stod(mem[6]), resident - 0.1) << mem[0];
+  // The kernel's peak counts every sample and what came between them (its
+  // counters are kept per thread and summed lazily: a few pages apart).
+  EXPECT_GE(std::stod(mem[6]), resident * 0.95) << mem[0];
 
   Result names = Kcache("get pods --cache " + cache + " -A -o name");
   ASSERT_EQ(names.exit_code, 0) << names.output;
