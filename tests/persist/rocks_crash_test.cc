@@ -11,9 +11,12 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <random>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +134,37 @@ ObjectPtr PodOf(const std::string& key, const Version& v) {
   }
 }
 
+// Forks a child that runs `body` with the write end of a pipe (and exits
+// with code 3 if `body` returns); returns its pid (-1 on failure) and the
+// read end in *from_child.
+pid_t Spawn(const std::function<void(int)>& body, int* from_child) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    body(fds[1]);
+    _exit(3);
+  }
+  close(fds[1]);
+  *from_child = fds[0];
+  return child;
+}
+
+// SIGKILLs `child`, then reopens the cache at `dir`, which must pass Verify.
+void KillThenReopen(pid_t child, const std::string& dir, int round, std::shared_ptr<Cache>* out) {
+  kill(child, SIGKILL);
+  int wstatus = 0;
+  waitpid(child, &wstatus, 0);
+  ASSERT_TRUE(WIFSIGNALED(wstatus))
+      << "the child stopped by itself, exit code " << WEXITSTATUS(wstatus);
+  auto cache = Cache::Open(dir);
+  ASSERT_OK(cache) << "round " << round << ": " << cache.status();
+  Status verified = (*cache)->Verify();
+  ASSERT_OK(verified) << "round " << round << ": " << verified;
+  *out = *std::move(cache);
+}
+
 TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
   TempDir dir;
   std::mt19937_64 rng(20261122);
@@ -138,32 +172,18 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
   Stream stream, journal_stream;
   int exact = 0, cut_relists = 0, replayed = 0;
   for (int round = 0; round < kRounds; ++round) {
-    int started[2];
-    ASSERT_EQ(pipe(started), 0);
-    pid_t child = fork();
+    int started;
+    pid_t child = Spawn([&](int to_parent) { Ingest(dir.path(), fresh, to_parent); }, &started);
     ASSERT_GE(child, 0);
-    if (child == 0) {
-      close(started[0]);
-      Ingest(dir.path(), fresh, started[1]);
-    }
-    close(started[1]);
     char byte;
-    bool running = read(started[0], &byte, 1) == 1;  // 0: the child died first
-    close(started[0]);
+    bool running = read(started, &byte, 1) == 1;  // 0: the child died first
+    close(started);
     // Whatever this child writes lies below the next fresh point.
     fresh = std::max(fresh, last_rv) + kMaxPerRound + 16;
     if (running) usleep(static_cast<useconds_t>(5000 + rng() % 200000));
-    kill(child, SIGKILL);
-    int wstatus = 0;
-    waitpid(child, &wstatus, 0);
-    ASSERT_TRUE(WIFSIGNALED(wstatus))
-        << "the child stopped by itself, exit code " << WEXITSTATUS(wstatus);
-
-    auto cache = Cache::Open(dir.path());
-    ASSERT_OK(cache) << "round " << round << ": " << cache.status();
-    Status verified = (*cache)->Verify();
-    ASSERT_OK(verified) << "round " << round << ": " << verified;
-    auto store = (*cache)->OpenKeyspace("pods");
+    std::shared_ptr<Cache> cache;
+    ASSERT_NO_FATAL_FAILURE(KillThenReopen(child, dir.path(), round, &cache));
+    auto store = cache->OpenKeyspace("pods");
     ASSERT_OK(store) << store.status();
     const Indexer& s = **store;
 
@@ -201,7 +221,7 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
     }
     // The journal commits with the objects: replayed from the start of its
     // window, it gives the state at the resume point.
-    auto stats = (*cache)->Stats("pods");
+    auto stats = cache->Stats("pods");
     ASSERT_OK(stats);
     uint64_t start = std::stoull(stats->journal.start);
     ASSERT_LE(start, r) << "round " << round;
@@ -209,7 +229,7 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
     std::string at = stats->journal.start;
     bool more = true;
     while (more) {
-      auto read = (*cache)->ReadJournal("pods", at, 500);
+      auto read = cache->ReadJournal("pods", at, 500);
       ASSERT_OK(read) << "round " << round;
       for (const JournalEvent& ev : read->events) {
         if (ev.type == JournalEvent::Type::kDeleted) {
@@ -245,6 +265,111 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
       "%d rounds: %d exact at their resume point (%d also replayed from the journal), %d cut "
       "inside a relist; last resume point %llu\n",
       kRounds, exact, replayed, cut_relists, static_cast<unsigned long long>(last_rv));
+}
+
+// Invariants 1 and 3 under SIGKILL for an initial relist, the largest
+// write a sync makes: killed at any moment, the reopened cache passes Verify
+// and holds a prefix of the relist (its keys ascend; every chunk whole, with
+// its index entries and the count it left) and no resume point; killed after
+// Finish, all of it and the resume point.
+constexpr int kRelistPods = 12000;
+
+std::string PrefixPodName(int i) {
+  char name[16];
+  std::snprintf(name, sizeof name, "p%05d", i);
+  return name;
+}
+
+[[noreturn]] void InitialRelist(const std::string& dir, int started) {
+  auto cache = Cache::Open(dir);
+  if (!cache.ok()) Die(cache.status());
+  auto store = (*cache)->OpenKeyspace("pods");
+  if (!store.ok()) Die(store.status());
+  auto session = (*store)->BeginReplace(nullptr);
+  if (!session.ok()) Die(session.status());
+  if (write(started, "s", 1) != 1) _exit(3);
+  const std::string pad(3000, 'x');
+  for (int i = 0; i < kRelistPods; ++i) {
+    if (Status st = (*session)->Put(Pod(PrefixPodName(i), "ns", "7",
+                                        {{"app", "a" + std::to_string(i % 3)}}, {{"pad", pad}}));
+        !st.ok()) {
+      Die(st);
+    }
+  }
+  if (auto done = (*session)->Finish("7"); !done.ok()) Die(done.status());
+  if (write(started, "f", 1) != 1) _exit(3);
+  pause();  // wait to be killed
+  _exit(0);
+}
+
+// The child runs in a fresh image of this binary (fork, then exec): a fork
+// of a process that has opened RocksDB before inherits a background thread
+// pool without its threads, and the flushes that 36 MB of pods need never
+// run (writes stall).
+constexpr char kChildDir[] = "KCACHE_CRASH_TEST_RELIST_DIR";
+constexpr char kChildFd[] = "KCACHE_CRASH_TEST_RELIST_FD";
+
+TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
+  if (const char* child_dir = std::getenv(kChildDir)) {
+    InitialRelist(child_dir, std::atoi(std::getenv(kChildFd)));
+  }
+  std::mt19937_64 rng(20261126);
+  int empty = 0, prefixes = 0, whole = 0;
+  for (int round = 0; round < 12; ++round) {
+    TempDir dir;
+    int started;
+    pid_t child = Spawn(
+        [&](int to_parent) {
+          setenv(kChildDir, dir.path().c_str(), 1);
+          setenv(kChildFd, std::to_string(to_parent).c_str(), 1);
+          const int quiet = open("/dev/null", O_WRONLY);
+          if (quiet < 0 || dup2(quiet, STDOUT_FILENO) < 0) return;
+          execl("/proc/self/exe", "/proc/self/exe",
+                "--gtest_filter=RocksCrashTest.SigkillInsideAnInitialRelistKeepsAWholePrefix",
+                static_cast<char*>(nullptr));
+        },
+        &started);
+    ASSERT_GE(child, 0);
+    char byte;
+    bool running = read(started, &byte, 1) == 1;
+    // The first nine rounds are killed 0-360 ms into the relist (some may
+    // land after its end on a fast machine), the last three once it ended.
+    if (running && round < 9) usleep(static_cast<useconds_t>(round * 40000 + rng() % 40000));
+    if (running && round >= 9) {
+      ASSERT_EQ(read(started, &byte, 1), 1) << "the relist failed";
+    }
+    close(started);
+    std::shared_ptr<Cache> cache;
+    ASSERT_NO_FATAL_FAILURE(KillThenReopen(child, dir.path(), round, &cache));
+    auto store = cache->OpenKeyspace("pods");
+    ASSERT_OK(store) << store.status();
+    auto keys = (*store)->ListKeys();
+    ASSERT_OK(keys);
+    ASSERT_EQ(*(*store)->Size(), keys->size()) << "round " << round;
+    for (size_t i = 0; i < keys->size(); ++i) {
+      ASSERT_EQ((*keys)[i], "ns/" + PrefixPodName(static_cast<int>(i))) << "round " << round;
+    }
+    size_t labelled = 0;
+    for (const char* app : {"app=a0", "app=a1", "app=a2"}) {
+      auto found = (*store)->IndexKeys(kLabelIndex, app);
+      ASSERT_OK(found);
+      labelled += found->size();
+    }
+    EXPECT_EQ(labelled, keys->size()) << "round " << round;
+    if ((*store)->LastSyncResourceVersion() == "7") {
+      EXPECT_EQ(keys->size(), static_cast<size_t>(kRelistPods)) << "round " << round;
+      ++whole;
+    } else {
+      EXPECT_EQ((*store)->LastSyncResourceVersion(), "") << "round " << round;
+      ++(keys->empty() ? empty : prefixes);
+    }
+  }
+  std::printf("12 rounds: %d killed before the first chunk, %d with a prefix, %d after Finish\n",
+              empty, prefixes, whole);
+  // Kills must have landed inside the relist after some chunks, and after
+  // its end.
+  EXPECT_GE(prefixes, 2);
+  EXPECT_GE(whole, 3);
 }
 
 }  // namespace
