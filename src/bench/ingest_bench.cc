@@ -179,7 +179,7 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                 o.pods, Seconds(Clock::now() - load_start), o.runs, o.read_ahead_bytes,
                 o.label_index ? "on" : "off");
   out << line;
-  std::vector<double> kcache_s, raw_s, ratios, index_time, index_cpu, all_cpu;
+  std::vector<double> kcache_s, raw_s, ratios, index_time, index_cpu;
   // The CPU bound: all threads' CPU (the server's included) over the cores
   // the sync had. A sync that keeps them busy can go faster only by spending
   // less CPU per pod; `ceilings` is the ratio to raw RocksDB it would reach
@@ -201,10 +201,10 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
     if (o.label_index_cost && r % 2 == 1) KCACHE_RETURN_IF_ERROR(sync_bare());
     KCACHE_ASSIGN_OR_RETURN(SyncRun run, Sync(server->url(), dir, o, o.label_index));
     if (o.label_index_cost && !bare) KCACHE_RETURN_IF_ERROR(sync_bare());
+    const double cpu_s = TotalCpu(run);
     if (bare) {
       index_time.push_back(1 - bare->seconds / run.seconds);
-      index_cpu.push_back((TotalCpu(run) - TotalCpu(*bare)) / run.objects);
-      all_cpu.push_back(TotalCpu(run) / run.objects);
+      index_cpu.push_back((cpu_s - TotalCpu(*bare)) / run.objects);
     }
     KCACHE_ASSIGN_OR_RETURN(
         double raw,
@@ -213,9 +213,9 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
     kcache_s.push_back(run.seconds);
     raw_s.push_back(raw);
     ratios.push_back(raw / run.seconds);
-    busy.push_back(TotalCpu(run) / (run.seconds * cores));
-    ceilings.push_back(raw / (TotalCpu(run) / cores));
-    cpu_per_pod.push_back(TotalCpu(run) / std::max<uint64_t>(run.objects, 1));
+    busy.push_back(cpu_s / (run.seconds * cores));
+    ceilings.push_back(raw / (cpu_s / cores));
+    cpu_per_pod.push_back(cpu_s / std::max<uint64_t>(run.objects, 1));
     for (const auto& [name, s] : run.cpu) cpu[name].push_back(s);
     std::snprintf(line, sizeof line,
                   "  run %d: kcache sync %.2f s, raw RocksDB puts %.2f s, ratio %.2f\n", r + 1,
@@ -237,7 +237,7 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                             {"objects", run.objects},
                             {"bytes", bytes},
                             {"kcache_s", run.seconds},
-                            {"kcache_cpu_s", TotalCpu(run)},
+                            {"kcache_cpu_s", cpu_s},
                             {"raw_s", raw}};
       if (bare) row["no_label_index_s"] = bare->seconds;
       jsonl << row.dump() << "\n" << std::flush;
@@ -261,7 +261,7 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
     std::snprintf(line, sizeof line,
                   "  label index: %.0f%% of the sync's time, %.1f of %.1f CPU us/pod (medians; "
                   "the same sync without it, in the same run)\n",
-                  100 * Median(index_time), 1e6 * Median(index_cpu), 1e6 * Median(all_cpu));
+                  100 * Median(index_time), 1e6 * Median(index_cpu), 1e6 * Median(cpu_per_pod));
     out << line;
   }
   std::snprintf(line, sizeof line,

@@ -39,6 +39,16 @@ InformerOptions Fast(bool streaming = true) {
   return o;
 }
 
+// For a start whose resume point has left the server's history: the watch
+// must end in 410 and a relist. A quiet period that a loaded machine could
+// outlast before the 410 arrives would count the resumed watch as synced
+// instead; this one only a failing run waits out.
+InformerOptions ExpiredResume() {
+  InformerOptions o = Fast();
+  o.reflector.sync_quiet_period = std::chrono::seconds(5);
+  return o;
+}
+
 struct CacheInformer {
   CacheInformer(ServeFixture& f, const std::string& dir, InformerOptions o = Fast()) {
     auto c = Cache::Open(dir);
@@ -209,7 +219,7 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
     f.Create("pad-" + std::to_string(i), "1", "ns-1");  // pushes history out
   f.Delete("cm-3");
 
-  CacheInformer c(f, dir.path());
+  CacheInformer c(f, dir.path(), ExpiredResume());
   auto changes = c.Handler(StartMode::kChangesOnly);
   ASSERT_OK(c.informer->Start());
   ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
@@ -244,11 +254,7 @@ TEST(InformerTest, ARelistWithNoHandlerHoldsNoChangedObjects) {
   std::mutex mu;
   std::vector<std::weak_ptr<const Object>> stored;  // what the relist stored, in order
   size_t alive_at_end = 0;
-  InformerOptions io = Fast();
-  // The resume point is expired, so the watch must end in 410 and a relist;
-  // a quiet period that a loaded machine could outlast before the 410
-  // arrives would count the resumed watch as synced instead.
-  io.reflector.sync_quiet_period = std::chrono::seconds(5);
+  InformerOptions io = ExpiredResume();
   io.transform = [&](ObjectPtr obj) -> StatusOr<ObjectPtr> {
     std::lock_guard l(mu);
     if (stored.size() == kObjects - 1) {  // two chunks committed before this one
