@@ -173,6 +173,12 @@ struct KCACHE_EXPORT ReflectorOptions {
   // is unknown, which compares equal to anything; a connection error is
   // retried like the watch. Default: none.
   std::function<StatusOr<std::string>()> server_identity;
+  // The server_identity the sink's contents were listed under, when known
+  // (InformerFactory: the cache's recorded cluster). If the first answer of
+  // server_identity differs, the sink holds another cluster's objects and
+  // resourceVersions: the reflector lists from "" instead of resuming.
+  // Default: "" (unknown: resume).
+  std::string sink_identity;
   // Watch events committed per write, at most. Default: 1,000.
   size_t max_batch = 1000;
   // A thread of the reflector's own reads and decodes each watch (and
@@ -199,6 +205,7 @@ struct KCACHE_EXPORT ReflectorStats {
   uint64_t events = 0;          // ADDED/MODIFIED/DELETED events applied
   uint64_t listed_objects = 0;  // objects received by full lists
   uint64_t bytes = 0;           // JSON bytes of listed objects and events
+  uint64_t listed_bytes = 0;    // JSON bytes of listed objects alone
   uint64_t skipped = 0;         // watch events not applied (kSkipped)
   // The full list in progress, counted as its items arrive (a streamed or
   // paged list of 100,000 objects takes a while); both 0 between lists.

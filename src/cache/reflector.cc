@@ -206,8 +206,20 @@ class ReflectorImpl final : public Reflector {
       // The sink holds what a list or resume of this server gives.
       if (StatusOr<std::string> id = o_.server_identity(); id.ok()) {
         identity_ = *id;
-        std::lock_guard l(mu_);
-        stats_.server_identity = identity_;
+        {
+          std::lock_guard l(mu_);
+          stats_.server_identity = identity_;
+        }
+        if (!identity_.empty() && !o_.sink_identity.empty() && identity_ != o_.sink_identity &&
+            !need_list_) {
+          Emit(ReflectorEvent::Type::kRelist,
+               lw_->Describe() +
+                   ": the server is not the cluster the store was synced from (its "
+                   "identity is " +
+                   identity_ + ", the store's " + o_.sink_identity +
+                   "): listing from the server's current state");
+          need_list_ = unavailable_ = true;
+        }
       }
     }
     std::string resume = sink_->ResumeResourceVersion();
@@ -332,6 +344,8 @@ class ReflectorImpl final : public Reflector {
       if (result.ok()) {
         need_list_ = false;
         unavailable_ = false;
+        expired_.clear();
+        listed_rv_ = LastSyncResourceVersion();
         {
           std::lock_guard l(mu_);
           stats_.server_identity = identity_;
@@ -342,20 +356,35 @@ class ReflectorImpl final : public Reflector {
     }
   }
 
+  // A paginated LIST. At a resourceVersion it asks for NotOlderThan: the
+  // server's state at or after it (without the match, a paginated LIST at a
+  // resourceVersion is Exact, the old state itself). A first page that is
+  // not newer than the expired watch's resourceVersion shows a server that
+  // ignored the match (before 1.19): Expired, so that "" follows.
   Status PagedList(const std::string& rv, std::stop_token stop) {
     ListPager pager(
-        [this, &stop](const ListOptions& o) -> StatusOr<ObjectList> {
+        [this, &stop, &rv](const ListOptions& o) -> StatusOr<ObjectList> {
           if (stop.stop_requested()) return Status::Cancelled("stopped");
           {
             std::lock_guard l(mu_);
             ++stats_.list_requests;
           }
-          return lw_->List(o);
+          StatusOr<ObjectList> page = lw_->List(o);
+          if (page.ok() && o.continue_token.empty() && !expired_.empty() && rv == expired_) {
+            std::optional<int> cmp = Compare(page->resource_version, expired_);
+            if (cmp && *cmp <= 0) {
+              return Status::Expired("the server listed resourceVersion " + page->resource_version +
+                                     ", not newer than the expired " + expired_ +
+                                     " (it ignored resourceVersionMatch)");
+            }
+          }
+          return page;
         },
         ListPagerOptions{o_.page_size, true});
     KCACHE_ASSIGN_OR_RETURN(auto session, sink_->BeginReplace());
     ListOptions o;
     o.resource_version = rv;
+    if (!rv.empty() && rv != "0") o.resource_version_match = "NotOlderThan";
     o.limit = o_.page_size;
     o.cancel = stop;
     std::string list_rv;
@@ -456,6 +485,7 @@ class ReflectorImpl final : public Reflector {
       stats_.listing_objects = stats_.listing_bytes = 0;
       ++stats_.lists;
       stats_.listed_objects += n;
+      stats_.listed_bytes += bytes;
       stats_.bytes += bytes;
       stats_.last_applied = clock_->Now();
       last_rv_ = rv;
@@ -507,6 +537,7 @@ class ReflectorImpl final : public Reflector {
             continue;
           }
           watch_failing_ = false;
+          if (opened.status().IsExpired()) return WatchExpired(opened.status());
           need_list_ = true;
           return opened.status();
         }
@@ -559,13 +590,7 @@ class ReflectorImpl final : public Reflector {
         continue;
       }
       retry.After(st);
-      if (st.IsExpired()) {
-        need_list_ = true;
-        Emit(ReflectorEvent::Type::kRelist, lw_->Describe() + ": the watch from resourceVersion " +
-                                                LastSyncResourceVersion() + " expired (" +
-                                                std::string(st.message()) + "): relisting");
-        return Status::OK();
-      }
+      if (st.IsExpired()) return WatchExpired(st);
       if (st.code() == StatusCode::kResourceExhausted) {
         clock_->SleepFor(backoff_.Next(), stop);
         continue;
@@ -574,6 +599,25 @@ class ReflectorImpl final : public Reflector {
       need_list_ = true;
       return st;
     }
+  }
+
+  // A watch answered 410 Expired: the server's history no longer reaches
+  // the resume point. The relist asks for a state at or after it; if the
+  // resume point came from a list with nothing since, that list was the
+  // stale one (a server that answered it Exact), and the relist is from "".
+  // Never the same list twice. Returns OK: the relist follows Run's backoff.
+  Status WatchExpired(const Status& st) {
+    const std::string rv = LastSyncResourceVersion();
+    need_list_ = true;
+    expired_ = rv;
+    const bool stale_list = !listed_rv_.empty() && rv == listed_rv_;
+    if (stale_list) unavailable_ = true;
+    Emit(ReflectorEvent::Type::kRelist,
+         lw_->Describe() + ": the watch from resourceVersion " + rv + " expired (" +
+             std::string(st.message()) + "): relisting" +
+             (stale_list ? " from the server's current state (the last list was at " + rv + ")"
+                         : ""));
+    return Status::OK();
   }
 
   // Said once per outage; the retries follow client-go's backoff (0.8 s
@@ -619,10 +663,12 @@ class ReflectorImpl final : public Reflector {
       Status end;
       bool ended = false;
       uint64_t received = 0;  // bookmarks included
+      // An event without a resourceVersion (the API allows it) is applied;
+      // the resume point stays where the last one that had one put it.
       auto take = [&](WatchEvent e) {
         ++received;
         if (!Expected(e)) return;
-        rv = e.object->resource_version();
+        if (!e.object->resource_version().empty()) rv = e.object->resource_version();
         if (e.type == WatchEventType::kBookmark) return;
         bytes += e.object->byte_size();
         batch.push_back(std::move(e));
@@ -641,6 +687,7 @@ class ReflectorImpl final : public Reflector {
         take(std::move(**next));
       }
       size_t n = batch.size();
+      if (rv.empty() && n > 0) rv = LastSyncResourceVersion();
       if (rv.empty()) {  // only skipped events
         *count += received;
         if (!end.ok()) return end;
@@ -755,6 +802,10 @@ class ReflectorImpl final : public Reflector {
   bool need_list_;
   bool unavailable_;    // the next list is from ""
   std::string target_;  // the probe's resourceVersion
+  // The resourceVersion a watch expired at, until a list succeeds.
+  std::string expired_;
+  // The resourceVersion of the last list applied (the resume point it set).
+  std::string listed_rv_;
   // A watch could not be opened since the last one that could (said once).
   bool watch_failing_ = false;
   // server_identity: asked first; the last answer; to be asked before the

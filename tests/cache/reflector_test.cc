@@ -225,6 +225,140 @@ TEST(ReflectorTest, ResourceVersionLadder) {
   EXPECT_EQ(r.store->LastSyncResourceVersion(), "20");
 }
 
+std::vector<std::string> Matches(const std::vector<ListOptions>& calls) {
+  std::vector<std::string> out;
+  for (const auto& c : calls) out.push_back(c.resource_version_match);
+  return out;
+}
+
+// Invariant 3: the relist after a watch's 410 asks for the state at or
+// after the expired resourceVersion (NotOlderThan), never the state at it:
+// a real server answers a paginated LIST at a resourceVersion with no match
+// Exact, the expired state itself, from etcd. A list from "" sends no match
+// (the server refuses one without a resourceVersion).
+TEST(ReflectorTest, RelistAfterAnExpiredWatchAsksForNotOlderThan) {
+  Rig r;
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+  auto w1 = r.lw->QueueWatch();
+  r.lw->QueueList(ListOf({testing::Pod("b", "ns", "15")}, "20"));
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w1->Push(Event(WatchEventType::kModified, testing::Pod("a", "ns", "12")));
+  w1->Fail(Status::Expired("too old resource version: 12 (14)"));
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(2, 2);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "12"}));
+  EXPECT_EQ(Matches(r.lw->list_calls()), (std::vector<std::string>{"", "NotOlderThan"}));
+  EXPECT_EQ(r.lw->list_calls()[1].limit, 500);
+  EXPECT_EQ(r.lw->watch_calls()[1].resource_version, "20");
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "20");
+  EXPECT_EQ(r.reflector->stats().lists, 2u);
+}
+
+// Invariant 3, for a server that ignores resourceVersionMatch (before
+// 1.19) and answers the relist Exact: a first page not newer than the
+// expired resourceVersion is not applied (the store does not go back in
+// time) and the list is made again from "" at once.
+TEST(ReflectorTest, AStaleRelistIsNotAppliedAndListsFromEmpty) {
+  Rig r;
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+  auto w1 = r.lw->QueueWatch();
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "12"));  // the state at 12
+  r.lw->QueueList(ListOf({testing::Pod("b", "ns", "30")}, "40"));
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w1->Push(Event(WatchEventType::kModified, testing::Pod("a", "ns", "12")));
+  w1->Fail(Status::Expired("too old resource version: 12 (14)"));
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(3, 2);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "12", ""}));
+  EXPECT_EQ(Versions(r.lw->watch_calls()), (std::vector<std::string>{"10", "40"}));
+  EXPECT_EQ(*r.store->GetByKey("ns/a"), nullptr);
+  EXPECT_NE(*r.store->GetByKey("ns/b"), nullptr);
+  EXPECT_EQ(r.reflector->stats().lists, 2u) << "the stale answer is not a list applied";
+}
+
+// Invariant 3 where resourceVersions cannot be compared: a watch that
+// expires at the resourceVersion the last list gave (nothing applied since)
+// shows that list was stale; the next is from "", never the same one again.
+TEST(ReflectorTest, AWatchExpiringAtTheListsVersionRelistsFromEmpty) {
+  Rig r;
+  r.options.ordered_resource_versions = false;
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+  auto w1 = r.lw->QueueWatch();
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "12"));  // stale: the state at 12
+  auto w2 = r.lw->QueueWatch();
+  r.lw->QueueList(ListOf({testing::Pod("b", "ns", "30")}, "40"));
+  auto w3 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w1->Push(Bookmark("12"));
+  w1->Fail(Status::Expired("too old resource version: 12 (14)"));
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(2, 2);
+  w2->Fail(Status::Expired("too old resource version: 12 (14)"));
+  r.WaitForSleeps(2);
+  r.clock->Advance(std::chrono::seconds(4));
+  r.lw->WaitForCalls(3, 3);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "12", ""}));
+  EXPECT_EQ(Versions(r.lw->watch_calls()), (std::vector<std::string>{"10", "12", "40"}));
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "40");
+  auto relists = r.Events(ReflectorEvent::Type::kRelist);
+  ASSERT_EQ(relists.size(), 2u);
+  EXPECT_NE(relists[1].message.find("from the server's current state"), std::string::npos)
+      << relists[1].message;
+}
+
+// Relists that never reach a working watch back off as client-go does:
+// 0.8 s doubling (with jitter up to as much again), each said once.
+TEST(ReflectorTest, RelistsThatNeverReachAWatchBackOff) {
+  Rig r;
+  r.lw->QueueList(ListOf({}, "10"));
+  r.lw->QueueWatchError(Status::Expired("too old resource version: 10 (11)"));
+  for (int i = 0; i < 4; ++i) {
+    r.lw->QueueList(ListOf({}, std::to_string(20 + i)));
+    r.lw->QueueWatchError(Status::Expired("too old resource version"));
+  }
+  r.Start();
+  for (size_t i = 1; i <= 4; ++i) {
+    r.WaitForSleeps(i);
+    r.clock->Advance(std::chrono::seconds(60));
+  }
+  r.WaitForSleeps(5);
+  std::vector<Clock::Duration> sleeps = r.clock->sleeps();
+  ASSERT_GE(sleeps.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    const auto base = milliseconds(800) * (1 << i);
+    EXPECT_GE(sleeps[i], base) << i;
+    EXPECT_LT(sleeps[i], 2 * base) << i;
+  }
+  EXPECT_EQ(r.Events(ReflectorEvent::Type::kRelist).size(), 5u);
+  EXPECT_EQ(r.lw->list_calls().size(), 5u);
+}
+
+// A watch event without a resourceVersion (the API allows it) is applied,
+// and the resume point stays where the last one that had one put it.
+TEST(ReflectorTest, AWatchEventWithoutResourceVersionIsApplied) {
+  Rig r;
+  r.lw->QueueList(ListOf({}, "10"));
+  auto w1 = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  w1->Push(Event(WatchEventType::kAdded, testing::Pod("a", "ns", "11")));
+  w1->Push(Event(WatchEventType::kAdded, testing::Pod("b", "ns", "")));
+  ASSERT_TRUE(testing::Eventually([&] { return *r.store->Size() == 2u; }));
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "11");
+  w1->Push(Event(WatchEventType::kAdded, testing::Pod("c", "ns", "")));
+  ASSERT_TRUE(testing::Eventually([&] { return *r.store->Size() == 3u; }));
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "11");
+  EXPECT_EQ(r.reflector->LastSyncResourceVersion(), "11");
+}
+
 // A server that cannot be reached is said once, with its error, and its
 // return once more; the retries between (client-go's backoff on the clock)
 // are silent.
@@ -496,6 +630,38 @@ TEST(ReflectorTest, ServerBehindTheResumePointRelistsFromEmpty) {
       << relists[0].message;
 }
 
+// sink_identity: a store listed under another server identity (another
+// cluster at the address) is listed from "" at once, with no probe; the
+// same identity resumes.
+TEST(ReflectorTest, AStoreOfAnotherClusterIsListedFromEmpty) {
+  for (const char* identity : {"cluster-b", "cluster-a"}) {
+    SCOPED_TRACE(identity);
+    Rig r;
+    r.options.sink_identity = "cluster-a";
+    r.options.server_identity = [identity]() -> StatusOr<std::string> {
+      return std::string(identity);
+    };
+    Transaction txn;
+    txn.Add(testing::Pod("old", "ns", "25"));
+    txn.resource_version = "30";
+    ASSERT_OK(r.store->Commit(txn, nullptr));
+    const bool other = std::string(identity) == "cluster-b";
+    if (other) {
+      r.lw->QueueList(ListOf({testing::Pod("new", "ns", "40")}, "45"));
+    } else {
+      r.lw->QueueList(ListOf({}, "30"));  // the probe
+    }
+    auto w = r.lw->QueueWatch();
+    r.Start();
+    r.lw->WaitForCalls(1, 1);
+    EXPECT_EQ(r.reflector->stats().probes, other ? 0u : 1u);
+    EXPECT_EQ(r.lw->list_calls()[0].resource_version, "");
+    EXPECT_EQ(r.lw->watch_calls()[0].resource_version, other ? "45" : "30");
+    EXPECT_EQ(*r.store->GetByKey("ns/old") == nullptr, other);
+    EXPECT_EQ(r.reflector->stats().server_identity, identity);
+  }
+}
+
 // resume = false: a store known to hold another history is listed from ""
 // at once, with no probe and no watch from its resume point.
 TEST(ReflectorTest, WithoutResumeTheFirstListIsFromEmpty) {
@@ -605,11 +771,12 @@ TEST(ReflectorTest, TooLargeResourceVersionInEveryFormRelistsFromEmpty) {
     auto w2 = r.lw->QueueWatch();
     r.Start();
     r.lw->WaitForCalls(1, 1);
-    w1->Fail(Status::Expired("too old resource version: 40 (41)"));
+    w1->Push(Bookmark("41"));
+    w1->Fail(Status::Expired("too old resource version: 41 (42)"));
     r.clock->WaitForSleepers(1);
     r.clock->Advance(std::chrono::seconds(2));
     r.lw->WaitForCalls(3, 2);
-    EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "40", ""}));
+    EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "41", ""}));
     EXPECT_NE(*r.store->GetByKey("ns/b"), nullptr);
     EXPECT_EQ(r.store->LastSyncResourceVersion(), "30");
   }
@@ -625,12 +792,13 @@ TEST(ReflectorTest, PlainTimeoutIsNotTooLargeResourceVersion) {
                       .WithHttpError(HttpError{.http_code = 504, .reason = "Timeout"}));
   r.Start();
   r.lw->WaitForCalls(1, 1);
-  w1->Fail(Status::Expired("too old resource version: 40 (41)"));
+  w1->Push(Bookmark("41"));
+  w1->Fail(Status::Expired("too old resource version: 41 (42)"));
   r.clock->WaitForSleepers(1);
   r.clock->Advance(std::chrono::seconds(2));
   r.lw->WaitForCalls(2, 1);
   r.WaitForSleeps(2);  // the failed list's backoff
-  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "40"}));
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "41"}));
 }
 
 // 410 on a continuation page: client-go's pager lists once more, whole, at

@@ -90,6 +90,9 @@ std::string RenderPrometheus(
   each(Family(&out, "kcache_reflector_listed_objects_total", "counter",
               "Objects received by full lists."),
        [](const InformerMetrics& m) { return m.reflector.listed_objects; });
+  each(Family(&out, "kcache_reflector_listed_bytes_total", "counter",
+              "JSON bytes of the objects received by full lists."),
+       [](const InformerMetrics& m) { return m.reflector.listed_bytes; });
   each(Family(&out, "kcache_reflector_skipped_events_total", "counter",
               "Watch events not applied: not of the expected kind."),
        [](const InformerMetrics& m) { return m.reflector.skipped; });

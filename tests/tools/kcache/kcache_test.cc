@@ -419,6 +419,8 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   for (const char* line :
        {"# TYPE kcache_informer_synced gauge", "kcache_informer_synced{resource=\"pods\"} 1",
         "# TYPE kcache_reflector_watches_total counter",
+        "kcache_reflector_lists_total{resource=\"pods\"} ",
+        "# TYPE kcache_reflector_listed_bytes_total counter",
         "kcache_informer_store_resource_version{resource=\"pods\"} ",
         "kcache_informer_seconds_since_last_sync{resource=\"pods\"} "}) {
     EXPECT_NE(scraped.output.find(line), std::string::npos) << line << "\n" << scraped.output;
