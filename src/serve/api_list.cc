@@ -46,6 +46,12 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
     if (*rv == 0) {
       lq.limit = 0;  // "Any": served whole from the watch cache, as the apiserver does
     } else if (q.rv_match == "Exact" || (q.limit > 0 && q.rv_match.empty())) {
+      // Exact, read from etcd at that revision; etcd refuses a future one
+      // and the apiserver passes its error on as a 500 without a reason.
+      if (*rv > current) {
+        return SendReply(w,
+                         {500, "", "etcdserver: mvcc: required revision is a future revision", ""});
+      }
       lq.at_rv = *rv;
     } else if (*rv > current) {
       lq.at_rv = *rv;  // reported below as too large

@@ -143,28 +143,26 @@ std::optional<Reply> CheckListOptions(const Query& q) {
   if (q.send_initial_events) {
     return ListOptionsInvalid("sendInitialEvents", "sendInitialEvents is forbidden for list");
   }
-  if (!q.rv_match.empty()) {
-    if (q.rv_match != "Exact" && q.rv_match != "NotOlderThan") {
-      return Invalid("ListOptions", "meta.k8s.io", "resourceVersionMatch", "FieldValueNotSupported",
-                     "Unsupported value: " + Quote(q.rv_match) +
-                         ": supported values: \"Exact\", \"NotOlderThan\", \"\"");
-    }
-    if (!q.rv || q.rv->empty()) {
-      return ListOptionsInvalid(
-          "resourceVersionMatch",
-          "resourceVersionMatch is forbidden unless resourceVersion is provided");
-    }
-    if (!q.continue_token.empty()) {
-      return ListOptionsInvalid("resourceVersionMatch",
-                                "resourceVersionMatch is forbidden when continue is provided");
-    }
-    if (q.rv_match == "Exact" && *q.rv == "0") {
-      return ListOptionsInvalid(
-          "resourceVersionMatch",
-          "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
-    }
+  if (q.rv_match.empty()) return std::nullopt;
+  // Every error, in the apiserver's order (ValidateListOptions).
+  std::vector<FieldError> errors;
+  auto forbidden = [&](const std::string& detail) {
+    errors.push_back({"resourceVersionMatch", "FieldValueForbidden", "Forbidden: " + detail});
+  };
+  if (!q.rv || q.rv->empty())
+    forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided");
+  if (!q.continue_token.empty())
+    forbidden("resourceVersionMatch is forbidden when continue is provided");
+  if (q.rv_match == "Exact") {
+    if (q.rv && *q.rv == "0")
+      forbidden("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+  } else if (q.rv_match != "NotOlderThan") {
+    errors.push_back({"resourceVersionMatch", "FieldValueNotSupported",
+                      "Unsupported value: " + Quote(q.rv_match) +
+                          ": supported values: \"Exact\", \"NotOlderThan\", \"\""});
   }
-  return std::nullopt;
+  if (errors.empty()) return std::nullopt;
+  return Invalid("ListOptions", "meta.k8s.io", errors);
 }
 
 // The watch options the apiserver refuses, as it words them.

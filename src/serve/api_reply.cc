@@ -91,11 +91,21 @@ Reply NotFound(const ResourceType& t, const std::string& name) {
 
 Reply Invalid(std::string_view kind, std::string_view group, std::string_view field,
               std::string_view cause_reason, std::string_view detail) {
-  std::string message = std::string(kind) + "." + std::string(group) +
-                        " \"\" is invalid: " + std::string(field) + ": " + std::string(detail);
-  ojson d = {{"group", group},
-             {"kind", kind},
-             {"causes", {{{"reason", cause_reason}, {"message", detail}, {"field", field}}}}};
+  return Invalid(kind, group,
+                 {{std::string(field), std::string(cause_reason), std::string(detail)}});
+}
+
+Reply Invalid(std::string_view kind, std::string_view group,
+              const std::vector<FieldError>& errors) {
+  std::string list;
+  ojson causes = ojson::array();
+  for (const FieldError& e : errors) {
+    list += (list.empty() ? "" : ", ") + e.field + ": " + e.detail;
+    causes.push_back({{"reason", e.reason}, {"message", e.detail}, {"field", e.field}});
+  }
+  if (errors.size() > 1) list = "[" + list + "]";
+  std::string message = std::string(kind) + "." + std::string(group) + " \"\" is invalid: " + list;
+  ojson d = {{"group", group}, {"kind", kind}, {"causes", causes}};
   return {422, "Invalid", message, d.dump()};
 }
 

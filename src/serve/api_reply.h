@@ -58,6 +58,17 @@ Reply Invalid(std::string_view kind, std::string_view group, std::string_view fi
 // 422 Invalid for a forbidden ListOptions field.
 Reply ListOptionsInvalid(std::string_view field, std::string_view detail);
 
+// One field error of a 422: its field, cause reason and detail.
+struct FieldError {
+  std::string field;
+  std::string reason;  // "FieldValueForbidden", "FieldValueNotSupported"
+  std::string detail;  // "Forbidden: ...", "Unsupported value: ..."
+};
+// 422 Invalid for several errors of one object, as the apiserver words
+// them: "KIND.GROUP "" is invalid: [F1: D1, F2: D2]" with a cause each (one
+// error: no brackets).
+Reply Invalid(std::string_view kind, std::string_view group, const std::vector<FieldError>& errors);
+
 // 410 for a watch from before the history the server keeps.
 Reply TooOldResourceVersion(std::string_view rv, std::string_view floor);
 // 410 for a list at a resourceVersion the server no longer keeps.

@@ -9,11 +9,13 @@ std::string StateKey(const ResourceType& type, const std::string& namespace_,
   return type.namespaced ? namespace_ + "/" + name : name;
 }
 
-ClusterState::ClusterState(std::vector<ResourceType> types, size_t history)
-    : types_(std::move(types)), history_(std::max<size_t>(history, 1)) {
+ClusterState::ClusterState(std::vector<ResourceType> types, size_t history, size_t list_history)
+    : types_(std::move(types)),
+      history_(std::max<size_t>(history, 1)),
+      list_history_(std::max(list_history, history_)) {
   for (size_t i = 0; i < types_.size(); ++i) {
     spaces_.push_back(std::make_unique<Keyspace>());
-    spaces_.back()->floor = rv_;
+    spaces_.back()->floor = spaces_.back()->list_floor = rv_;
   }
 }
 
@@ -32,6 +34,11 @@ uint64_t ClusterState::current_rv() const {
 uint64_t ClusterState::floor(int type) const {
   std::lock_guard<std::mutex> lock(mu_);
   return spaces_[type]->floor;
+}
+
+uint64_t ClusterState::list_floor(int type) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return spaces_[type]->list_floor;
 }
 
 size_t ClusterState::size(int type) const {
@@ -71,7 +78,7 @@ Status ClusterState::Load(int type, size_t count,
   }
   // A loaded cluster has no history yet: watches start from here.
   for (auto& space : spaces_) {
-    if (space->history.empty()) space->floor = rv_;
+    if (space->history.empty()) space->floor = space->list_floor = rv_;
   }
   return Status::OK();
 }
@@ -87,11 +94,12 @@ void ClusterState::Prune(Keyspace& ks, const std::string& key) {
   auto it = ks.objects.find(key);
   if (it == ks.objects.end()) return;
   std::vector<Version>& v = it->second;
-  // Keep every version after the floor and the newest one at or before it.
+  // Keep every version after the list floor and the newest one at or
+  // before it.
   size_t first_after = 0;
-  while (first_after < v.size() && v[first_after].rv <= ks.floor) ++first_after;
+  while (first_after < v.size() && v[first_after].rv <= ks.list_floor) ++first_after;
   size_t keep_from = first_after > 0 ? first_after - 1 : 0;
-  if (keep_from < v.size() && v[keep_from].rv <= ks.floor && !v[keep_from].object) ++keep_from;
+  if (keep_from < v.size() && v[keep_from].rv <= ks.list_floor && !v[keep_from].object) ++keep_from;
   v.erase(v.begin(), v.begin() + static_cast<ptrdiff_t>(keep_from));
   if (v.empty()) ks.objects.erase(it);
 }
@@ -135,8 +143,10 @@ StatusOr<StoredPtr> ClusterState::Apply(int type, const std::string& key,
   }
   rv_ = rv;
   ks.history.push_back(event);
-  while (ks.history.size() > history_) {
-    ks.floor = ks.history.front().rv;
+  // The event just before the watch window leaves it.
+  if (ks.history.size() > history_) ks.floor = ks.history[ks.history.size() - history_ - 1].rv;
+  while (ks.history.size() > list_history_) {
+    ks.list_floor = ks.history.front().rv;
     std::string dropped = ks.history.front().object->key;
     ks.history.pop_front();
     Prune(ks, dropped);
@@ -158,9 +168,9 @@ StatusOr<ListResult> ClusterState::List(int type, const ListQuery& q) const {
   const Keyspace& ks = *spaces_[type];
   ListResult out;
   out.rv = q.at_rv == 0 ? rv_ : q.at_rv;
-  if (out.rv < ks.floor) {
+  if (out.rv < ks.list_floor) {
     return Status::Expired("resourceVersion " + std::to_string(out.rv) + " is older than " +
-                           std::to_string(ks.floor));
+                           std::to_string(ks.list_floor));
   }
   if (out.rv > rv_) {
     return Status::FailedPrecondition("resourceVersion " + std::to_string(out.rv) +
@@ -233,7 +243,7 @@ void ClusterState::Compact() {
     std::vector<std::string> keys;
     for (const Event& e : ks.history) keys.push_back(e.object->key);
     ks.history.clear();
-    ks.floor = rv_;
+    ks.floor = ks.list_floor = rv_;
     for (const std::string& k : keys) Prune(ks, k);
     ks.changed.notify_all();
   }

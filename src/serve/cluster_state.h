@@ -3,9 +3,13 @@
 //
 // One resourceVersion counter for every type (as etcd's revision). Each
 // type keeps its objects as short version chains keyed "namespace/name" (or
-// "name"), so a list can be served at any resourceVersion still in the
-// history, and a bounded history of events (as the watch cache's capacity):
-// a watch or a continue token from before the history's floor is expired.
+// "name") and two windows over its events, as a real cluster has:
+// - the watch window (the watch cache's capacity): a watch from before its
+//   floor is expired;
+// - the list window (etcd's revisions until a compaction), at least as long:
+//   a list at an exact resourceVersion, or a continue token, from before its
+//   floor is expired. Between the two floors an exact list succeeds while a
+//   watch from the same resourceVersion is expired, as on kube-apiserver.
 //
 // Thread-safety: thread-safe; all methods may be called concurrently.
 
@@ -87,17 +91,20 @@ struct WatchBatch {
 
 class ClusterState {
  public:
-  // `history` events are kept per type (at least 1).
-  ClusterState(std::vector<ResourceType> types, size_t history);
+  // The watch window holds `history` events per type (at least 1); the list
+  // window `list_history` (at least `history`; 0: as many as `history`).
+  ClusterState(std::vector<ResourceType> types, size_t history, size_t list_history = 0);
 
   const std::vector<ResourceType>& types() const { return types_; }
   // -1 if unknown.
   int Find(const std::string& group, const std::string& resource) const;
 
   uint64_t current_rv() const;
-  // The oldest resourceVersion a watch or a continue token of `type` may
-  // start from.
+  // The oldest resourceVersion a watch of `type` may start from.
   uint64_t floor(int type) const;
+  // The oldest resourceVersion `type` may be listed at exactly (or continued
+  // at); at most floor(type).
+  uint64_t list_floor(int type) const;
 
   // Adds `count` objects of `type` outside the history (a cluster as found
   // at start-up): make(i, rv) returns object i stamped with rv.
@@ -110,8 +117,8 @@ class ClusterState {
 
   StoredPtr Get(int type, const std::string& key) const;
 
-  // Expired (with the floor in the message) if query.at_rv is below floor;
-  // FailedPrecondition if above the current resourceVersion.
+  // Expired (with the floor in the message) if query.at_rv is below
+  // list_floor; FailedPrecondition if above the current resourceVersion.
   StatusOr<ListResult> List(int type, const ListQuery& query) const;
 
   // Waits until `type` has events after `after`, `deadline` passes or the
@@ -136,8 +143,9 @@ class ClusterState {
   };
   struct Keyspace {
     std::map<std::string, std::vector<Version>, std::less<>> objects;
-    std::deque<Event> history;
-    uint64_t floor = 0;
+    std::deque<Event> history;  // the list window; its last history_ events, the watch window
+    uint64_t floor = 0;         // of the watch window
+    uint64_t list_floor = 0;    // of the list window
     size_t live = 0;
     mutable std::condition_variable changed;
   };
@@ -148,6 +156,7 @@ class ClusterState {
 
   const std::vector<ResourceType> types_;
   const size_t history_;
+  const size_t list_history_;
   mutable std::mutex mu_;
   uint64_t rv_ = 1;
   bool shutdown_ = false;

@@ -10,6 +10,9 @@ namespace kcache::serve {
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options) {
   if (options.history < 1) return Status::InvalidArgument("--history must be at least 1");
+  if (options.list_history != 0 && options.list_history < options.history)
+    return Status::InvalidArgument("--list-history must be 0 or at least --history");
+  const int64_t list_history = options.list_history ? options.list_history : 2 * options.history;
   for (int64_t v : {options.cluster.pods, options.cluster.namespaces, options.cluster.nodes,
                     options.churn.creates, options.churn.updates, options.churn.relabels,
                     options.churn.deletes}) {
@@ -17,7 +20,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options) {
   }
   std::unique_ptr<Server> s(new Server());
   s->state_ =
-      std::make_unique<ClusterState>(BuiltinResourceTypes(), static_cast<size_t>(options.history));
+      std::make_unique<ClusterState>(BuiltinResourceTypes(), static_cast<size_t>(options.history),
+                                     static_cast<size_t>(list_history));
   KCACHE_RETURN_IF_ERROR(LoadSyntheticCluster(*s->state_, options.cluster));
   s->api_ = std::make_unique<Api>(s->state_.get(), options.api);
   Api* api = s->api_.get();

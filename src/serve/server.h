@@ -25,8 +25,13 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:8080";
   SyntheticOptions cluster;
   ChurnOptions churn;
-  // Events kept per resource type; older resourceVersions are expired.
+  // Events per resource type in the watch window (the watch cache's
+  // capacity): a watch from before them gets 410 Expired.
   int64_t history = 10000;
+  // Events per resource type whose object versions stay listable exactly
+  // (etcd's revisions before a compaction); a list or continue token from
+  // before them gets 410. At least `history`; 0: twice `history`.
+  int64_t list_history = 0;
   ApiOptions api;
 };
 

@@ -237,6 +237,40 @@ TEST(InformerTest, ExpiredCheckpointRelistsWithDiff) {
   EXPECT_EQ(c.Names().size(), 38u + 1u + 10u);
 }
 
+// Invariant 3, as kube-apiserver answers: the resume point has left the
+// watch window but not the list window (etcd keeps revisions until a
+// compaction), so a paginated LIST at it would be answered Exact, with the
+// expired state. The relist asks NotOlderThan, lists once, and stays synced
+// on a working watch: no loop of LISTs.
+TEST(InformerTest, ExpiredWatchInsideTheListWindowRelistsOnce) {
+  serve::ServeOptions o = testing::QuietCluster();
+  o.history = 5;
+  o.list_history = 1000;
+  ServeFixture f(o);
+  for (int i = 0; i < 40; ++i) f.Create("cm-" + std::to_string(i), "1");
+  testing::TempDir dir;
+  ASSERT_NO_FATAL_FAILURE(SyncOnce(f, dir.path()));
+  f.Update("cm-1", "2");
+  f.Delete("cm-2");
+  for (int i = 0; i < 10; ++i) f.Create("pad-" + std::to_string(i), "1", "ns-1");
+
+  InformerOptions io = ExpiredResume();
+  io.reflector.streaming_list = false;
+  CacheInformer c(f, dir.path(), io);
+  ASSERT_OK(c.informer->Start());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  const std::string before = (*c.indexer->GetByKey("default/cm-4"))->resource_version();
+  f.Update("cm-4", "2");  // the watch after the relist works
+  ASSERT_TRUE(Eventually([&] {
+    auto cm = c.indexer->GetByKey("default/cm-4");
+    return cm.ok() && *cm && (*cm)->resource_version() != before;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(c.informer->stats().lists, 1u);
+  EXPECT_EQ(c.Names().size(), 49u);
+  EXPECT_EQ(c.indexer->GetByKey("default/cm-2").value(), nullptr);
+}
+
 // A relist over a full store holds its changed objects until it ends, to
 // announce deletions first; with no handler there is no one to announce
 // them to, and nothing is held: memory stays flat in what changed (design

@@ -298,6 +298,41 @@ TEST(ServeApiTest, WatchesResumeExpireAndSendBookmarks) {
   EXPECT_FALSE(next.status().http_error()->continue_token.empty());
 }
 
+// The row that made relists loop against kube-apiserver: a resourceVersion
+// past the watch window but inside the list window (etcd's, until a
+// compaction) gets 410 on a watch, its state itself from a paginated LIST
+// (Exact) and the current state from a LIST NotOlderThan or an unpaginated
+// one. After a compaction the paginated LIST gets 410 too.
+TEST(ServeApiTest, AResourceVersionPastTheWatchWindowIsStillListedExactly) {
+  ServeOptions o = Quiet(0);
+  o.history = 3;
+  o.list_history = 100;
+  Fixture f(o);
+  f.CreateConfigMap("default", "a");
+  auto first = f.client->List(ConfigMaps("default"), {});
+  ASSERT_OK(first);
+  const std::string n = first->resource_version;
+  for (int i = 0; i < 5; ++i) f.CreateConfigMap("default", "b" + std::to_string(i));
+  auto w = f.client->Watch(ConfigMaps("default"), {.resource_version = n});
+  ASSERT_OK(w) << w.status();
+  EXPECT_TRUE((*w)->Next().status().IsExpired());
+  auto exact = f.client->List(ConfigMaps("default"), {.resource_version = n, .limit = 500});
+  ASSERT_OK(exact) << exact.status();
+  EXPECT_EQ(exact->resource_version, n);
+  EXPECT_EQ(exact->items.size(), 1u);
+  for (ListOptions newer :
+       {ListOptions{.resource_version = n, .resource_version_match = "NotOlderThan", .limit = 500},
+        ListOptions{.resource_version = n}}) {
+    auto now = f.client->List(ConfigMaps("default"), newer);
+    ASSERT_OK(now) << now.status();
+    EXPECT_GT(std::stoull(now->resource_version), std::stoull(n));
+    EXPECT_EQ(now->items.size(), 6u);
+  }
+  f.server->state().Compact();
+  auto gone = f.client->List(ConfigMaps("default"), {.resource_version = n, .limit = 500});
+  EXPECT_TRUE(gone.status().IsExpired()) << gone.status();
+}
+
 TEST(ServeApiTest, StreamingListEndsItsInitialEventsWithAnAnnotatedBookmark) {
   Fixture f(Quiet(100));
   auto w = f.client->Watch(Pods("ns-2"), {.resource_version_match = "NotOlderThan",

@@ -82,6 +82,36 @@ TEST_F(ClusterStateTest, HistoryBeyondItsCapacityExpiresOlderVersions) {
   EXPECT_EQ(batch.position, state_.current_rv());
 }
 
+// Two windows, as kube-apiserver has: a resourceVersion that has left the
+// watch window (the watch cache) but not the list window (etcd before a
+// compaction) is listed exactly while a watch from it is expired. This is
+// what made a relist at the expired resourceVersion loop against a real
+// server (invariant 3).
+TEST(ClusterStateWindowsTest, AnExactListOutlivesTheWatchWindow) {
+  ClusterState state(BuiltinResourceTypes(), 2, 6);
+  const int cm = state.Find("", "configmaps");
+  auto put = [&](const std::string& name, const std::string& value) {
+    auto r = state.Apply(cm, "ns/" + name, [&](const StoredPtr&, uint64_t rv) -> StatusOr<Change> {
+      return Change{Change::kWrite, ConfigMap(name, value, rv)};
+    });
+    EXPECT_OK(r) << r.status();
+    return r.ok() ? (*r)->rv : 0;
+  };
+  const uint64_t first = put("a", "1");
+  for (int i = 2; i <= 4; ++i) put("a", std::to_string(i));
+  EXPECT_GT(state.floor(cm), first);
+  EXPECT_LE(state.list_floor(cm), first);
+  EXPECT_TRUE(state.Wait(cm, first, 10, std::chrono::steady_clock::now()).expired);
+  auto exact = state.List(cm, {.at_rv = first});
+  ASSERT_OK(exact) << exact.status();
+  ASSERT_EQ(exact->items.size(), 1u);
+  EXPECT_EQ(exact->items[0]->rv, first);
+  for (int i = 5; i <= 8; ++i) put("a", std::to_string(i));
+  EXPECT_GT(state.list_floor(cm), first);
+  EXPECT_TRUE(state.List(cm, {.at_rv = first}).status().IsExpired());
+  EXPECT_LE(state.list_floor(cm), state.floor(cm));
+}
+
 TEST_F(ClusterStateTest, WaitHandsOutEventsInOrderWithThePreviousState) {
   uint64_t start = state_.current_rv();
   Put("a", "1");

@@ -294,7 +294,12 @@ int Serve(const std::vector<std::string>& args) {
   flags.Int("deletes", '\0', &o.churn.deletes, "pods deleted per second");
   flags.Int(
       "history", '\0', &o.history,
-      "events kept per resource; watches and continue tokens from before them get 410 Expired");
+      "events per resource in the watch window (the watch cache): a watch from before them gets "
+      "410 Expired");
+  flags.Int("list-history", '\0', &o.list_history,
+            "events per resource whose versions stay listable exactly (etcd's, until a "
+            "compaction): exact lists and continue tokens from before them get 410 (0: twice "
+            "--history)");
   flags.Int("bookmark-interval", '\0', &bookmark_seconds,
             "seconds between bookmarks on a watch that allows them");
   flags.String("fault-cut", '\0', &cut, "requests cut mid-way, e.g. 3,7 or *5 (every fifth)");
@@ -332,8 +337,8 @@ int Serve(const std::vector<std::string>& args) {
   if (!cache_dir.empty() || !snapshot.empty()) {
     for (const char* synthetic :
          {"pods", "namespaces", "nodes", "object-bytes", "seed", "creates", "updates", "relabels",
-          "deletes", "history", "fault-cut", "fault-expire", "fault-throttle", "retry-after",
-          "fault-error", "fault-malformed", "fault-stall", "fault-slow"}) {
+          "deletes", "history", "list-history", "fault-cut", "fault-expire", "fault-throttle",
+          "retry-after", "fault-error", "fault-malformed", "fault-stall", "fault-slow"}) {
       if (flags.Changed(synthetic)) {
         return Fail(kcache::Status::InvalidArgument("--" + std::string(synthetic) +
                                                     " applies to the synthetic cluster, not to " +
