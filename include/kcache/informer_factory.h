@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,7 +44,24 @@ struct KCACHE_EXPORT InformerFactoryOptions {
   // RestConfig); `parse` applies in both cases. Objects also get their
   // resource's kind and apiVersion if the server left them out (list items).
   RestClientOptions client;
+  // Resume the cache only from the cluster it was synced from. A cluster's
+  // identity is the uid of its kube-system namespace (KubeSystemUid), kept
+  // in the cache's ClusterInfo. Another cluster at the same address (one
+  // rebuilt, or a kubeconfig pointed elsewhere) has resourceVersions of
+  // another history, and a watch from one may even succeed: each informer
+  // then lists from "" instead of resuming (ReflectorOptions::sink_identity),
+  // and asks again after every outage (server_identity). The identity is
+  // recorded once every informer of the factory holds that cluster's state;
+  // that is reported to the informers' on_event as a kSynced event. A
+  // server whose kube-system namespace cannot be read is not checked. Turn
+  // off for a server that is not a whole cluster. Default: true.
+  bool check_cluster_identity = true;
 };
+
+// The uid of the server's kube-system namespace: a cluster's identity. ""
+// if the namespace has none. Errors: the request's (403 without the right
+// to read it, 404 on a server without it).
+KCACHE_EXPORT StatusOr<std::string> KubeSystemUid(RestClient& client);
 
 // What ForResource records about `resource` in the cache for offline
 // readers: group, version, resource, kind, scope, singular and short names.
@@ -102,6 +120,9 @@ class KCACHE_EXPORT InformerFactory {
   InformerFactory(RestConfig config, std::shared_ptr<RestClient> client,
                   std::shared_ptr<Cache> cache, InformerFactoryOptions options);
   StatusOr<std::shared_ptr<RestClient>> ClientLocked();
+  // Records the cluster identity the informers hold, once they all hold
+  // the same one (check_cluster_identity).
+  void RecordIdentity();
 
   const RestConfig config_;
   const std::shared_ptr<Cache> cache_;
@@ -112,6 +133,9 @@ class KCACHE_EXPORT InformerFactory {
   std::map<std::string, std::shared_ptr<SharedIndexInformer>> informers_;  // guarded by mu_
   bool started_ = false;                                                   // guarded by mu_
   bool stopped_ = false;                                                   // guarded by mu_
+  // The identity recorded in the cache; unset until the first informer.
+  std::optional<std::string> recorded_identity_;  // guarded by mu_
+  std::mutex record_mu_;                          // one RecordIdentity at a time; taken before mu_
 };
 
 }  // namespace kcache

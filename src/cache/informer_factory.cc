@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace kcache {
 
 InformerFactory::InformerFactory(RestConfig config, std::shared_ptr<RestClient> client,
@@ -47,6 +49,14 @@ StatusOr<std::shared_ptr<const Discovery>> InformerFactory::discovery() {
     KCACHE_ASSIGN_OR_RETURN(discovery_, Discovery::Fetch(*c));
   }
   return discovery_;
+}
+
+StatusOr<std::string> KubeSystemUid(RestClient& client) {
+  KCACHE_ASSIGN_OR_RETURN(std::string body, client.Get("/api/v1/namespaces/kube-system"));
+  nlohmann::json ns = nlohmann::json::parse(body, nullptr, false);
+  if (!ns.is_object() || !ns["metadata"].is_object() || !ns["metadata"]["uid"].is_string())
+    return std::string();
+  return ns["metadata"]["uid"].get<std::string>();
 }
 
 ResourceInfo ResourceInfoOf(const ApiResource& resource) {
@@ -96,6 +106,23 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
   // informers do.
   io.reflector.expected_api_version = parse.default_api_version;
   io.reflector.expected_kind = resource.kind;
+  if (options_.check_cluster_identity) {
+    if (!recorded_identity_) {
+      KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> info, cache_->GetClusterInfo());
+      recorded_identity_ = info ? info->uid : "";
+    }
+    if (io.reflector.sink_identity.empty()) io.reflector.sink_identity = *recorded_identity_;
+    if (!io.reflector.server_identity) {
+      io.reflector.server_identity = [base]() { return KubeSystemUid(*base); };
+    }
+    // Reflector threads end in Stop(), which the destructor calls: `this`
+    // outlives every call.
+    io.reflector.on_event = [this, user = io.reflector.on_event](const ReflectorEvent& e) {
+      if (user) user(e);
+      if (e.type == ReflectorEvent::Type::kSynced || e.type == ReflectorEvent::Type::kListed)
+        RecordIdentity();
+    };
+  }
   auto informer = SharedIndexInformer::Create(std::move(lw), std::move(indexer), std::move(io));
   if (started_) KCACHE_RETURN_IF_ERROR(informer->Start());
   informers_[name] = informer;
@@ -135,6 +162,45 @@ void InformerFactory::Stop() {
   }
   // Outside mu_: Stop() waits for handlers, which may call into the factory.
   for (auto& [name, informer] : informers()) informer->Stop();
+}
+
+// An informer that listed holds the cluster its reflector listed from; one
+// that resumed holds what the cache held. Once all hold one cluster, and it
+// is not the one recorded, it is recorded: a process killed before then
+// finds the old identity, and its informers list again.
+void InformerFactory::RecordIdentity() {
+  std::unique_lock record_lock(record_mu_);
+  std::string recorded;
+  {
+    std::lock_guard l(mu_);
+    recorded = recorded_identity_.value_or("");
+  }
+  std::string held;
+  for (const auto& [name, informer] : informers()) {
+    if (!informer->HasSynced()) return;
+    ReflectorStats r = informer->stats();
+    std::string id = r.lists > 0 ? r.server_identity : recorded;
+    if (r.lists == 0 && recorded.empty()) id = r.server_identity;  // unknown: trusted
+    if (id.empty() || (!held.empty() && id != held)) return;
+    held = std::move(id);
+  }
+  if (held.empty() || held == recorded) return;
+  StatusOr<std::optional<ClusterInfo>> info = cache_->GetClusterInfo();
+  if (!info.ok()) return;
+  ClusterInfo record = info->value_or(ClusterInfo{config_.server, "", ""});
+  record.uid = held;
+  if (!cache_->SetClusterInfo(record).ok()) return;  // asked again at the next list
+  {
+    std::lock_guard l(mu_);
+    recorded_identity_ = held;
+  }
+  record_lock.unlock();
+  const std::string message =
+      "the cache holds the cluster whose kube-system namespace has uid " + held +
+      (recorded.empty() ? std::string() : " alone now (it had " + recorded + ")") +
+      ": recording it";
+  if (options_.informer.reflector.on_event)
+    options_.informer.reflector.on_event(ReflectorEvent{ReflectorEvent::Type::kSynced, message});
 }
 
 uint64_t InformerFactory::BytesReceived() const {

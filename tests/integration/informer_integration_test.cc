@@ -108,6 +108,69 @@ TEST(InformerIntegrationTest, FactoryInformersShareOneConnectionAndThread) {
   EXPECT_EQ(factory->informers().size(), 5u);
 }
 
+// The factory checks the cluster's identity (on by default): a cache
+// recorded from another cluster (the uid of kube-system differs) is listed
+// from "" instead of resumed, and this cluster is recorded once synced, so
+// the next start resumes. With the check off, the cache is resumed.
+TEST(InformerIntegrationTest, FactoryListsACacheOfAnotherClusterAgainAndRecordsThisOne) {
+  Api api(Cluster::Get().Namespace("identity"));
+  for (int i = 0; i < 5; ++i) api.Create("cm-" + std::to_string(i));
+  auto uid = KubeSystemUid(*api.client());
+  ASSERT_OK(uid);
+  ASSERT_FALSE(uid->empty());
+  testing::TempDir dir;
+  // One start of a factory over the cache: its configmaps informer's stats
+  // once synced, and the identity the cache records then.
+  auto start = [&](bool check, std::string* recorded) {
+    auto cache = Cache::Open(dir.path());
+    EXPECT_OK(cache);
+    InformerFactoryOptions o;
+    o.namespace_ = api.ns();
+    o.check_cluster_identity = check;
+    auto factory = InformerFactory::Create(Cluster::Get().AdminConfig(), *cache, o);
+    auto informer = factory->ForResource("configmaps");
+    EXPECT_OK(informer);
+    EXPECT_OK(factory->Start());
+    EXPECT_OK(factory->WaitForCacheSync(std::chrono::seconds(60)));
+    ReflectorStats stats = (*informer)->stats();
+    factory->Stop();
+    auto info = (*cache)->GetClusterInfo();
+    EXPECT_OK(info);
+    *recorded = info.ok() && *info ? (*info)->uid : "";
+    EXPECT_EQ(testing::CacheState(*(*informer)->GetIndexer()), api.State());
+    return stats;
+  };
+  std::string recorded;
+  ReflectorStats first = start(true, &recorded);
+  EXPECT_EQ(first.lists, 1u);
+  EXPECT_EQ(recorded, *uid) << "a new cache records the cluster it was synced from";
+
+  {
+    auto cache = Cache::Open(dir.path());
+    ASSERT_OK(cache);
+    ASSERT_OK((*cache)->SetClusterInfo({"https://elsewhere", "v1.20.2", "another-cluster"}));
+  }
+  api.Create("new");
+  ReflectorStats other = start(true, &recorded);
+  EXPECT_EQ(other.probes, 0u) << "not resumed";
+  EXPECT_EQ(other.lists, 1u);
+  EXPECT_EQ(recorded, *uid);
+
+  ReflectorStats again = start(true, &recorded);
+  EXPECT_EQ(again.probes, 1u) << "this cluster's cache resumes";
+  EXPECT_EQ(again.lists, 0u);
+
+  {
+    auto cache = Cache::Open(dir.path());
+    ASSERT_OK(cache);
+    ASSERT_OK((*cache)->SetClusterInfo({"https://elsewhere", "v1.20.2", "another-cluster"}));
+  }
+  ReflectorStats unchecked = start(false, &recorded);
+  EXPECT_EQ(unchecked.probes, 1u) << "unchecked: resumed";
+  EXPECT_EQ(unchecked.lists, 0u);
+  EXPECT_EQ(recorded, "another-cluster");
+}
+
 // A large LIST, paged, while another informer of the factory already
 // watches on the same connection. With gzip responses multiplexed beside
 // the watch, libcurl 7.88 stalled the list for good; a factory's views do

@@ -156,48 +156,33 @@ std::string Summary(const Informers& informers, std::chrono::steady_clock::time_
   return out.str();
 }
 
-// The uid of the cluster's kube-system namespace; "" if the server has
-// none. Errors: the request's (403 without the right to read it).
-StatusOr<std::string> KubeSystemUid(RestClient& client) {
-  KCACHE_ASSIGN_OR_RETURN(std::string body, client.Get("/api/v1/namespaces/kube-system"));
-  nlohmann::json ns = nlohmann::json::parse(body, nullptr, false);
-  if (!ns.is_object() || !ns["metadata"].is_object() || !ns["metadata"]["uid"].is_string())
-    return std::string();
-  return ns["metadata"]["uid"].get<std::string>();
-}
-
-// Records the cluster the cache mirrors: its address, version (for stats
-// and snapshot manifests) and identity, the uid of its kube-system
-// namespace. A cache recorded from another cluster (one rebuilt at the same
-// address) cannot resume: its resourceVersions belong to another history,
-// and a watch from one may even succeed, keeping objects the server never
-// had. Its resources are then listed again from "" (`*resume` = false),
-// and the new identity must be recorded only once they are synced, so that
-// a sync killed before then lists again; if the cache holds resources this
-// sync does not name, which would stay stale, the sync is refused. A
-// server that does not say its version or identity is no reason to stop.
+// Records the cluster the cache mirrors: its address and version (for
+// stats and snapshot manifests). Its identity, the uid of its kube-system
+// namespace, is the factory's to check and record (check_cluster_identity):
+// a cache recorded from another cluster (one rebuilt at the same address)
+// is listed again from "", and the new identity recorded once synced. The
+// sync refuses that when the cache holds resources it does not name, which
+// would stay stale. A server that does not say its version or identity is
+// no reason to stop.
 Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
                     const std::vector<ApiResource>& resources,
-                    const std::function<void(const std::string&)>& say, ClusterInfo* record,
-                    bool* resume) {
-  ClusterInfo& cluster = *record;
-  cluster = ClusterInfo{server, "", ""};
+                    const std::function<void(const std::string&)>& say) {
+  ClusterInfo cluster{server, "", ""};
   if (StatusOr<std::string> body = client.Get("/version"); body.ok()) {
     nlohmann::json v = nlohmann::json::parse(*body, nullptr, false);
     if (v.is_object()) cluster.version = v.value("gitVersion", "");
   }
   KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> recorded, cache.GetClusterInfo());
   const std::string known = recorded ? recorded->uid : "";
+  cluster.uid = known;  // the factory records a new one once synced
   StatusOr<std::string> uid = KubeSystemUid(client);
-  if (uid.ok()) cluster.uid = *uid;
-  if (cluster.uid.empty()) {
-    cluster.uid = known;  // kept for a later check
+  if (!uid.ok() || uid->empty()) {
     if (!known.empty()) {
       say("cannot read the kube-system namespace to check that this is the cluster the cache "
           "was synced from" +
           (uid.ok() ? std::string() : " (" + std::string(uid.status().message()) + ")"));
     }
-  } else if (!known.empty() && known != cluster.uid) {
+  } else if (!known.empty() && known != *uid) {
     std::vector<std::string> named;
     for (const ApiResource& r : resources) named.push_back(r.gvr.group_resource().String());
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keyspaces, cache.ListKeyspaces());
@@ -209,32 +194,15 @@ Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
     const std::string what = "the server at " + server +
                              " is not the cluster this cache was synced from (its kube-system "
                              "namespace has uid " +
-                             cluster.uid + ", the cache recorded " + known + ")";
+                             *uid + ", the cache recorded " + known + ")";
     if (!others.empty()) {
       return Status::FailedPrecondition(what + "; the cache also holds " + others +
                                         ", which this sync would leave stale: name them too, or "
                                         "sync into another cache");
     }
     say(what + ": listing every resource again");
-    *resume = false;
-    return Status::OK();
   }
   return cache.SetClusterInfo(cluster);
-}
-
-// The server identity every informer's store has been listed under since
-// the start, if they all have and share one; "" otherwise. (A store that
-// only resumed holds what the cache held, whatever the server says now.)
-std::string SharedListedIdentity(
-    const std::map<std::string, std::shared_ptr<SharedIndexInformer>>& informers) {
-  std::string shared;
-  for (const auto& [name, informer] : informers) {
-    ReflectorStats r = informer->stats();
-    if (r.lists == 0 || r.server_identity.empty()) return "";
-    if (!shared.empty() && r.server_identity != shared) return "";
-    shared = std::move(r.server_identity);
-  }
-  return shared;
 }
 
 // Errors that retrying cannot end: a request the server refuses as
@@ -318,13 +286,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     if (fatal.ok()) fatal = st;
     failed = true;
   };
-  ClusterInfo cluster;
-  KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say, &cluster,
-                                      &fo.informer.reflector.resume));
-  // Asked again after every outage: another cluster rebuilt at the address
-  // while the sync runs is listed again, never watched from the old history.
-  fo.informer.reflector.server_identity = [client]() { return KubeSystemUid(*client); };
-  bool cluster_recorded = fo.informer.reflector.resume;
+  KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say));
   auto factory = InformerFactory::Create(config, cache, fo);
   for (const ApiResource& r : resources) {
     KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
@@ -366,16 +328,6 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     });
   }
 
-  // Writes `cluster` into the cache; false, the sync failing, on an error.
-  auto record_cluster = [&]() {
-    Status st = cache->SetClusterInfo(cluster);
-    if (st.ok()) return true;
-    say("error: " + std::string(st.message()));
-    std::lock_guard l(fatal_mu);
-    fatal = st;
-    failed = true;
-    return false;
-  };
   // Sampled with every turn of the loop below (20 a second).
   MemorySample peak;
   auto sample_memory = [&] {
@@ -387,23 +339,6 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     sample_memory();
     if (failed) break;
     const bool synced = factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok();
-    if (synced && !cluster_recorded) {
-      cluster_recorded = true;
-      if (!record_cluster()) break;
-    }
-    if (synced && cluster_recorded) {
-      // Once every resource has been listed again from another cluster
-      // (found after an outage), the cache holds that cluster alone: record
-      // it. Until then a restarted sync finds the old identity and lists
-      // everything again.
-      const std::string listed_from = SharedListedIdentity(factory->informers());
-      if (!listed_from.empty() && listed_from != cluster.uid) {
-        say("the cache holds the cluster whose kube-system namespace has uid " + listed_from +
-            " alone now (it had " + cluster.uid + "): recording it");
-        cluster.uid = listed_from;
-        if (!record_cluster()) break;
-      }
-    }
     if (options.until_synced && synced) break;
     timespec poll{0, 50 * 1000 * 1000};
     int got = sigtimedwait(&signals, nullptr, &poll);
