@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,23 @@ inline std::string ConfigMapJson(const std::string& name, const std::string& val
                                  const std::string& track = "a") {
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
          R"(","labels":{"track":")" + track + R"("}},"data":{"k":")" + value + R"("}})";
+}
+
+// The sum of the apiserver's /metrics samples of `metric` whose labels
+// include verb="LIST" and resource=`resource`.
+inline double ListMetric(RestClient& client, const std::string& metric,
+                         const std::string& resource) {
+  auto body = client.Get("/metrics");
+  EXPECT_OK(body) << body.status();
+  double total = 0;
+  std::istringstream in(body.ok() ? *body : "");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(metric + "{", 0) != 0) continue;
+    if (line.find(R"(verb="LIST")") == std::string::npos) continue;
+    if (line.find(R"(resource=")" + resource + "\"") == std::string::npos) continue;
+    total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
 }
 
 class Api {
@@ -59,20 +77,8 @@ class Api {
     }
     return out;
   }
-  // The sum of the apiserver's /metrics samples of `metric` whose labels
-  // include verb="LIST" and resource="configmaps".
   double ListMetric(const std::string& metric) {
-    auto body = client_->Get("/metrics");
-    EXPECT_OK(body) << body.status();
-    double total = 0;
-    std::istringstream in(body.ok() ? *body : "");
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind(metric + "{", 0) != 0) continue;
-      if (line.find(R"(verb="LIST")") == std::string::npos) continue;
-      if (line.find(R"(resource="configmaps")") == std::string::npos) continue;
-      total += std::stod(line.substr(line.rfind(' ') + 1));
-    }
-    return total;
+    return testing::ListMetric(*client_, metric, "configmaps");
   }
   const std::string& ns() const { return ns_; }
   std::shared_ptr<RestClient> client() const { return client_; }
@@ -95,10 +101,13 @@ inline std::map<std::string, std::string> CacheState(Indexer& indexer) {
   return out;
 }
 
-// Runs `kcache sync` in the background, stderr to a log file.
+// Runs `kcache sync RESOURCES -n NS` in the background, stderr to a log
+// file; RESOURCES is one argument or several separated by spaces.
 class SyncProcess {
  public:
-  SyncProcess(const std::string& ns, const std::string& cache, const std::string& log) : log_(log) {
+  SyncProcess(const std::string& ns, const std::string& cache, const std::string& log,
+              const std::string& resources = "configmaps")
+      : log_(log) {
     const char* bin = std::getenv("KCACHE_BIN");
     if (bin == nullptr) {
       ADD_FAILURE() << "KCACHE_BIN is not set";
@@ -109,8 +118,17 @@ class SyncProcess {
       int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 2);
       std::string kubeconfig = Cluster::Get().File("kubeconfig");
-      execl(bin, bin, "sync", "configmaps", "-n", ns.c_str(), "--kubeconfig", kubeconfig.c_str(),
-            "--cache", cache.c_str(), static_cast<char*>(nullptr));
+      std::vector<std::string> args = {bin, "sync"};
+      std::istringstream names(resources);
+      for (std::string r; names >> r;) args.push_back(r);
+      for (const std::string& a : {std::string("-n"), ns, std::string("--kubeconfig"), kubeconfig,
+                                   std::string("--cache"), cache}) {
+        args.push_back(a);
+      }
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(bin, argv.data());
       _exit(127);
     }
   }

@@ -7,8 +7,13 @@
 // resourceVersions and managedFields) and the two transcripts must agree.
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <iostream>
+#include <map>
+#include <regex>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -156,6 +161,212 @@ std::vector<std::string> RunScenario(Target& t) {
     read("watch from before compaction, in the stream", **old, 1);
   }
   return log;
+}
+
+// The list and watch semantics table of docs/serve.md, row by row, on pods
+// (served by the watch cache on kube-apiserver): each row is one request,
+// and what it returns is written as a line that names resourceVersions by
+// their role (N, N2, N3: the pods' creations; now: the current state), so
+// that the two servers' lines compare equal. A row with `v120` set is a
+// known difference between kube-apiserver v1.20 and newer servers (1.27+),
+// which kcache serve follows: v1.20's answer and a part of serve's
+// (`newer`) are asserted.
+struct Row {
+  std::string name;
+  std::string query;  // after "?"; {N}, {FUTURE} and {TOKEN} are replaced
+  bool watch = false;
+  bool message = true;  // compare the Status message too
+  std::string v120;     // v1.20's answer, where serve answers as newer servers
+  std::string newer;    // a part of serve's answer then
+};
+
+constexpr const char* kWatchMatchForbidden =
+    "422 Invalid \"ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: "
+    "Forbidden: resourceVersionMatch is forbidden for watch\" cause FieldValueForbidden";
+
+std::vector<Row> TableRows() {
+  return {
+      {"list, no resourceVersion", ""},
+      {"list, no resourceVersion, limit", "limit=1"},
+      {"list at 0", "resourceVersion=0"},
+      {"list at 0, limit (ignored)", "resourceVersion=0&limit=1"},
+      {"list at 0, NotOlderThan", "resourceVersion=0&resourceVersionMatch=NotOlderThan"},
+      {"list at 0, Exact", "resourceVersion=0&resourceVersionMatch=Exact"},
+      {"list at N", "resourceVersion={N}"},
+      {"list at N, limit (Exact)", "resourceVersion={N}&limit=1"},
+      {"list at N, NotOlderThan", "resourceVersion={N}&resourceVersionMatch=NotOlderThan"},
+      {"list at N, NotOlderThan, limit",
+       "resourceVersion={N}&resourceVersionMatch=NotOlderThan&limit=1"},
+      {"list at N, Exact", "resourceVersion={N}&resourceVersionMatch=Exact"},
+      {"list at N, Exact, limit", "resourceVersion={N}&resourceVersionMatch=Exact&limit=1"},
+      {"list, Exact without resourceVersion", "resourceVersionMatch=Exact"},
+      {"list, NotOlderThan without resourceVersion", "resourceVersionMatch=NotOlderThan"},
+      {"list, unknown match", "resourceVersion={N}&resourceVersionMatch=Bogus"},
+      {"list at a future resourceVersion", "resourceVersion={FUTURE}"},
+      {"list at a future resourceVersion, limit (Exact)", "resourceVersion={FUTURE}&limit=1"},
+      {"list at a future resourceVersion, NotOlderThan, limit",
+       "resourceVersion={FUTURE}&resourceVersionMatch=NotOlderThan&limit=1"},
+      {"list at a future resourceVersion, Exact",
+       "resourceVersion={FUTURE}&resourceVersionMatch=Exact"},
+      {"list, sendInitialEvents", "sendInitialEvents=true", false, true, "200 at now, 3 items",
+       "422 Invalid \"ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: "
+       "Forbidden: sendInitialEvents is forbidden for list\" cause FieldValueForbidden"},
+      {"list, continue", "limit=1&continue={TOKEN}"},
+      {"list, continue at 0", "limit=1&continue={TOKEN}&resourceVersion=0"},
+      {"list, continue at N", "limit=1&continue={TOKEN}&resourceVersion={N}"},
+      {"list, continue, NotOlderThan",
+       "limit=1&continue={TOKEN}&resourceVersionMatch=NotOlderThan"},
+      {"list, continue, Exact at N",
+       "limit=1&continue={TOKEN}&resourceVersion={N}&resourceVersionMatch=Exact"},
+      {"list, bad continue token", "limit=1&continue=bogus", false, false},
+      {"watch, no resourceVersion", "timeoutSeconds=1", true},
+      {"watch at 0", "resourceVersion=0&timeoutSeconds=1", true},
+      {"watch at N", "resourceVersion={N}&timeoutSeconds=1", true},
+      {"watch at a future resourceVersion", "resourceVersion={FUTURE}&timeoutSeconds=1", true, true,
+       "200", "200 ERROR:504"},
+      {"watch at N, NotOlderThan",
+       "resourceVersion={N}&resourceVersionMatch=NotOlderThan&timeoutSeconds=1", true, true,
+       kWatchMatchForbidden, "unless sendInitialEvents is provided"},
+      {"watch, sendInitialEvents at N",
+       "sendInitialEvents=true&resourceVersion={N}&resourceVersionMatch=NotOlderThan&"
+       "allowWatchBookmarks=true&timeoutSeconds=1",
+       true, true, kWatchMatchForbidden, "200 ADDED:p1@N ADDED:p2@N2 ADDED:p3@N3 BOOKMARK:"},
+  };
+}
+
+// What one row returns on one server.
+std::string Answer(RestClient& c, const std::string& path, const Row& row,
+                   const std::map<std::string, std::string>& roles, uint64_t now) {
+  // An object's resourceVersion is named by the creation it is; a list's
+  // is "now" when it is not older than the row's start.
+  auto role = [&](const std::string& rv, bool list) {
+    uint64_t v = 0;
+    const bool number =
+        !rv.empty() && std::from_chars(rv.data(), rv.data() + rv.size(), v).ec == std::errc();
+    if (list && number && v >= now) return std::string("now");
+    if (auto it = roles.find(rv); it != roles.end()) return it->second;
+    return number && v >= now ? std::string("now") : "<" + rv + ">";
+  };
+  // The status, with the server's message alone (the client adds the
+  // request before it and the HTTP status after it).
+  auto error = [&](const Status& st) {
+    const HttpError* h = st.http_error();
+    if (!h) return "error without HTTP status: " + st.ToString();
+    std::string out = std::to_string(h->http_code) + " " + h->reason;
+    if (row.message) {
+      std::string m(st.message());
+      if (size_t colon = m.find(": "); m.starts_with("GET ") && colon != std::string::npos)
+        m = m.substr(colon + 2);
+      if (size_t http = m.rfind(" (HTTP "); http != std::string::npos) m = m.substr(0, http);
+      // resourceVersions in messages ("Too large resource version: R, current: C")
+      // are the servers' own numbers.
+      m = std::regex_replace(m, std::regex("[0-9]{3,}"), "#");
+      out += " \"" + m + "\"";
+    }
+    for (const auto& cause : h->causes) out += " cause " + cause.type;
+    return out;
+  };
+  if (row.watch) {
+    auto body = c.Get(path + "?watch=1&" + row.query);
+    if (!body.ok()) return error(body.status());
+    // Initial events come in no set order (kube-apiserver's watch cache
+    // walks a map): each answer lists its events sorted.
+    std::vector<std::string> events;
+    size_t at = 0;
+    while (at < body->size()) {
+      size_t end = body->find('\n', at);
+      if (end == std::string::npos) end = body->size();
+      nlohmann::json e = nlohmann::json::parse(body->substr(at, end - at), nullptr, false);
+      at = end + 1;
+      if (!e.is_object()) continue;
+      const nlohmann::json& o = e["object"];
+      events.push_back(e.value("type", "") + ":" +
+                       (e["type"] == "ERROR"
+                            ? std::to_string(o.value("code", 0))
+                            : o["metadata"].value("name", "") + "@" +
+                                  role(o["metadata"].value("resourceVersion", ""), false)));
+    }
+    std::sort(events.begin(), events.end());
+    std::string out = "200";
+    for (const std::string& e : events) out += " " + e;
+    return out;
+  }
+  auto body = c.Get(path + "?" + row.query);
+  if (!body.ok()) return error(body.status());
+  nlohmann::json j = nlohmann::json::parse(*body, nullptr, false);
+  if (!j.is_object()) return "not json";
+  const nlohmann::json& m = j["metadata"];
+  std::string out = "200 at " + role(m.value("resourceVersion", ""), true) + ", " +
+                    std::to_string(j["items"].size()) + " items";
+  if (m.contains("continue")) out += ", continue";
+  if (m.contains("remainingItemCount")) out += ", " + m["remainingItemCount"].dump() + " remaining";
+  return out;
+}
+
+std::vector<std::string> RunTable(Target& t) {
+  RestClient& c = *t.client;
+  const std::string path = "/api/v1/namespaces/" + t.ns + "/pods";
+  std::string n;
+  std::map<std::string, std::string> roles;  // the pods' creations: N, N2, N3
+  for (int i = 1; i <= 3; ++i) {
+    auto r = c.Do("POST", path,
+                  R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p)" + std::to_string(i) +
+                      R"("},"spec":{"containers":[{"name":"c","image":"x"}]}})");
+    if (!r.ok()) return {"create: " + r.status().ToString()};
+    std::string rv = nlohmann::json::parse(*r)["metadata"]["resourceVersion"].get<std::string>();
+    if (i == 1) n = rv;
+    roles[rv] = i == 1 ? "N" : "N" + std::to_string(i);
+  }
+  std::vector<std::string> out;
+  for (const Row& row : TableRows()) {
+    auto now_list = c.List({{"", "v1", "pods"}, true, t.ns}, {.limit = 1});
+    if (!now_list.ok()) return {"list: " + now_list.status().ToString()};
+    const uint64_t now = std::stoull(now_list->resource_version);
+    std::string q = row.query;
+    auto replace = [&](const std::string& from, const std::string& to) {
+      for (size_t at = q.find(from); at != std::string::npos; at = q.find(from))
+        q.replace(at, from.size(), to);
+    };
+    replace("{N}", n);
+    replace("{FUTURE}", std::to_string(now + 100000));
+    replace("{TOKEN}", now_list->continue_token);
+    Row r = row;
+    r.query = q;
+    out.push_back(row.name + ": " + Answer(c, path, r, roles, now));
+  }
+  return out;
+}
+
+TEST(ServeDifferentialTest, ListAndWatchSemanticsTableRowByRow) {
+  testing::Cluster& cluster = testing::Cluster::Get();
+  Target real{cluster.Admin(), [&] { cluster.CompactEtcd(); }, cluster.Namespace("table")};
+  serve::ServeOptions o;
+  o.listen = "127.0.0.1:0";
+  o.cluster.pods = 0;
+  o.churn = {0, 0, 0, 0};
+  auto server = serve::Server::Start(o);
+  ASSERT_OK(server) << server.status();
+  RestConfig config;
+  config.server = (*server)->url();
+  RestClientOptions options;
+  options.max_retries = 0;
+  Target ours{RestClient::Create(config, options).value(), nullptr, real.ns};
+  ASSERT_OK(ours.client->Do("POST", "/api/v1/namespaces",
+                            R"({"metadata":{"name":")" + real.ns + R"("}})"));
+  std::vector<std::string> want = RunTable(real);
+  std::vector<std::string> got = RunTable(ours);
+  const std::vector<Row> rows = TableRows();
+  ASSERT_EQ(want.size(), rows.size()) << ::testing::PrintToString(want);
+  ASSERT_EQ(got.size(), rows.size()) << ::testing::PrintToString(got);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::cout << "  " << want[i] << "\n";  // the table, for the log
+    if (!rows[i].v120.empty()) {
+      EXPECT_EQ(want[i], rows[i].name + ": " + rows[i].v120) << "kube-apiserver v1.20";
+      EXPECT_THAT(got[i], ::testing::HasSubstr(rows[i].newer)) << "kcache serve";
+      continue;
+    }
+    EXPECT_EQ(want[i], got[i]) << "row " << i;
+  }
 }
 
 TEST(ServeDifferentialTest, RealApiserverAndKcacheServeAgree) {
