@@ -12,8 +12,10 @@
 //   or an expired resourceVersion) is followed at once by a paginated LIST.
 // - A watch that ends cleanly is reopened from the last resourceVersion
 //   seen. 410 Expired, or a resourceVersion the server has not reached,
-//   leads to a relist at that resourceVersion, then at "" if that one is
-//   unavailable too. 429 and connection failures back off and watch again
+//   leads to a relist at that resourceVersion with
+//   resourceVersionMatch=NotOlderThan (the server's state at or after it,
+//   never the expired state), then at "" if that one is unavailable too. A
+//   list whose resourceVersion the next watch rejects is never repeated. 429 and connection failures back off and watch again
 //   without a relist (a stream that breaks is watched again at once, or
 //   after backoff if it broke within a second with nothing). A 500
 //   InternalError relists unless max_internal_error_retry allows another

@@ -179,8 +179,8 @@ void InformerFactory::RecordIdentity() {
   for (const auto& [name, informer] : informers()) {
     if (!informer->HasSynced()) return;
     ReflectorStats r = informer->stats();
-    std::string id = r.lists > 0 ? r.server_identity : recorded;
-    if (r.lists == 0 && recorded.empty()) id = r.server_identity;  // unknown: trusted
+    // A resumed store of a cache with no identity recorded is trusted.
+    std::string id = r.lists > 0 || recorded.empty() ? r.server_identity : recorded;
     if (id.empty() || (!held.empty() && id != held)) return;
     held = std::move(id);
   }

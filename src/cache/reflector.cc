@@ -346,10 +346,6 @@ class ReflectorImpl final : public Reflector {
         unavailable_ = false;
         expired_.clear();
         listed_rv_ = LastSyncResourceVersion();
-        {
-          std::lock_guard l(mu_);
-          stats_.server_identity = identity_;
-        }
         MarkSynced();
       }
       return result;
@@ -488,6 +484,7 @@ class ReflectorImpl final : public Reflector {
       stats_.listed_bytes += bytes;
       stats_.bytes += bytes;
       stats_.last_applied = clock_->Now();
+      stats_.server_identity = identity_;  // before kListed: its handlers read it
       last_rv_ = rv;
     }
     Emit(ReflectorEvent::Type::kListed, lw_->Describe() + ": " + how + " of " + std::to_string(n) +
