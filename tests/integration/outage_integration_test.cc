@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -246,6 +247,18 @@ TEST(OutageIntegrationTest, RestartAfterTheWatchCacheDroppedTheResumePointListsO
     ASSERT_LT(round, 8) << "the watch cache still holds resourceVersion " << resume;
     ASSERT_EQ(api.Relabel(names, ++round), 0);
   }
+  // docs/serve.md's row between the two windows, on kube-apiserver: the
+  // watch from `resume` is expired, yet a paginated LIST at it is Exact and
+  // returns the old state; NotOlderThan returns the current one.
+  auto exact = api.client().List(Pods(api.ns()), {.resource_version = resume, .limit = 500});
+  ASSERT_OK(exact) << exact.status();
+  EXPECT_EQ(exact->resource_version, resume);
+  EXPECT_EQ(exact->items.size(), static_cast<size_t>(std::min(n, 500))) << "the pods at resume";
+  auto newer = api.client().List(
+      Pods(api.ns()),
+      {.resource_version = resume, .resource_version_match = "NotOlderThan", .limit = 500});
+  ASSERT_OK(newer) << newer.status();
+  EXPECT_GT(std::stoull(newer->resource_version), std::stoull(resume));
   const auto want = api.State();
 
   // kcache sync: one relist, bytes of about one full list, converged.

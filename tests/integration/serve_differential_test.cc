@@ -337,24 +337,38 @@ std::vector<std::string> RunTable(Target& t) {
   return out;
 }
 
+// kcache serve with an empty, quiet synthetic cluster and namespace `ns`,
+// and the target that drives it.
+struct Ours {
+  explicit Ours(const std::string& ns) {
+    serve::ServeOptions o;
+    o.listen = "127.0.0.1:0";
+    o.cluster.pods = 0;
+    o.churn = {0, 0, 0, 0};
+    auto started = serve::Server::Start(o);
+    EXPECT_OK(started) << started.status();
+    server = std::move(started).value();
+    RestConfig config;
+    config.server = server->url();
+    RestClientOptions options;
+    options.max_retries = 0;
+    target = {RestClient::Create(config, options).value(), [this] { server->state().Compact(); },
+              ns};
+    auto created =
+        target.client->Do("POST", "/api/v1/namespaces", R"({"metadata":{"name":")" + ns + R"("}})");
+    EXPECT_OK(created) << created.status();
+  }
+  std::unique_ptr<serve::Server> server;
+  Target target;
+};
+
 TEST(ServeDifferentialTest, ListAndWatchSemanticsTableRowByRow) {
   testing::Cluster& cluster = testing::Cluster::Get();
   Target real{cluster.Admin(), [&] { cluster.CompactEtcd(); }, cluster.Namespace("table")};
-  serve::ServeOptions o;
-  o.listen = "127.0.0.1:0";
-  o.cluster.pods = 0;
-  o.churn = {0, 0, 0, 0};
-  auto server = serve::Server::Start(o);
-  ASSERT_OK(server) << server.status();
-  RestConfig config;
-  config.server = (*server)->url();
-  RestClientOptions options;
-  options.max_retries = 0;
-  Target ours{RestClient::Create(config, options).value(), nullptr, real.ns};
-  ASSERT_OK(ours.client->Do("POST", "/api/v1/namespaces",
-                            R"({"metadata":{"name":")" + real.ns + R"("}})"));
+  Ours ours(real.ns);
+  ASSERT_NE(ours.server, nullptr);
   std::vector<std::string> want = RunTable(real);
-  std::vector<std::string> got = RunTable(ours);
+  std::vector<std::string> got = RunTable(ours.target);
   const std::vector<Row> rows = TableRows();
   ASSERT_EQ(want.size(), rows.size()) << ::testing::PrintToString(want);
   ASSERT_EQ(got.size(), rows.size()) << ::testing::PrintToString(got);
@@ -372,22 +386,9 @@ TEST(ServeDifferentialTest, ListAndWatchSemanticsTableRowByRow) {
 TEST(ServeDifferentialTest, RealApiserverAndKcacheServeAgree) {
   testing::Cluster& cluster = testing::Cluster::Get();
   Target real{cluster.Admin(), [&] { cluster.CompactEtcd(); }, cluster.Namespace("differential")};
-
-  serve::ServeOptions o;
-  o.listen = "127.0.0.1:0";
-  o.cluster.pods = 0;
-  o.churn = {0, 0, 0, 0};
-  auto server = serve::Server::Start(o);
-  ASSERT_OK(server) << server.status();
-  RestConfig config;
-  config.server = (*server)->url();
-  RestClientOptions options;
-  options.max_retries = 0;
-  Target ours{RestClient::Create(config, options).value(), [&] { (*server)->state().Compact(); },
-              real.ns};
-  auto ns = ours.client->Do("POST", "/api/v1/namespaces",
-                            R"({"metadata":{"name":")" + real.ns + R"("}})");
-  ASSERT_OK(ns) << ns.status();
+  Ours ours_server(real.ns);
+  ASSERT_NE(ours_server.server, nullptr);
+  Target& ours = ours_server.target;
 
   std::vector<std::string> want = RunScenario(real);
   std::vector<std::string> got = RunScenario(ours);
