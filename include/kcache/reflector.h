@@ -15,11 +15,11 @@
 //   leads to a relist at that resourceVersion with
 //   resourceVersionMatch=NotOlderThan (the server's state at or after it,
 //   never the expired state), then at "" if that one is unavailable too. A
-//   list whose resourceVersion the next watch rejects is never repeated. 429 and connection failures back off and watch again
-//   without a relist (a stream that breaks is watched again at once, or
-//   after backoff if it broke within a second with nothing). A 500
-//   InternalError relists unless max_internal_error_retry allows another
-//   watch.
+//   list whose resourceVersion the next watch rejects is never repeated.
+//   429 and connection failures back off and watch again without a relist
+//   (a stream that breaks is watched again at once, or after backoff if it
+//   broke within a second with nothing). A 500 InternalError relists
+//   unless max_internal_error_retry allows another watch.
 // - After an outage, with server_identity set, the server's identity is
 //   asked before the watch opens again: another cluster is listed from "".
 // - Requests in flight are cancelled when the stop is requested.
