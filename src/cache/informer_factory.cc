@@ -185,22 +185,29 @@ void InformerFactory::RecordIdentity() {
     held = std::move(id);
   }
   if (held.empty() || held == recorded) return;
-  StatusOr<std::optional<ClusterInfo>> info = cache_->GetClusterInfo();
-  if (!info.ok()) return;
-  ClusterInfo record = info->value_or(ClusterInfo{config_.server, "", ""});
-  record.uid = held;
-  if (!cache_->SetClusterInfo(record).ok()) return;  // asked again at the next list
-  {
-    std::lock_guard l(mu_);
-    recorded_identity_ = held;
-  }
-  record_lock.unlock();
-  const std::string message =
+  std::string message =
       "the cache holds the cluster whose kube-system namespace has uid " + held +
       (recorded.empty() ? std::string() : " alone now (it had " + recorded + ")") +
       ": recording it";
+  ReflectorEvent::Type type = ReflectorEvent::Type::kSynced;
+  StatusOr<std::optional<ClusterInfo>> info = cache_->GetClusterInfo();
+  Status st = info.status();
+  if (st.ok()) {
+    ClusterInfo record = info->value_or(ClusterInfo{config_.server, "", ""});
+    record.uid = held;
+    st = cache_->SetClusterInfo(record);
+  }
+  if (st.ok()) {
+    std::lock_guard l(mu_);
+    recorded_identity_ = held;
+  } else {
+    // Tried again at the next list; until then a restart lists again.
+    type = ReflectorEvent::Type::kError;
+    message += " failed: " + st.ToString();
+  }
+  record_lock.unlock();
   if (options_.informer.reflector.on_event)
-    options_.informer.reflector.on_event(ReflectorEvent{ReflectorEvent::Type::kSynced, message});
+    options_.informer.reflector.on_event(ReflectorEvent{type, std::move(message)});
 }
 
 uint64_t InformerFactory::BytesReceived() const {

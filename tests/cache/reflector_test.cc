@@ -154,10 +154,28 @@ Status InternalError(const std::string& msg) {
       .WithHttpError(HttpError{.http_code = 500, .reason = "InternalError"});
 }
 
-std::vector<std::string> Versions(const std::vector<ListOptions>& calls) {
+// One field of each call: Versions(calls), Matches(calls).
+std::vector<std::string> Each(const std::vector<ListOptions>& calls,
+                              std::string ListOptions::*field) {
   std::vector<std::string> out;
-  for (const auto& c : calls) out.push_back(c.resource_version);
+  for (const auto& c : calls) out.push_back(c.*field);
   return out;
+}
+std::vector<std::string> Versions(const std::vector<ListOptions>& calls) {
+  return Each(calls, &ListOptions::resource_version);
+}
+std::vector<std::string> Matches(const std::vector<ListOptions>& calls) {
+  return Each(calls, &ListOptions::resource_version_match);
+}
+
+// Ends `w` with `last` and a 410 at its resourceVersion, and lets the
+// backoff before the relist pass on the clock.
+void ExpireAfter(Rig& r, testing::FakeWatchStream& w, WatchEvent last) {
+  const std::string rv = last.object->resource_version();
+  w.Push(std::move(last));
+  w.Fail(Status::Expired("too old resource version: " + rv + " (" + rv + "0)"));
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
 }
 
 // A failed list waits one backoff step on the injected clock, no more.
@@ -225,12 +243,6 @@ TEST(ReflectorTest, ResourceVersionLadder) {
   EXPECT_EQ(r.store->LastSyncResourceVersion(), "20");
 }
 
-std::vector<std::string> Matches(const std::vector<ListOptions>& calls) {
-  std::vector<std::string> out;
-  for (const auto& c : calls) out.push_back(c.resource_version_match);
-  return out;
-}
-
 // Invariant 3: the relist after a watch's 410 asks for the state at or
 // after the expired resourceVersion (NotOlderThan), never the state at it:
 // a real server answers a paginated LIST at a resourceVersion with no match
@@ -244,10 +256,7 @@ TEST(ReflectorTest, RelistAfterAnExpiredWatchAsksForNotOlderThan) {
   auto w2 = r.lw->QueueWatch();
   r.Start();
   r.lw->WaitForCalls(1, 1);
-  w1->Push(Event(WatchEventType::kModified, testing::Pod("a", "ns", "12")));
-  w1->Fail(Status::Expired("too old resource version: 12 (14)"));
-  r.clock->WaitForSleepers(1);
-  r.clock->Advance(std::chrono::seconds(2));
+  ExpireAfter(r, *w1, Event(WatchEventType::kModified, testing::Pod("a", "ns", "12")));
   r.lw->WaitForCalls(2, 2);
   EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "12"}));
   EXPECT_EQ(Matches(r.lw->list_calls()), (std::vector<std::string>{"", "NotOlderThan"}));
@@ -270,10 +279,7 @@ TEST(ReflectorTest, AStaleRelistIsNotAppliedAndListsFromEmpty) {
   auto w2 = r.lw->QueueWatch();
   r.Start();
   r.lw->WaitForCalls(1, 1);
-  w1->Push(Event(WatchEventType::kModified, testing::Pod("a", "ns", "12")));
-  w1->Fail(Status::Expired("too old resource version: 12 (14)"));
-  r.clock->WaitForSleepers(1);
-  r.clock->Advance(std::chrono::seconds(2));
+  ExpireAfter(r, *w1, Event(WatchEventType::kModified, testing::Pod("a", "ns", "12")));
   r.lw->WaitForCalls(3, 2);
   EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "12", ""}));
   EXPECT_EQ(Versions(r.lw->watch_calls()), (std::vector<std::string>{"10", "40"}));
@@ -296,10 +302,7 @@ TEST(ReflectorTest, AWatchExpiringAtTheListsVersionRelistsFromEmpty) {
   auto w3 = r.lw->QueueWatch();
   r.Start();
   r.lw->WaitForCalls(1, 1);
-  w1->Push(Bookmark("12"));
-  w1->Fail(Status::Expired("too old resource version: 12 (14)"));
-  r.clock->WaitForSleepers(1);
-  r.clock->Advance(std::chrono::seconds(2));
+  ExpireAfter(r, *w1, Bookmark("12"));
   r.lw->WaitForCalls(2, 2);
   w2->Fail(Status::Expired("too old resource version: 12 (14)"));
   r.WaitForSleeps(2);
@@ -771,10 +774,7 @@ TEST(ReflectorTest, TooLargeResourceVersionInEveryFormRelistsFromEmpty) {
     auto w2 = r.lw->QueueWatch();
     r.Start();
     r.lw->WaitForCalls(1, 1);
-    w1->Push(Bookmark("41"));
-    w1->Fail(Status::Expired("too old resource version: 41 (42)"));
-    r.clock->WaitForSleepers(1);
-    r.clock->Advance(std::chrono::seconds(2));
+    ExpireAfter(r, *w1, Bookmark("41"));
     r.lw->WaitForCalls(3, 2);
     EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "41", ""}));
     EXPECT_NE(*r.store->GetByKey("ns/b"), nullptr);
@@ -792,10 +792,7 @@ TEST(ReflectorTest, PlainTimeoutIsNotTooLargeResourceVersion) {
                       .WithHttpError(HttpError{.http_code = 504, .reason = "Timeout"}));
   r.Start();
   r.lw->WaitForCalls(1, 1);
-  w1->Push(Bookmark("41"));
-  w1->Fail(Status::Expired("too old resource version: 41 (42)"));
-  r.clock->WaitForSleepers(1);
-  r.clock->Advance(std::chrono::seconds(2));
+  ExpireAfter(r, *w1, Bookmark("41"));
   r.lw->WaitForCalls(2, 1);
   r.WaitForSleeps(2);  // the failed list's backoff
   EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "41"}));

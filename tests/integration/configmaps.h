@@ -52,6 +52,18 @@ inline double ListMetric(RestClient& client, const std::string& metric,
   return total;
 }
 
+// name -> resourceVersion of `resource`, as the API returns them now.
+inline std::map<std::string, std::string> ApiState(RestClient& client,
+                                                   const ResourceRef& resource) {
+  std::map<std::string, std::string> out;
+  auto list = client.List(resource, {});
+  EXPECT_OK(list) << list.status();
+  if (list.ok()) {
+    for (auto& o : list->items) out[o->name()] = o->resource_version();
+  }
+  return out;
+}
+
 class Api {
  public:
   explicit Api(std::string ns) : ns_(std::move(ns)), client_(Cluster::Get().Admin()) {}
@@ -68,15 +80,7 @@ class Api {
     ASSERT_OK(r) << r.status();
   }
   // name -> resourceVersion, as the API returns them now.
-  std::map<std::string, std::string> State() {
-    std::map<std::string, std::string> out;
-    auto list = client_->List(ConfigMaps(ns_), {});
-    EXPECT_OK(list) << list.status();
-    if (list.ok()) {
-      for (auto& o : list->items) out[o->name()] = o->resource_version();
-    }
-    return out;
-  }
+  std::map<std::string, std::string> State() { return ApiState(*client_, ConfigMaps(ns_)); }
   double ListMetric(const std::string& metric) {
     return testing::ListMetric(*client_, metric, "configmaps");
   }

@@ -94,15 +94,7 @@ class PodApi {
     });
   }
   // name -> resourceVersion, as the API returns them now.
-  std::map<std::string, std::string> State() {
-    std::map<std::string, std::string> out;
-    auto list = client_->List(Pods(ns_), {});
-    EXPECT_OK(list) << list.status();
-    if (list.ok()) {
-      for (auto& o : list->items) out[o->name()] = o->resource_version();
-    }
-    return out;
-  }
+  std::map<std::string, std::string> State() { return testing::ApiState(*client_, Pods(ns_)); }
   double ListBytes() {
     return testing::ListMetric(*client_, "apiserver_response_sizes_sum", "pods");
   }
@@ -120,19 +112,16 @@ class PodApi {
   std::shared_ptr<RestClient> client_;
 };
 
-// name -> resourceVersion of a cache directory's pods, read beside a writer.
-std::map<std::string, std::string> CachedPods(const std::string& dir, std::string* resume) {
-  std::map<std::string, std::string> out;
+// name -> resourceVersion of `resource` in a cache directory, read beside
+// its writer; `*resume`, if given, gets the keyspace's resume point.
+std::map<std::string, std::string> Cached(const std::string& dir, const std::string& resource,
+                                          std::string* resume = nullptr) {
   auto cache = Cache::OpenReadOnly(dir);
-  if (!cache.ok()) return out;
-  auto ks = (*cache)->OpenKeyspace("pods");
-  if (!ks.ok()) return out;
+  if (!cache.ok()) return {};
+  auto ks = (*cache)->OpenKeyspace(resource);
+  if (!ks.ok()) return {};
   if (resume) *resume = (*ks)->LastSyncResourceVersion();
-  auto all = (*ks)->List();
-  if (all.ok()) {
-    for (auto& o : *all) out[o->name()] = o->resource_version();
-  }
-  return out;
+  return testing::CacheState(**ks);
 }
 
 // Records each handler call as "add NAME", "update NAME OLD>NEW" (the round
@@ -231,7 +220,7 @@ TEST(OutageIntegrationTest, RestartAfterTheWatchCacheDroppedTheResumePointListsO
     ASSERT_OK(controller.factory->WaitForCacheSync(std::chrono::seconds(60)));
   }
   std::string resume;
-  ASSERT_EQ(CachedPods(sync_dir, &resume).size(), static_cast<size_t>(n));
+  ASSERT_EQ(Cached(sync_dir, "pods", &resume).size(), static_cast<size_t>(n));
 
   // The pods' events go stale, then enough changes push the resume point
   // out of the watch cache (etcd keeps it: no compaction for minutes).
@@ -266,7 +255,7 @@ TEST(OutageIntegrationTest, RestartAfterTheWatchCacheDroppedTheResumePointListsO
   const auto t0 = std::chrono::steady_clock::now();
   SyncProcess sync(api.ns(), sync_dir, dir.Sub("sync-1.log"), "pods");
   ASSERT_TRUE(sync.WaitSynced()) << sync.Log();
-  ASSERT_TRUE(Eventually([&] { return CachedPods(sync_dir, nullptr) == want; })) << sync.Log();
+  ASSERT_TRUE(Eventually([&] { return Cached(sync_dir, "pods") == want; })) << sync.Log();
   const double converge_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::this_thread::sleep_for(std::chrono::seconds(3));  // a loop would list again by now
@@ -277,7 +266,7 @@ TEST(OutageIntegrationTest, RestartAfterTheWatchCacheDroppedTheResumePointListsO
   EXPECT_THAT(log, ::testing::HasSubstr("expired"));
   EXPECT_EQ(Count(log, "LIST of"), 1) << log;
   EXPECT_LE(relist, 2 * full_list) << log;
-  EXPECT_EQ(CachedPods(sync_dir, nullptr), want);
+  EXPECT_EQ(Cached(sync_dir, "pods"), want);
   sync.Kill(SIGTERM);
 
   // The controller: the same, and its handler hears each change once.
@@ -320,16 +309,10 @@ TEST(OutageIntegrationTest, ApiserverKilledAndStartedAgainWhileSyncing) {
   cm_after.Delete("cm-2");
   const auto want_pods = after.State();
   const auto want_cms = cm_after.State();
-  auto cached = [&](const std::string& resource) {
-    std::map<std::string, std::string> out;
-    auto cache = Cache::OpenReadOnly(dir.Sub("cache"));
-    if (!cache.ok()) return out;
-    auto ks = (*cache)->OpenKeyspace(resource);
-    if (ks.ok()) out = testing::CacheState(**ks);
-    return out;
-  };
-  EXPECT_TRUE(Eventually([&] { return cached("pods") == want_pods; })) << sync.Log();
-  EXPECT_TRUE(Eventually([&] { return cached("configmaps") == want_cms; })) << sync.Log();
+  EXPECT_TRUE(Eventually([&] { return Cached(dir.Sub("cache"), "pods") == want_pods; }))
+      << sync.Log();
+  EXPECT_TRUE(Eventually([&] { return Cached(dir.Sub("cache"), "configmaps") == want_cms; }))
+      << sync.Log();
   const std::string log = sync.Log().substr(before.size());
   EXPECT_EQ(Count(log, "configmaps in namespace " + ns + ": LIST of"), 0) << log;
   EXPECT_LE(Count(log, "LIST of"), 1) << log;
@@ -353,8 +336,7 @@ TEST(OutageIntegrationTest, EtcdKilledAndStartedAgainWhileSyncing) {
   ASSERT_TRUE(Eventually([&] { return pods.Create("q-", 5, 0) == 0; }));
   ASSERT_EQ(pods.Delete({"p-1", "p-2"}), 0);
   const auto want = pods.State();
-  EXPECT_TRUE(Eventually([&] { return CachedPods(dir.Sub("cache"), nullptr) == want; }))
-      << sync.Log();
+  EXPECT_TRUE(Eventually([&] { return Cached(dir.Sub("cache"), "pods") == want; })) << sync.Log();
   EXPECT_LE(Count(sync.Log().substr(before.size()), "LIST of"), 1) << sync.Log();
   sync.Kill(SIGTERM);
 }
