@@ -1,5 +1,6 @@
 #include "client/decode.h"
 
+#define SIMDJSON_EXCEPTIONS 0  // an unchecked result is a compile error, not a throw
 #include <simdjson.h>
 
 #include "client/http_error.h"
@@ -79,7 +80,9 @@ StatusOr<ObjectList> DecodeList(std::string body, const ParseOptions& options) {
         }
       }
     } else if (key == "items") {
-      if (value.is_null()) continue;
+      bool null = false;  // is_null() throws unless its error is taken
+      if (value.is_null().get(null)) return fail();
+      if (null) continue;
       ondemand::array arr;
       if (value.get_array().get(arr)) return fail();
       for (auto item : arr) {

@@ -1,5 +1,6 @@
 #include "kcache/object.h"
 
+#define SIMDJSON_EXCEPTIONS 0  // an unchecked result is a compile error, not a throw
 #include <simdjson.h>
 
 #include <nlohmann/json.hpp>

@@ -256,6 +256,21 @@ TEST(DecodeListTest, MalformedListNamesTheByte) {
   EXPECT_NE(list.status().message().find("byte"), std::string_view::npos) << list.status();
 }
 
+// Found by list_fuzz: "items" holding a bad literal threw from inside the
+// decoder instead of being an error.
+TEST(DecodeListTest, BadLiteralAsItemsIsAnError) {
+  for (const char* body :
+       {R"({"kind":"PodList","items": nd})", R"({"items": nulx})", R"({"items": tru})"}) {
+    auto list = DecodeList(body, {});
+    ASSERT_FALSE(list.ok()) << body;
+    EXPECT_NE(list.status().message().find("list response"), std::string_view::npos)
+        << list.status();
+  }
+  auto list = DecodeList(R"({"kind":"PodList","items":null})", {});
+  ASSERT_OK(list) << list.status();
+  EXPECT_TRUE(list->items.empty());
+}
+
 TEST(HttpErrorTest, JsonStatusBody) {
   Status st = StatusFromResponse(
       403,
