@@ -11,6 +11,7 @@
 #include "cache/read_ahead.h"
 #include "cache/resource_version.h"
 #include "client/http_error.h"
+#include "util/scope_guard.h"
 
 namespace kcache {
 namespace {
@@ -411,13 +412,6 @@ class ReflectorImpl final : public Reflector {
 
   StatusOr<std::unique_ptr<WatchStream>> StreamingList(const std::string& rv, std::stop_token stop,
                                                        bool* refused) {
-    auto result = StreamingListActive(rv, stop, refused);
-    SetActive(nullptr, stop);  // the stream, if any, is returned or gone
-    return result;
-  }
-
-  StatusOr<std::unique_ptr<WatchStream>> StreamingListActive(const std::string& rv,
-                                                             std::stop_token stop, bool* refused) {
     ListOptions o;
     o.resource_version = rv;
     o.resource_version_match = "NotOlderThan";
@@ -436,6 +430,9 @@ class ReflectorImpl final : public Reflector {
     }
     std::unique_ptr<WatchStream> stream = *std::move(opened);
     if (!SetActive(stream.get(), stop)) return Status::Cancelled("stopped");
+    // Stop cancels through active_: it is cleared on every return, before
+    // `stream` (declared first) is destroyed or handed to the caller.
+    util::ScopeGuard inactive([&] { SetActive(nullptr, stop); });
     KCACHE_ASSIGN_OR_RETURN(auto session, sink_->BeginReplace());
     uint64_t n = 0, bytes = 0;
     Listing(0, 0);
