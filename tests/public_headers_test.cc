@@ -33,7 +33,7 @@
 
 #include <gtest/gtest.h>
 
-#if __has_include("core/json_error.h") || __has_include("cache/store_errors.h")
+#if __has_include("core/json_error.h") || __has_include("core/store_errors.h")
 #error "a private header is reachable from the public include path"
 #endif
 

@@ -11,7 +11,7 @@
 
 #include "util/rw_mutex.h"
 
-#include "cache/store_errors.h"
+#include "core/store_errors.h"
 #include "kcache/indexer.h"
 
 namespace kcache {

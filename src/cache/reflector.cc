@@ -9,8 +9,8 @@
 #include "cache/backoff.h"
 #include "cache/events.h"
 #include "cache/read_ahead.h"
-#include "cache/resource_version.h"
 #include "client/http_error.h"
+#include "core/resource_version.h"
 #include "util/scope_guard.h"
 
 namespace kcache {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/resource_version.h"
 #include "persist/encoding.h"
 #include "persist/rocks_status.h"
 #include "util/coding.h"
@@ -68,18 +69,6 @@ std::string JournalEntryKey(std::string_view ks, uint64_t rv) {
   std::string key = KeyspacePrefix(ks);
   util::PutBigEndian64(&key, rv);
   return key;
-}
-
-std::optional<uint64_t> ParseJournalVersion(std::string_view rv) {
-  if (rv.empty() || rv.size() > 20 || (rv.size() > 1 && rv[0] == '0')) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : rv) {
-    if (c < '0' || c > '9') return std::nullopt;
-    uint64_t d = static_cast<uint64_t>(c - '0');
-    if (v > (std::numeric_limits<uint64_t>::max() - d) / 10) return std::nullopt;
-    v = v * 10 + d;
-  }
-  return v;
 }
 
 std::string EncodeJournalState(const JournalStats& state) {
@@ -149,7 +138,7 @@ StatusOr<JournalStats> ReadJournalStats(const Db& db, const rocksdb::Snapshot* s
 
 StatusOr<uint64_t> CheckJournalRead(std::string_view ks, std::string_view after, size_t limit) {
   if (limit == 0) return Status::InvalidArgument("journal read with a limit of 0");
-  std::optional<uint64_t> from = ParseJournalVersion(after);
+  std::optional<uint64_t> from = ParseCanonicalResourceVersion(after);
   if (!from) {
     return Status::InvalidArgument("keyspace " + std::string(ks) + ": resourceVersion \"" +
                                    std::string(after) +
@@ -161,7 +150,7 @@ StatusOr<uint64_t> CheckJournalRead(std::string_view ks, std::string_view after,
 Status JournalExpired(std::string_view ks, std::string_view after, std::string_view start) {
   return Status::Expired("keyspace " + std::string(ks) + ": resourceVersion " + std::string(after) +
                          " is older than the journal keeps" +
-                         (ParseJournalVersion(start)
+                         (ParseCanonicalResourceVersion(start)
                               ? " (it has the changes after " + std::string(start) + ")"
                               : std::string(" (it keeps no window)")));
 }
@@ -179,7 +168,7 @@ StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapsho
   if (!resume && state.start.empty() && state.events == 0) {
     return Status::NotFound(where + " has no resume point: nothing was synced into it");
   }
-  std::optional<uint64_t> start = ParseJournalVersion(state.start);
+  std::optional<uint64_t> start = ParseCanonicalResourceVersion(state.start);
   if (!start || from < *start) return JournalExpired(ks, after, state.start);
   JournalRead out;
   uint64_t reached = from;
@@ -219,7 +208,8 @@ StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapsho
     KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read journal of " + std::string(ks)));
   }
   if (!out.more && resume) {
-    if (std::optional<uint64_t> r = ParseJournalVersion(*resume)) reached = std::max(reached, *r);
+    if (std::optional<uint64_t> r = ParseCanonicalResourceVersion(*resume))
+      reached = std::max(reached, *r);
   }
   out.resource_version = std::to_string(reached);
   return out;
@@ -242,8 +232,8 @@ Status VerifyJournal(const Db& db, const rocksdb::Snapshot* snapshot, std::strin
     if (!decoded.ok()) return fail(std::string(decoded.status().message()));
     state = *std::move(decoded);
   }
-  std::optional<uint64_t> start = ParseJournalVersion(state.start);
-  std::optional<uint64_t> resume = ParseJournalVersion(keyspace_rv);
+  std::optional<uint64_t> start = ParseCanonicalResourceVersion(state.start);
+  std::optional<uint64_t> resume = ParseCanonicalResourceVersion(keyspace_rv);
   KeyRange range = EntryRange(ks);
   rocksdb::Slice upper(range.limit);
   ro.iterate_upper_bound = &upper;
@@ -298,8 +288,8 @@ Status JournalWriter::Load(std::string_view keyspace_rv) {
   } else {
     state_ = JournalStats{std::string(keyspace_rv), 0, 0};
   }
-  floor_ = std::max(ParseJournalVersion(state_.start).value_or(0),
-                    ParseJournalVersion(keyspace_rv).value_or(0));
+  floor_ = std::max(ParseCanonicalResourceVersion(state_.start).value_or(0),
+                    ParseCanonicalResourceVersion(keyspace_rv).value_or(0));
   head_.reset();
   if (state_.events > 0) {
     rocksdb::Slice lower(range.start), upper(range.limit);
@@ -330,7 +320,7 @@ JournalWriter::Pending JournalWriter::Begin() const {
   p.state = state_;
   p.floor = floor_;
   p.head = head_;
-  p.start_ok = ParseJournalVersion(state_.start).has_value();
+  p.start_ok = ParseCanonicalResourceVersion(state_.start).has_value();
   return p;
 }
 
@@ -338,7 +328,7 @@ void JournalWriter::Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent:
                            std::string_view key, std::string_view rv, std::string_view json,
                            std::string_view previous, int64_t now_ms) const {
   if (!enabled() || p->reset) return;
-  std::optional<uint64_t> v = ParseJournalVersion(rv);
+  std::optional<uint64_t> v = ParseCanonicalResourceVersion(rv);
   if (!v || *v <= p->floor || !p->start_ok) {
     p->reset = true;
     return;
@@ -360,7 +350,7 @@ void JournalWriter::Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent:
 Status JournalWriter::Seal(Pending* p, rocksdb::WriteBatch* batch, std::string_view resume,
                            int64_t now_ms) const {
   if (!enabled()) return Status::OK();
-  std::optional<uint64_t> r = ParseJournalVersion(resume);
+  std::optional<uint64_t> r = ParseCanonicalResourceVersion(resume);
   if (p->reset) {
     KeyRange range = EntryRange(ks_);
     if (p->state.events > 0) batch->DeleteRange(db_->journal, range.start, range.limit);
@@ -386,7 +376,7 @@ Status JournalWriter::Trim(Pending* p, rocksdb::WriteBatch* batch, int64_t now_m
   if (!over_events && !over_bytes && !too_old) return Status::OK();
   const size_t keep_events = over_events ? o.max_events / 10 * 9 : o.max_events;
   const size_t keep_bytes = over_bytes ? o.max_bytes / 10 * 9 : o.max_bytes;
-  std::optional<uint64_t> start = ParseJournalVersion(p->state.start);
+  std::optional<uint64_t> start = ParseCanonicalResourceVersion(p->state.start);
   if (!start) return Status::Internal("keyspace " + ks_ + ": journal entries without a start");
   // Only stored entries are visible here; this commit's own are kept.
   KeyRange range = EntryRange(ks_);

@@ -26,10 +26,6 @@ std::string JournalStateKey(std::string_view ks);
 // An entry's key: ks + \0 + big-endian 64-bit resourceVersion.
 std::string JournalEntryKey(std::string_view ks, uint64_t rv);
 
-// A resourceVersion the journal can order: canonical unsigned decimal that
-// fits 64 bits ("0", "42"; not "", "042" or "a1").
-std::optional<uint64_t> ParseJournalVersion(std::string_view rv);
-
 // The state record: 0x01 + varint32(len(start)) + start + varint64(events)
 // + varint64(bytes).
 std::string EncodeJournalState(const JournalStats& state);

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "cache/store_errors.h"
+#include "core/store_errors.h"
 #include "persist/rocks_status.h"
 
 namespace kcache::storage {

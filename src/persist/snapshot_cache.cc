@@ -18,6 +18,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/resource_version.h"
 #include "kcache/snapshot.h"
 #include "persist/journal.h"
 #include "persist/rows.h"
@@ -342,7 +343,7 @@ class SnapshotCache final : public Cache {
                               " has no resume point: nothing was synced into it");
     }
     const std::string start = Window(*r);
-    std::optional<uint64_t> s = storage::ParseJournalVersion(start);
+    std::optional<uint64_t> s = ParseCanonicalResourceVersion(start);
     if (!s || from < *s) return storage::JournalExpired(keyspace, after, start);
     JournalRead out;
     out.resource_version = std::to_string(std::max(from, *s));

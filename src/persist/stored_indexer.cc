@@ -4,7 +4,7 @@
 #include <mutex>
 #include <shared_mutex>
 
-#include "cache/store_errors.h"
+#include "core/store_errors.h"
 
 namespace kcache::storage {
 namespace {

@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "cache/backoff.h"
-#include "cache/resource_version.h"
 #include "kcache/indexer.h"
 #include "testing/eventually.h"
 #include "testing/fake_clock.h"
@@ -56,19 +55,6 @@ TEST(BackoffTest, StopsGrowingAfterItsSteps) {
   }
   EXPECT_EQ(got, (std::vector<milliseconds>{milliseconds(100), milliseconds(300), milliseconds(900),
                                             milliseconds(900)}));
-}
-
-// Invariant 5: resourceVersions are compared as integers only where both are
-// decimal; otherwise there is no answer and callers fall back.
-TEST(ResourceVersionTest, ComparesDecimalsOfAnyLength) {
-  EXPECT_EQ(CompareResourceVersions("10", "9"), 1);
-  EXPECT_EQ(CompareResourceVersions("9", "10"), -1);
-  EXPECT_EQ(CompareResourceVersions("123", "123"), 0);
-  EXPECT_EQ(CompareResourceVersions("0010", "10"), 0);
-  EXPECT_EQ(CompareResourceVersions("99999999999999999999999", "100000000000000000000000"), -1);
-  EXPECT_EQ(CompareResourceVersions("abc", "10"), std::nullopt);
-  EXPECT_EQ(CompareResourceVersions("", "10"), std::nullopt);
-  EXPECT_EQ(CompareResourceVersions("-1", "10"), std::nullopt);
 }
 
 TEST(FakeClockTest, SleepWakesOnAdvanceOrStop) {

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "serve/pods.h"
 #include "testing/status_matchers.h"
+#include "tools/kcache/testcluster/pods.h"
 
 namespace kcache {
 namespace {

@@ -19,8 +19,8 @@
 
 #include "integration/cluster.h"
 #include "kcache/rest_client.h"
-#include "serve/server.h"
 #include "testing/status_matchers.h"
+#include "tools/kcache/testcluster/server.h"
 
 namespace kcache {
 namespace {

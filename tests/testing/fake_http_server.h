@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/http_server.h"
+#include "tools/kcache/apiserver/http_server.h"
 
 namespace kcache::testing {
 

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "kcache/rest_client.h"
-#include "serve/server.h"
 #include "testing/eventually.h"
 #include "testing/status_matchers.h"
+#include "tools/kcache/testcluster/server.h"
 
 namespace kcache::testing {
 

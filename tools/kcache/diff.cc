@@ -1,11 +1,13 @@
+#include <iostream>
 #include <ostream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "tools/kcache/go_format.h"
+#include "tools/kcache/command.h"
 #include "tools/kcache/inspect.h"
-#include "tools/kcache/printers.h"
+#include "tools/kcache/kubectl/go_format.h"
+#include "tools/kcache/kubectl/printers.h"
 #include "tools/kcache/source.h"
 
 namespace kcache::tool {
@@ -145,5 +147,43 @@ StatusOr<bool> RunDiff(const DiffOptions& options, std::ostream& out) {
   }
   return differ;
 }
+
+namespace {
+
+// Exit codes as diff(1) and kubectl diff: 0 no differences, 1 differences,
+// 2 trouble.
+int DiffMain(const Command& self, const std::vector<std::string>& args) {
+  DiffOptions o;
+  cli::FlagSet flags;
+  flags.Bool("summary", '\0', &o.summary_only, "only the counts per resource");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
+  if (positional.size() != 2) {
+    Fail(Status::InvalidArgument(
+             "name two caches or snapshot files, e.g. kcache diff before.kcs after.kcs"),
+         "diff");
+    return 2;
+  }
+  o.from = positional[0];
+  o.to = positional[1];
+  StatusOr<bool> differ = RunDiff(o, std::cout);
+  if (!differ.ok()) {
+    Fail(differ.status(), "diff");
+    return 2;
+  }
+  return *differ ? 1 : 0;
+}
+
+}  // namespace
+
+const Command kDiffCommand = {
+    "diff",
+    "diff FROM TO [--summary]",
+    "added, removed and changed objects between caches or snapshots",
+    "Added, removed and changed objects between two caches or snapshot files (each path is "
+    "either). Exit code 0: no differences, 1: differences, 2: trouble.",
+    "  kcache diff before.kcs after.kcs\n"
+    "  kcache diff /var/lib/kcache after.kcs --summary\n",
+    DiffMain};
 
 }  // namespace kcache::tool

@@ -1,6 +1,10 @@
 #include "tools/kcache/flags.h"
 
+#include <cctype>
 #include <charconv>
+#include <limits>
+
+#include "util/strings.h"
 
 namespace kcache::cli {
 
@@ -13,6 +17,11 @@ void FlagSet::Int(std::string name, char shorthand, int64_t* dst, std::string he
       {std::move(name), shorthand, Kind::kInt, dst, std::move(help), std::to_string(*dst)});
 }
 
+void FlagSet::Int(std::string name, char shorthand, int* dst, std::string help) {
+  flags_.push_back(
+      {std::move(name), shorthand, Kind::kInt32, dst, std::move(help), std::to_string(*dst)});
+}
+
 void FlagSet::Bool(std::string name, char shorthand, bool* dst, std::string help) {
   flags_.push_back(
       {std::move(name), shorthand, Kind::kBool, dst, std::move(help), *dst ? "true" : "false"});
@@ -21,6 +30,12 @@ void FlagSet::Bool(std::string name, char shorthand, bool* dst, std::string help
 void FlagSet::StringSlice(std::string name, char shorthand, std::vector<std::string>* dst,
                           std::string help) {
   flags_.push_back({std::move(name), shorthand, Kind::kStringSlice, dst, std::move(help), ""});
+}
+
+void FlagSet::IntSlice(std::string name, char shorthand, std::vector<int>* dst, std::string help) {
+  std::string defaults;
+  for (int v : *dst) defaults += (defaults.empty() ? "" : ",") + std::to_string(v);
+  flags_.push_back({std::move(name), shorthand, Kind::kIntSlice, dst, std::move(help), defaults});
 }
 
 const FlagSet::Flag* FlagSet::Find(std::string_view name) const {
@@ -37,7 +52,7 @@ const FlagSet::Flag* FlagSet::FindShort(char c) const {
   return nullptr;
 }
 
-Status FlagSet::Set(const Flag& f, std::string_view spelled, std::string_view value) {
+Status FlagSet::Set(const Flag& f, std::string_view spelled, std::string_view value) const {
   auto bad = [&](std::string_view why) {
     return Status::InvalidArgument("invalid argument \"" + std::string(value) + "\" for \"" +
                                    std::string(spelled) + "\" flag: " + std::string(why));
@@ -58,13 +73,35 @@ Status FlagSet::Set(const Flag& f, std::string_view spelled, std::string_view va
       }
       return Status::OK();
     }
-    case Kind::kInt: {
+    case Kind::kInt:
+    case Kind::kInt32: {
       int64_t v = 0;
       auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
       if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) {
         return bad("not an integer");
       }
-      *static_cast<int64_t*>(f.dst) = v;
+      if (f.kind == Kind::kInt) {
+        *static_cast<int64_t*>(f.dst) = v;
+      } else if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+        return bad("out of range");
+      } else {
+        *static_cast<int*>(f.dst) = static_cast<int>(v);
+      }
+      return Status::OK();
+    }
+    case Kind::kIntSlice: {
+      auto* out = static_cast<std::vector<int>*>(f.dst);
+      std::vector<int> values;
+      for (std::string_view item : Split(value, ',')) {
+        int v = 0;
+        auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+        if (ec != std::errc() || ptr != item.data() + item.size() || item.empty()) {
+          return bad("not a list of integers");
+        }
+        values.push_back(v);
+      }
+      if (!changed_.contains(f.name)) out->clear();
+      out->insert(out->end(), values.begin(), values.end());
       return Status::OK();
     }
     case Kind::kBool:
@@ -131,7 +168,8 @@ std::string FlagSet::Usage() const {
     left += f.shorthand ? std::string("-") + f.shorthand + ", " : "    ";
     left += "--" + f.name;
     if (f.kind == Kind::kString) left += " string";
-    if (f.kind == Kind::kInt) left += " int";
+    if (f.kind == Kind::kInt || f.kind == Kind::kInt32) left += " int";
+    if (f.kind == Kind::kIntSlice) left += " ints";
     if (f.kind == Kind::kStringSlice) left += " strings";
     if (left.size() < 32) left.resize(32, ' ');
     out += left + " " + f.help;
@@ -142,6 +180,45 @@ std::string FlagSet::Usage() const {
     out += "\n";
   }
   return out;
+}
+
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& s) {
+  auto bad = [&] {
+    return Status::InvalidArgument(
+        "invalid argument \"" + s +
+        "\" for \"--request-timeout\": want a duration such as 30s, 500ms or 1m30s");
+  };
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
+    int64_t seconds = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), seconds);
+    if (ec != std::errc() || seconds > std::numeric_limits<int64_t>::max() / 1000) return bad();
+    return std::chrono::milliseconds(seconds * 1000);
+  }
+  static const std::vector<std::pair<std::string, double>> kUnits = {
+      {"ms", 1}, {"us", 1e-3}, {"ns", 1e-6}, {"h", 3600e3}, {"m", 60e3}, {"s", 1e3}};
+  double total = 0;
+  size_t i = 0;
+  if (s.empty()) return bad();
+  while (i < s.size()) {
+    size_t start = i;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    if (i == start) return bad();
+    double v = 0;  // from_chars: "." is an error here, not an exception
+    auto [end, ec] = std::from_chars(s.data() + start, s.data() + i, v);
+    if (ec != std::errc() || end != s.data() + i) return bad();
+    bool matched = false;
+    for (const auto& [unit, ms] : kUnits) {
+      if (s.compare(i, unit.size(), unit) == 0) {
+        total += v * ms;
+        i += unit.size();
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) return bad();
+  }
+  if (total >= 9e18) return bad();  // beyond what milliseconds hold
+  return std::chrono::milliseconds(static_cast<int64_t>(total));
 }
 
 }  // namespace kcache::cli

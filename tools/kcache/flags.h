@@ -5,6 +5,7 @@
 #ifndef KCACHE_TOOLS_KCACHE_FLAGS_H_
 #define KCACHE_TOOLS_KCACHE_FLAGS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "kcache/status.h"
+#include "kcache/status_or.h"
 
 namespace kcache::cli {
 
@@ -22,10 +24,15 @@ class FlagSet {
   // the flag is absent: set defaults before parsing.
   void String(std::string name, char shorthand, std::string* dst, std::string help);
   void Int(std::string name, char shorthand, int64_t* dst, std::string help);
+  // The same for an int: "out of range" beyond its limits.
+  void Int(std::string name, char shorthand, int* dst, std::string help);
   void Bool(std::string name, char shorthand, bool* dst, std::string help);
   // Repeatable; each value is split on commas ("-L a,b -L c": a, b, c).
   void StringSlice(std::string name, char shorthand, std::vector<std::string>* dst,
                    std::string help);
+  // The same for integers ("--objects 10,100"); the first use replaces the
+  // default.
+  void IntSlice(std::string name, char shorthand, std::vector<int>* dst, std::string help);
 
   // Parses `args`; non-flag arguments go to `positional` in order.
   // InvalidArgument "unknown flag: --x", "flag needs an argument: --x",
@@ -39,7 +46,7 @@ class FlagSet {
   std::string Usage() const;
 
  private:
-  enum class Kind { kString, kInt, kBool, kStringSlice };
+  enum class Kind { kString, kInt, kInt32, kBool, kStringSlice, kIntSlice };
   struct Flag {
     std::string name;
     char shorthand;
@@ -50,11 +57,16 @@ class FlagSet {
   };
   const Flag* Find(std::string_view name) const;
   const Flag* FindShort(char c) const;
-  static Status Set(const Flag& f, std::string_view spelled, std::string_view value);
+  Status Set(const Flag& f, std::string_view spelled, std::string_view value) const;
 
   std::vector<Flag> flags_;
   std::set<std::string, std::less<>> changed_;
 };
+
+// A Go duration as kubectl's --request-timeout takes it: "0", "30"
+// (seconds), "500ms", "1m30s"; InvalidArgument naming --request-timeout
+// otherwise.
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& s);
 
 }  // namespace kcache::cli
 

@@ -3,24 +3,26 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
 #include <thread>
+#include "tools/kcache/command.h"
 
 #include <nlohmann/json.hpp>
 
 #include "kcache/field_selector.h"
 #include "kcache/label_selector.h"
 #include "kcache/lister.h"
-#include "tools/kcache/go_format.h"
-#include "tools/kcache/jsonpath.h"
-#include "tools/kcache/printers.h"
+#include "tools/kcache/kubectl/go_format.h"
+#include "tools/kcache/kubectl/jsonpath.h"
+#include "tools/kcache/kubectl/printers.h"
+#include "tools/kcache/kubectl/tables.h"
+#include "tools/kcache/kubectl/yaml.h"
 #include "tools/kcache/source.h"
-#include "tools/kcache/tables.h"
-#include "tools/kcache/yaml.h"
 #include "util/strings.h"
 
 namespace kcache::tool {
@@ -1082,5 +1084,86 @@ StatusOr<int> RunGet(const GetOptions& options, std::ostream& out, std::ostream&
   if (watch) return getter.Watch(std::move(printing), std::move(sel));
   return getter.Run(std::move(printing), std::move(sel));
 }
+
+namespace {
+
+int GetMain(const Command& self, const std::vector<std::string>& args) {
+  GetOptions o;
+  std::string request_timeout = "0";
+  cli::FlagSet flags;
+  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
+  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
+  flags.String("namespace", 'n', &o.namespace_, "the namespace to list");
+  flags.Bool("all-namespaces", 'A', &o.all_namespaces, "list every namespace");
+  flags.String("selector", 'l', &o.label_selector, "label selector, e.g. app=web");
+  flags.String("field-selector", '\0', &o.field_selector,
+               "field selector, e.g. spec.nodeName=node-1");
+  flags.String("index", '\0', &o.index, "objects whose index INDEX has VALUE: INDEX=VALUE");
+  flags.String("output", 'o', &o.output,
+               "json, yaml, name, wide, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., "
+               "custom-columns=..., custom-columns-file=... (default: a table)");
+  flags.String("template", '\0', &o.template_, "the template of -o jsonpath");
+  flags.String("sort-by", '\0', &o.sort_by,
+               "sort by a field, as a JSONPath: {.metadata.creationTimestamp}");
+  flags.Bool("no-headers", '\0', &o.no_headers, "print tables without their header");
+  flags.Bool("show-labels", '\0', &o.show_labels, "add a LABELS column");
+  flags.StringSlice("label-columns", 'L', &o.label_columns,
+                    "a column for each of these label keys (repeatable, or comma-separated)");
+  flags.Bool("show-managed-fields", '\0', &o.show_managed_fields,
+             "keep metadata.managedFields in -o json and -o yaml");
+  flags.Bool("watch", 'w', &o.watch,
+             "after printing the objects, print each change as a sync writes it to the cache");
+  flags.Bool("watch-only", '\0', &o.watch_only,
+             "print each change as a sync writes it, without the objects first");
+  flags.Bool("output-watch-events", '\0', &o.output_watch_events,
+             "print watch events: an EVENT column, or {\"type\", \"object\"} (existing objects "
+             "as ADDED)");
+  flags.String("resource-version", '\0', &o.resource_version,
+               "with -w: print the changes after this resourceVersion (from the cache's "
+               "journal), then follow");
+  flags.String("request-timeout", '\0', &request_timeout,
+               "with -w: stop following after this long, e.g. 30s (0: until interrupted)");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
+  o.args = positional;
+  StatusOr<std::chrono::milliseconds> timeout = cli::ParseDuration(request_timeout);
+  if (!timeout.ok()) {
+    std::cerr << "error: " << timeout.status().message() << "\n";
+    return 1;
+  }
+  o.request_timeout = *timeout;
+  StatusOr<int> rc = RunGet(o, std::cout, std::cerr);
+  if (!rc.ok()) {
+    // kubectl's wording and exit code for every failure.
+    std::cerr << "error: " << rc.status().message() << "\n";
+    return 1;
+  }
+  return *rc;
+}
+
+}  // namespace
+
+const Command kGetCommand = {
+    "get",
+    "get (TYPE[.GROUP] [NAME...] | TYPE[.GROUP]/NAME... | TYPE1,TYPE2) (--cache DIR | "
+    "--snapshot FILE) [flags]",
+    "objects from a cache (also while sync runs) or a snapshot, as kubectl get",
+    "Prints objects from a cache (also while kcache sync writes it) or a snapshot file, as "
+    "kubectl get prints them from the API server: the same tables, output formats, messages "
+    "and exit codes. With -w it follows a cache's changes as kubectl follows a watch.",
+    "  # Pods of namespace prod\n"
+    "  kcache get pods -n prod --cache /var/lib/kcache\n"
+    "  # Every pod with its node, as JSONPath\n"
+    "  kcache get pods -A -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{\"\\n\"}"
+    "{end}' --cache /var/lib/kcache\n"
+    "  # One deployment as YAML, from a snapshot\n"
+    "  kcache get deployment/web -n prod -o yaml --snapshot before.kcs\n"
+    "  # Pods and services with their labels\n"
+    "  kcache get pods,svc -n prod --show-labels --cache /var/lib/kcache\n"
+    "  # Pods, then each change as kcache sync writes it (kubectl get -w)\n"
+    "  kcache get pods -n prod -w --output-watch-events --cache /var/lib/kcache\n"
+    "  # The changes after resourceVersion 81234 (from the cache's journal), then on\n"
+    "  kcache get pods -A --watch-only --resource-version=81234 --cache /var/lib/kcache\n",
+    GetMain};
 
 }  // namespace kcache::tool

@@ -1,9 +1,11 @@
 #include "tools/kcache/metrics.h"
 
-#include <charconv>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <vector>
+
+#include "core/resource_version.h"
 
 namespace kcache::tool {
 namespace {
@@ -63,10 +65,8 @@ std::string RenderPrometheus(
     Family f(&out, "kcache_informer_store_resource_version", "gauge",
              "The store's committed resourceVersion, where it is a decimal integer.");
     for (const auto& [labels, m] : all) {
-      double rv = 0;
-      const std::string& s = m.resource_version;
-      if (!s.empty() && std::from_chars(s.data(), s.data() + s.size(), rv).ec == std::errc()) {
-        f.Sample(labels, rv);
+      if (std::optional<uint64_t> rv = ParseResourceVersion(m.resource_version)) {
+        f.Sample(labels, static_cast<double>(*rv));
       }
     }
   }

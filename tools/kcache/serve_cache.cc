@@ -15,13 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/resource_version.h"
 #include "kcache/cache.h"
-#include "serve/api_query.h"
-#include "serve/api_reply.h"
-#include "serve/http_server.h"
-#include "serve/server.h"
+#include "tools/kcache/apiserver/api_query.h"
+#include "tools/kcache/apiserver/api_reply.h"
+#include "tools/kcache/apiserver/http_server.h"
+#include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/source.h"
-#include "tools/kcache/tables.h"
+#include "tools/kcache/testcluster/server.h"
 #include "util/rw_mutex.h"
 #include "util/scope_guard.h"
 
@@ -62,13 +63,6 @@ std::vector<std::string> SelectableFields(const std::string& group, const std::s
   };
   auto it = kFields.find({group, resource});
   return it == kFields.end() ? std::vector<std::string>{} : it->second;
-}
-
-// A resourceVersion in canonical decimal (no leading zero), so that equal
-// numbers are equal strings.
-std::optional<uint64_t> ParseDecimal(std::string_view s) {
-  if (s.size() > 1 && s[0] == '0') return std::nullopt;
-  return serve::ParseRv(s);
 }
 
 // True for 127.0.0.0/8, ::1, "localhost" and unix sockets (which file
@@ -517,8 +511,8 @@ std::optional<Reply> CacheServer::Impl::OpenView(const Target& t,
                    "Too many requests, please try again later: storage is (re)initializing", "", 1};
     }
     const std::string current = stats->resource_version;
-    const std::optional<uint64_t> cur = ParseDecimal(current);
-    const std::optional<uint64_t> want = ParseDecimal(wanted);
+    const std::optional<uint64_t> cur = ParseCanonicalResourceVersion(current);
+    const std::optional<uint64_t> want = ParseCanonicalResourceVersion(wanted);
     if (!wanted.empty() && cur && want && *want > *cur) {
       lock.unlock();
       if (Clock::now() >= give_up) return serve::TooLargeResourceVersion(wanted, current);
@@ -578,7 +572,7 @@ void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
     start = token->second;
     continuing = true;
   } else if (q.rv && !q.rv->empty()) {
-    if (!ParseDecimal(*q.rv) && *q.rv != "0") {
+    if (!ParseCanonicalResourceVersion(*q.rv) && *q.rv != "0") {
       return SendReply(w,
                        {400, "BadRequest", "invalid resource version " + serve::Quote(*q.rv), ""});
     }
@@ -593,7 +587,7 @@ void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
   ListView view;
   if (std::optional<Reply> bad = OpenView(t, at, not_older_than, start, &view)) {
     if (continuing && bad->code == 410) {
-      std::optional<uint64_t> now = ParseDecimal(view.rv);
+      std::optional<uint64_t> now = ParseCanonicalResourceVersion(view.rv);
       return serve::SendContinueExpired(w, serve::EncodeContinue(now.value_or(0), start));
     }
     return SendReply(w, *bad);
@@ -655,7 +649,7 @@ void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
   }
   std::string token;
   if (!next.empty()) {
-    std::optional<uint64_t> rv = ParseDecimal(view.rv);
+    std::optional<uint64_t> rv = ParseCanonicalResourceVersion(view.rv);
     if (!rv) {
       return SendReply(w, internal(Status::Internal("resourceVersion " + serve::Quote(view.rv) +
                                                     " is not a number: cannot page")));
@@ -681,7 +675,7 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
   const ServedType& st = served_[static_cast<size_t>(t.type)];
   std::optional<std::string> from;
   if (q.rv && !q.rv->empty() && *q.rv != "0") {
-    if (!ParseDecimal(*q.rv)) {
+    if (!ParseCanonicalResourceVersion(*q.rv)) {
       return SendReply(w,
                        {400, "BadRequest", "invalid resource version " + serve::Quote(*q.rv), ""});
     }
@@ -742,7 +736,8 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
     }
     pos = view.rv;
     if (q.send_initial_events.value_or(false) && q.bookmarks) {
-      if (!w.Write(serve::Bookmark(*t.rt, ParseDecimal(pos).value_or(0), true))) return;
+      if (!w.Write(serve::Bookmark(*t.rt, ParseCanonicalResourceVersion(pos).value_or(0), true)))
+        return;
     }
   } else {
     pos = *from;
@@ -791,7 +786,7 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
       } else if (now_in) {
         text += event("ADDED", *e.object);
       } else if (was_in) {
-        std::optional<uint64_t> rv = ParseDecimal(e.resource_version);
+        std::optional<uint64_t> rv = ParseCanonicalResourceVersion(e.resource_version);
         StatusOr<ObjectPtr> gone =
             Object::Parse(serve::Restamp(e.previous->json(), rv.value_or(0)));
         if (gone.ok()) text += event("DELETED", **gone);
@@ -803,7 +798,8 @@ void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out
     const auto now = Clock::now();
     if (now >= deadline) return;
     if (q.bookmarks && now >= next_bookmark) {
-      if (!w.Write(serve::Bookmark(*t.rt, ParseDecimal(pos).value_or(0), false))) return;
+      if (!w.Write(serve::Bookmark(*t.rt, ParseCanonicalResourceVersion(pos).value_or(0), false)))
+        return;
       next_bookmark = now + options_.bookmark_interval;
     }
     if (w.PeerGone()) return;

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "kcache/status_or.h"
-#include "serve/resource_types.h"
+#include "tools/kcache/apiserver/resource_types.h"
 
 namespace kcache::tool {
 

@@ -1,14 +1,18 @@
 #include "tools/kcache/snapshot.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <ostream>
 #include <sstream>
 
 #include "kcache/cache.h"
 #include "kcache/snapshot.h"
-#include "tools/kcache/printers.h"
+#include "tools/kcache/command.h"
+#include "tools/kcache/kubectl/printers.h"
 #include "util/rfc3339.h"
 
 namespace kcache::tool {
@@ -157,5 +161,99 @@ Status RunSnapshotVerify(const SnapshotOptions& options, std::ostream& out,
   PrintManifest(*m, out);
   return Status::OK();
 }
+
+namespace {
+
+// One run for the four verbs: `verb` picks the flags and the action.
+int SnapshotVerb(const Command& self, const std::vector<std::string>& args) {
+  const std::string verb = std::string(self.name).substr(9);
+  SnapshotOptions o;
+  int64_t level = 1;
+  cli::FlagSet flags;
+  if (verb != "verify") {
+    flags.String(
+        "cache", '\0', &o.cache_dir,
+        verb == "import" ? "the cache directory to create" : "the cache directory to copy");
+  }
+  if (verb == "export") {
+    flags.Int("zstd-level", '\0', &level, "zstd compression level, 1 (fast) to 19 (small)");
+    flags.Bool("exclude-secrets", '\0', &o.exclude_secrets,
+               "leave Secrets out of the file (its mode is 0600 either way)");
+  }
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
+  if (positional.size() > 1) {
+    return Fail(Status::InvalidArgument("unexpected argument \"" + positional[1] + "\""),
+                self.name);
+  }
+  if (!positional.empty()) o.target = positional[0];
+  o.zstd_level = static_cast<int>(level);
+  o.progress = isatty(STDERR_FILENO);
+  Status st;
+  if (verb == "create") {
+    st = RunSnapshotCreate(o, std::cout, std::cerr);
+  } else if (verb == "export") {
+    st = RunSnapshotExport(o, std::cout, std::cerr);
+  } else if (verb == "import") {
+    st = RunSnapshotImport(o, std::cout, std::cerr);
+  } else {
+    st = RunSnapshotVerify(o, std::cout, std::cerr);
+  }
+  return st.ok() ? 0 : Fail(st, self.name);
+}
+
+// `kcache snapshot` alone, or with a verb no row has.
+int SnapshotGroup(const Command& self, const std::vector<std::string>& args) {
+  if (GroupHelp(self, args)) return 0;
+  std::string verbs;
+  for (const Command& c : kSnapshotCommands) {
+    verbs += (verbs.empty() ? "" : ", ") + std::string(c.name).substr(9);
+  }
+  if (args.empty()) {
+    return Fail(Status::InvalidArgument("name a snapshot command: " + verbs), "snapshot");
+  }
+  return Fail(Status::InvalidArgument("unknown snapshot command \"" + args[0] +
+                                      "\" (available: " + verbs + ")"),
+              "snapshot");
+}
+
+}  // namespace
+
+const Command kSnapshotCommand = {
+    "snapshot",
+    "snapshot (create | export | import | verify) ARGS [flags]",
+    "consistent copies of a cache: a directory or one portable, checksummed file",
+    "Consistent copies of a cache: create (a directory), export (one portable, checksummed "
+    "file), import (a new cache from a file; sync resumes from it) and verify (a file's "
+    "checksums, manifest and indexes). All of them also while kcache sync writes the cache.",
+    "  kcache snapshot export --cache /var/lib/kcache before.kcs\n"
+    "  kcache snapshot verify before.kcs\n"
+    "  kcache snapshot import before.kcs --cache ./restored\n"
+    "  kcache snapshot create --cache /var/lib/kcache ./copy\n",
+    SnapshotGroup};
+
+const std::vector<Command> kSnapshotCommands = {
+    {"snapshot create", "snapshot create --cache DIR OUTDIR",
+     "a consistent copy of a cache as a directory (also while sync runs)",
+     "A consistent copy of a cache as a new directory (RocksDB checkpoint: hard links where "
+     "the file system allows).",
+     "  kcache snapshot create --cache /var/lib/kcache ./copy\n", SnapshotVerb},
+    {"snapshot export", "snapshot export --cache DIR FILE [--zstd-level N]",
+     "a consistent copy of a cache as one portable, checksummed file",
+     "A consistent copy of a cache as one portable file, zstd-compressed and checksummed "
+     "block by block (docs/snapshot-format.md).",
+     "  kcache snapshot export --cache /var/lib/kcache before.kcs\n"
+     "  kcache snapshot export --cache /var/lib/kcache small.kcs --zstd-level 19\n",
+     SnapshotVerb},
+    {"snapshot import", "snapshot import FILE --cache DIR",
+     "a new cache from a snapshot file; sync resumes from it",
+     "A new cache from a snapshot file, after checking every block; a sync started on it "
+     "resumes from the snapshot's resume points.",
+     "  kcache snapshot import before.kcs --cache ./restored\n", SnapshotVerb},
+    {"snapshot verify", "snapshot verify FILE",
+     "check a snapshot file's checksums, manifest and indexes",
+     "Checks a snapshot file's checksums, manifest and indexes without importing it.",
+     "  kcache snapshot verify before.kcs\n", SnapshotVerb},
+};
 
 }  // namespace kcache::tool

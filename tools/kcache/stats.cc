@@ -1,13 +1,15 @@
 #include <iomanip>
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <sstream>
 
 #include "kcache/lister.h"
+#include "tools/kcache/command.h"
 #include "tools/kcache/inspect.h"
-#include "tools/kcache/printers.h"
+#include "tools/kcache/kubectl/printers.h"
+#include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/source.h"
-#include "tools/kcache/tables.h"
 #include "util/rfc3339.h"
 
 namespace kcache::tool {
@@ -83,5 +85,33 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
   }
   return Status::OK();
 }
+
+namespace {
+
+int StatsMain(const Command& self, const std::vector<std::string>& args) {
+  StatsOptions o;
+  cli::FlagSet flags;
+  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
+  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
+  flags.String("namespace", 'n', &o.namespace_, "only this namespace in the per-namespace table");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
+  if (!positional.empty())
+    return Fail(Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""), "stats");
+  Status st = RunStats(o, std::cout);
+  return st.ok() ? 0 : Fail(st, "stats");
+}
+
+}  // namespace
+
+const Command kStatsCommand = {
+    "stats",
+    "stats (--cache DIR | --snapshot FILE) [-n NAMESPACE]",
+    "objects, bytes, resume points and last sync per resource and namespace",
+    "Objects, bytes, resume points and the last sync of each resource, and objects per "
+    "namespace.",
+    "  kcache stats --cache /var/lib/kcache\n"
+    "  kcache stats --snapshot before.kcs -n prod\n",
+    StatsMain};
 
 }  // namespace kcache::tool

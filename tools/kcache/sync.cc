@@ -1,6 +1,9 @@
 #include "tools/kcache/sync.h"
 
 #include <signal.h>
+#include <unistd.h>
+#include <iostream>
+#include "tools/kcache/command.h"
 
 #include <algorithm>
 #include <atomic>
@@ -21,10 +24,11 @@
 #include "kcache/field_selector.h"
 #include "kcache/informer_factory.h"
 #include "kcache/label_selector.h"
-#include "serve/http_server.h"
+#include "tools/kcache/apiserver/http_server.h"
 #include "tools/kcache/metrics.h"
 #include "tools/kcache/resident.h"
 #include "util/rfc3339.h"
+#include "util/strings.h"
 
 namespace kcache::tool {
 namespace {
@@ -371,5 +375,95 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   std::lock_guard l(fatal_mu);
   return fatal;
 }
+
+namespace {
+
+int SyncMain(const Command& self, const std::vector<std::string>& args) {
+  SyncOptions o;
+  std::string ns;
+  std::string request_timeout = "60s";
+  cli::FlagSet flags;
+  flags.String("cache", '\0', &o.cache_dir, "the cache directory (created if missing)");
+  flags.String("kubeconfig", '\0', &o.kubeconfig.path, "path to the kubeconfig file");
+  flags.String("context", '\0', &o.kubeconfig.context, "the kubeconfig context to use");
+  flags.String("server", '\0', &o.kubeconfig.server, "the address of the API server");
+  flags.String("namespace", 'n', &ns, "sync this namespace only (default: all namespaces)");
+  flags.String("selector", 'l', &o.label_selector, "label selector sent with every list and watch");
+  flags.String("field-selector", '\0', &o.field_selector,
+               "field selector sent with every list and watch");
+  int64_t journal_events = static_cast<int64_t>(o.journal.max_events);
+  int64_t journal_mib = static_cast<int64_t>(o.journal.max_bytes >> 20);
+  int64_t journal_minutes = o.journal.max_age.count() / 60000;
+  flags.Int("journal-max-events", '\0', &journal_events,
+            "changes kept per resource for get -w and readers (0: no journal)");
+  flags.Int("journal-max-mib", '\0', &journal_mib, "MiB of changes kept per resource");
+  flags.Int("journal-max-minutes", '\0', &journal_minutes,
+            "minutes a change is kept in the journal");
+  flags.Bool("drop-managed-fields", '\0', &o.drop_managed_fields,
+             "store objects without metadata.managedFields");
+  flags.Bool("until-synced", '\0', &o.until_synced, "exit once every resource has synced");
+  flags.Bool("disable-compression", '\0', &o.disable_compression,
+             "do not ask the server to compress list responses");
+  flags.String("metrics-listen", '\0', &o.metrics_listen,
+               "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one)");
+  flags.String("log-format", '\0', &o.log_format,
+               "text (HH:MM:SS.mmm message) or json (one {\"time\", \"msg\"} object per line)");
+  flags.String("request-timeout", '\0', &request_timeout,
+               "the longest a list or other request may take before it is retried (watches "
+               "end at their timeoutSeconds), e.g. 30s; 0: no limit");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
+  StatusOr<std::chrono::milliseconds> timeout = cli::ParseDuration(request_timeout);
+  if (!timeout.ok()) return Fail(timeout.status(), "sync");
+  o.request_timeout = *timeout;
+  if (journal_events < 0 || journal_mib < 0 || journal_minutes < 0) {
+    return Fail(Status::InvalidArgument("--journal-max-* must not be negative"), "sync");
+  }
+  o.journal.max_events = static_cast<size_t>(journal_events);
+  o.journal.max_bytes = static_cast<size_t>(journal_mib) << 20;
+  o.journal.max_age = std::chrono::minutes(journal_minutes);
+  // "deploy,cm" names two resources, as in kubectl.
+  for (const std::string& arg : positional) {
+    for (std::string_view name : Split(arg, ',')) {
+      if (name.empty()) {
+        return Fail(Status::InvalidArgument("resource list \"" + arg + "\" has an empty name"),
+                    "sync");
+      }
+      o.resources.emplace_back(name);
+    }
+  }
+  if (!ns.empty()) {
+    o.kubeconfig.namespace_ = ns;
+    o.all_namespaces = false;
+  }
+  if (o.log_format != "text" && o.log_format != "json") {
+    return Fail(
+        Status::InvalidArgument("--log-format must be text or json, not \"" + o.log_format + "\""),
+        "sync");
+  }
+  // Structured logs are for machines: no progress line among them.
+  o.progress = isatty(STDERR_FILENO) && o.log_format == "text";
+  Status st = RunSync(o, std::cerr, std::cerr);
+  if (o.progress) std::cerr << "\n";
+  return st.ok() ? 0 : Fail(st, "sync");
+}
+
+}  // namespace
+
+const Command kSyncCommand = {
+    "sync",
+    "sync RESOURCE... --cache DIR [--kubeconfig FILE] [--context NAME] [flags]",
+    "mirror resources of a cluster into a cache and keep it current",
+    "Mirrors resources of a cluster into a cache directory (created if missing) and keeps it "
+    "current until SIGINT or SIGTERM. RESOURCE is a name kubectl accepts: pods, po, "
+    "deployments.apps, a custom resource's plural or short name. A restart resumes each "
+    "resource's watch from the cache with no full LIST.",
+    "  # Pods and nodes of the kubeconfig's cluster, until interrupted\n"
+    "  kcache sync pods nodes --cache /var/lib/kcache\n"
+    "  # One namespace, once, then exit\n"
+    "  kcache sync deploy,cm -n prod --cache ./prod.cache --until-synced\n"
+    "  # Against the built-in list/watch server, with JSON logs\n"
+    "  kcache sync pods --server http://127.0.0.1:8001 --cache ./c --log-format=json\n",
+    SyncMain};
 
 }  // namespace kcache::tool

@@ -1,12 +1,14 @@
 #include <algorithm>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <set>
 
 #include "kcache/lister.h"
+#include "tools/kcache/command.h"
 #include "tools/kcache/inspect.h"
-#include "tools/kcache/printers.h"
+#include "tools/kcache/kubectl/printers.h"
 #include "tools/kcache/source.h"
 
 namespace kcache::tool {
@@ -129,5 +131,39 @@ Status RunTree(const TreeOptions& options, std::ostream& out) {
   PrintTable(rows, out);
   return Status::OK();
 }
+
+namespace {
+
+int TreeMain(const Command& self, const std::vector<std::string>& args) {
+  TreeOptions o;
+  cli::FlagSet flags;
+  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
+  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
+  flags.String("namespace", 'n', &o.namespace_, "the object's namespace");
+  std::vector<std::string> positional;
+  if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
+  if (positional.size() != 2) {
+    return Fail(Status::InvalidArgument(
+                    "name a resource type and an object, e.g. kcache tree deployments web"),
+                "tree");
+  }
+  o.resource = positional[0];
+  o.name = positional[1];
+  Status st = RunTree(o, std::cout);
+  return st.ok() ? 0 : Fail(st, "tree");
+}
+
+}  // namespace
+
+const Command kTreeCommand = {
+    "tree",
+    "tree TYPE NAME (--cache DIR | --snapshot FILE) [-n NAMESPACE]",
+    "an object's owners and dependents (ownerReferences)",
+    "An object's owners and dependents, following ownerReferences across the resources the "
+    "cache holds.",
+    "  # What owns a pod, and what it owns\n"
+    "  kcache tree pod web-7d4b9-x2k8p -n prod --cache /var/lib/kcache\n"
+    "  kcache tree deployment web -n prod --snapshot before.kcs\n",
+    TreeMain};
 
 }  // namespace kcache::tool

@@ -64,5 +64,38 @@ TEST(FlagsTest, UsageListsDefaults) {
   EXPECT_NE(usage.find("how many (default 3)"), std::string::npos) << usage;
 }
 
+TEST(FlagsTest, IntsAndIntListsKeepTheirRange) {
+  int runs = 5;
+  std::vector<int> sizes = {10, 100};
+  FlagSet f;
+  f.Int("runs", '\0', &runs, "runs");
+  f.IntSlice("objects", '\0', &sizes, "sizes");
+  std::vector<std::string> positional;
+  EXPECT_NE(f.Usage().find("(default 10,100)"), std::string::npos) << f.Usage();
+  ASSERT_OK(f.Parse({"--runs=7", "--objects", "1,2", "--objects=3"}, &positional));
+  EXPECT_EQ(runs, 7);
+  EXPECT_EQ(sizes, (std::vector<int>{1, 2, 3}));  // the first use replaces the default
+  EXPECT_EQ(f.Parse({"--runs=9999999999"}, &positional).message(),
+            "invalid argument \"9999999999\" for \"--runs\" flag: out of range");
+  EXPECT_EQ(f.Parse({"--objects=1,x"}, &positional).message(),
+            "invalid argument \"1,x\" for \"--objects\" flag: not a list of integers");
+}
+
+TEST(FlagsTest, DurationsAsKubectlTakesThem) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(ParseDuration("0").value(), milliseconds(0));
+  EXPECT_EQ(ParseDuration("30").value(), milliseconds(30000));
+  EXPECT_EQ(ParseDuration("500ms").value(), milliseconds(500));
+  EXPECT_EQ(ParseDuration("1m30s").value(), milliseconds(90000));
+  EXPECT_EQ(ParseDuration("1.5h").value(), milliseconds(5400000));
+  // Each is an error that names the flag, never an exception.
+  for (const char* bad :
+       {"", "soon", ".s", "..", "5x", "s", "99999999999999999999", "99999999999999999999h"}) {
+    StatusOr<milliseconds> d = ParseDuration(bad);
+    ASSERT_FALSE(d.ok()) << bad;
+    EXPECT_NE(d.status().message().find("--request-timeout"), std::string::npos) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace kcache::cli

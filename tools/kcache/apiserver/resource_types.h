@@ -1,0 +1,48 @@
+// The resource types `kcache serve` knows: what discovery reports of each
+// and which fields its field selectors accept (as the apiserver's per-type
+// field label conversion does).
+
+#ifndef KCACHE_TOOLS_KCACHE_APISERVER_RESOURCE_TYPES_H_
+#define KCACHE_TOOLS_KCACHE_APISERVER_RESOURCE_TYPES_H_
+
+#include <string>
+#include <vector>
+
+namespace kcache::serve {
+
+struct ResourceType {
+  std::string group;     // "" for the core group
+  std::string version;   // "v1"
+  std::string resource;  // plural, "pods"
+  std::string singular;  // "pod"
+  std::string kind;      // "Pod"
+  bool namespaced = true;
+  std::vector<std::string> short_names;
+  // Accepted by field selectors besides metadata.name (and
+  // metadata.namespace for namespaced types).
+  std::vector<std::string> fields;
+
+  std::string api_version() const { return group.empty() ? version : group + "/" + version; }
+  std::string group_version_path() const {
+    return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  }
+  std::string list_kind() const { return kind + "List"; }
+  // The field selector fields this type accepts, in full.
+  std::vector<std::string> selectable_fields() const;
+};
+
+// pods, configmaps, namespaces and nodes (core/v1), and the custom resource
+// widgets.demo.kcache.io/v1.
+const std::vector<ResourceType>& BuiltinResourceTypes();
+
+// Discovery documents as the apiserver serves them (JSON): APIVersions for
+// /api, APIGroupList for /apis, APIResourceList for a group version.
+std::string ApiVersionsJson(const std::string& server_address);
+std::string ApiGroupListJson(const std::vector<ResourceType>& types);
+// A read-only server lists the verbs get, list and watch only.
+std::string ApiResourceListJson(const std::vector<ResourceType>& types, const std::string& group,
+                                const std::string& version, bool read_only = false);
+
+}  // namespace kcache::serve
+
+#endif  // KCACHE_TOOLS_KCACHE_APISERVER_RESOURCE_TYPES_H_

@@ -1,0 +1,63 @@
+// A command of the kcache tool as one row: its name, its help and its run.
+// Each command's file defines its row, and its run reads the command's own
+// flags; main.cc holds the table of rows and dispatches to them.
+//
+// Thread-safety: rows are immutable; a run is called once, from main.
+
+#ifndef KCACHE_TOOLS_KCACHE_COMMAND_H_
+#define KCACHE_TOOLS_KCACHE_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+#include "kcache/status.h"
+#include "tools/kcache/flags.h"
+
+namespace kcache::tool {
+
+struct Command {
+  const char* name;      // "get", "snapshot export"; a group ("snapshot") leads to its verbs
+  const char* usage;     // the line after "kcache ", arguments included
+  const char* summary;   // one line for the list of `kcache --help`
+  const char* about;     // one paragraph for `kcache help NAME`
+  const char* examples;  // lines, each example preceded by a "# ..." comment
+  // Runs with this row and the arguments after the name; returns the exit
+  // code.
+  int (*run)(const Command& self, const std::vector<std::string>& args);
+};
+
+// The text above "Flags:" in `kcache help NAME`.
+std::string HelpText(const Command& command);
+
+// Prints "error: NAME: message" to stderr; returns 2 for InvalidArgument (a
+// usage error), else 1.
+int Fail(const Status& status, const std::string& name);
+
+// Parses `args` with `flags`, adding --help. Returns -1 to go on; else the
+// exit code, with the help or the flag error printed.
+int ParseFlags(const Command& command, cli::FlagSet& flags, const std::vector<std::string>& args,
+               std::vector<std::string>* positional);
+
+// The same, for a command that takes no positional arguments.
+int ParseFlagsOnly(const Command& command, cli::FlagSet& flags,
+                   const std::vector<std::string>& args);
+
+// For a group's run: prints its help and true if `args` asks for it.
+bool GroupHelp(const Command& group, const std::vector<std::string>& args);
+
+// The rows, each defined beside its run.
+extern const Command kDemoCommand;   // bench/commands.cc
+extern const Command kBenchCommand;  // bench/commands.cc
+extern const std::vector<Command> kBenchCommands;
+extern const Command kServeCommand;     // serve.cc
+extern const Command kSyncCommand;      // sync.cc
+extern const Command kGetCommand;       // get.cc
+extern const Command kStatsCommand;     // stats.cc
+extern const Command kTreeCommand;      // tree.cc
+extern const Command kDiffCommand;      // diff.cc
+extern const Command kSnapshotCommand;  // snapshot.cc, with its verbs:
+extern const std::vector<Command> kSnapshotCommands;
+
+}  // namespace kcache::tool
+
+#endif  // KCACHE_TOOLS_KCACHE_COMMAND_H_

@@ -1,0 +1,86 @@
+// Api: the HTTP face of `kcache serve`. Answers discovery, list, watch,
+// get, create, update and delete for the types of a ClusterState the way
+// kube-apiserver does (paths, query parameters, Status errors, list and
+// watch semantics), and injects the configured faults.
+//
+// Thread-safety: thread-safe; Handle runs on many connections at once.
+
+#ifndef KCACHE_TOOLS_KCACHE_TESTCLUSTER_API_H_
+#define KCACHE_TOOLS_KCACHE_TESTCLUSTER_API_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "tools/kcache/apiserver/api_reply.h"
+#include "tools/kcache/apiserver/http_server.h"
+#include "tools/kcache/testcluster/cluster_state.h"
+#include "tools/kcache/testcluster/faults.h"
+
+namespace kcache::serve {
+
+struct Target;
+struct Query;
+
+struct ApiOptions {
+  // How often a quiet watch that allows bookmarks gets one. The apiserver
+  // sends them about once a minute.
+  std::chrono::milliseconds bookmark_interval{std::chrono::seconds(60)};
+  // A watch without timeoutSeconds ends after this long (the apiserver's
+  // --min-request-timeout).
+  std::chrono::seconds default_watch_timeout{1800};
+  Faults faults;
+};
+
+class Api {
+ public:
+  Api(ClusterState* state, ApiOptions options);
+
+  void Handle(const http::Request& req, http::ResponseWriter& w);
+
+  // "HOST:PORT" reported by /api.
+  void set_address(std::string address) { address_ = std::move(address); }
+
+  // Prometheus text: requests by verb and resource, faults injected, watches open.
+  std::string Metrics() const;
+
+ private:
+  // Routing (api.cc) leads to a resource's verbs: list (api_list.cc), watch
+  // (api_watch.cc), get, create, update, delete (api.cc).
+  void HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
+  void Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
+  // The objects as ADDED events (then a bookmark if asked); advances `pos`
+  // to the list's resourceVersion. False if the client is gone.
+  bool SendInitialEvents(const Target& t, const Query& q, uint64_t* pos, http::ResponseWriter& w);
+  // Events after `pos` until the deadline, the client leaves, or a fault.
+  void StreamEvents(const Target& t, const Query& q, uint64_t n, uint64_t pos,
+                    std::chrono::steady_clock::time_point deadline, http::ResponseWriter& w);
+  void Get(const Target& t, http::ResponseWriter& w);
+  void Create(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void Delete(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void Patch(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void Count(const std::string& verb, const std::string& resource);
+  void NoteFault(const char* kind);
+  // Throttles, slows or fails request `n` as the faults say; true if it
+  // answered the request.
+  bool InjectRequestFault(uint64_t n, bool watch, http::ResponseWriter& w);
+
+  ClusterState* const state_;
+  const ApiOptions options_;
+  std::string address_;
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<int64_t> watches_open_{0};
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (verb, resource)
+  std::map<std::string, uint64_t> list_items_;                      // by resource
+  std::map<std::string, uint64_t> faults_injected_;
+};
+
+}  // namespace kcache::serve
+
+#endif  // KCACHE_TOOLS_KCACHE_TESTCLUSTER_API_H_
