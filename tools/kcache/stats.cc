@@ -94,10 +94,7 @@ int StatsMain(const Command& self, const std::vector<std::string>& args) {
   flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
   flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
   flags.String("namespace", 'n', &o.namespace_, "only this namespace in the per-namespace table");
-  std::vector<std::string> positional;
-  if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
-  if (!positional.empty())
-    return Fail(Status::InvalidArgument("unexpected argument \"" + positional[0] + "\""), "stats");
+  if (int rc = ParseFlagsOnly(self, flags, args); rc >= 0) return rc;
   Status st = RunStats(o, std::cout);
   return st.ok() ? 0 : Fail(st, "stats");
 }

@@ -222,15 +222,58 @@ bool IsPermanent(const Status& st) {
 
 }  // namespace
 
-Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
+namespace {
+
+// The options' own errors, before anything opens; selectors are checked
+// as the server would check them.
+Status CheckOptions(const SyncOptions& options) {
   if (options.resources.empty())
     return Status::InvalidArgument("name at least one resource to sync, e.g. pods");
   if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
-  // Selectors are checked here as the server would, before anything opens.
   if (auto st = LabelSelector::Parse(options.label_selector); !st.ok())
     return st.status().WithContext("-l " + options.label_selector);
   if (auto st = FieldSelector::Parse(options.field_selector); !st.ok())
     return st.status().WithContext("--field-selector " + options.field_selector);
+  return Status::OK();
+}
+
+// GET /metrics on `listen`: the factory's informers in Prometheus text.
+StatusOr<std::unique_ptr<http::Server>> ServeMetrics(const std::string& listen,
+                                                     InformerFactory* factory) {
+  auto started =
+      http::Server::Start(listen, [factory](const http::Request& req, http::ResponseWriter& w) {
+        if (req.path != "/metrics") {
+          w.Send(404, {{"Content-Type", "text/plain"}}, "404 page not found\n");
+          return;
+        }
+        w.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+               RenderPrometheus(factory->informers()));
+      });
+  if (!started.ok()) return started.status().WithContext("--metrics-listen");
+  return started;
+}
+
+// What a stopped sync received, held at its peak, and where each resource
+// resumes from.
+void SayStopped(const InformerFactory& factory, const RestConfig& config, const MemorySample& peak,
+                std::chrono::steady_clock::time_point started,
+                const std::function<void(const std::string&)>& say) {
+  say("received " + Megabytes(factory.BytesReceived()) + " of responses over the network" +
+      (config.disable_compression ? " (compression disabled)" : ""));
+  say(DescribeMemory(peak, util::PeakResidentBytes()));
+  for (auto& [name, informer] : factory.informers()) {
+    const std::string rv = informer->GetIndexer()->LastSyncResourceVersion();
+    say(rv.empty()
+            ? name + ": stopped with no resume point (the next start lists)"
+            : name + ": stopped at resourceVersion " + rv + " (the next start resumes from it)");
+  }
+  say(Summary(factory.informers(), started));
+}
+
+}  // namespace
+
+Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
+  KCACHE_RETURN_IF_ERROR(CheckOptions(options));
   // Block the signals before any thread starts, so that only sigwait sees them.
   sigset_t signals;
   sigemptyset(&signals);
@@ -305,18 +348,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   KCACHE_RETURN_IF_ERROR(factory->Start());
   std::unique_ptr<http::Server> metrics;
   if (!options.metrics_listen.empty()) {
-    InformerFactory* f = factory.get();
-    auto started = http::Server::Start(
-        options.metrics_listen, [f](const http::Request& req, http::ResponseWriter& w) {
-          if (req.path != "/metrics") {
-            w.Send(404, {{"Content-Type", "text/plain"}}, "404 page not found\n");
-            return;
-          }
-          w.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}},
-                 RenderPrometheus(f->informers()));
-        });
-    if (!started.ok()) return started.status().WithContext("--metrics-listen");
-    metrics = std::move(started).value();
+    KCACHE_ASSIGN_OR_RETURN(metrics, ServeMetrics(options.metrics_listen, factory.get()));
     say("serving metrics on " + metrics->url() + "/metrics");
   }
 
@@ -361,17 +393,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
           : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
   if (metrics) metrics->Stop();
   factory->Stop();
-  say("received " + Megabytes(factory->BytesReceived()) + " of responses over the network" +
-      (config.disable_compression ? " (compression disabled)" : ""));
   sample_memory();
-  say(DescribeMemory(peak, util::PeakResidentBytes()));
-  for (auto& [name, informer] : factory->informers()) {
-    const std::string rv = informer->GetIndexer()->LastSyncResourceVersion();
-    say(rv.empty()
-            ? name + ": stopped with no resume point (the next start lists)"
-            : name + ": stopped at resourceVersion " + rv + " (the next start resumes from it)");
-  }
-  say(Summary(factory->informers(), started));
+  SayStopped(*factory, config, peak, started, say);
   std::lock_guard l(fatal_mu);
   return fatal;
 }

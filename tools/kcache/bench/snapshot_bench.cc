@@ -64,42 +64,35 @@ std::string Mb(double bytes) {
   return buf;
 }
 
-}  // namespace
-
-Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
-  if (o.objects <= 0 || o.runs <= 0)
-    return Status::InvalidArgument("--objects and --runs must be positive");
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
-                          util::ScratchDir::Create("kcache-bench", o.dir));
-  const std::string root = work->path();
-  const std::string cache_dir = root + "/cache";
+// Step 1. The cache: pods in commits of 1,000, as a sync writes them.
+Status LoadCache(const SnapshotBenchOptions& o, const std::string& cache_dir, std::ostream& out) {
   char line[512];
-
-  // The cache: pods in commits of 1,000, as a sync writes them.
-  {
-    auto start = Clock::now();
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(cache_dir));
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, cache->OpenKeyspace("pods"));
-    KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}));
-    synth::PodOptions po{.seed = 3, .namespaces = 10};
-    for (int first = 0; first < o.objects; first += 1000) {
-      Transaction txn;
-      for (int i = first; i < std::min(o.objects, first + 1000); ++i) {
-        KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(synth::PodJson(po, i, 1000 + i)));
-        txn.Add(std::move(obj));
-      }
-      KCACHE_RETURN_IF_ERROR(pods->Commit(txn, nullptr));
+  auto start = Clock::now();
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(cache_dir));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, cache->OpenKeyspace("pods"));
+  KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}));
+  synth::PodOptions po{.seed = 3, .namespaces = 10};
+  for (int first = 0; first < o.objects; first += 1000) {
+    Transaction txn;
+    for (int i = first; i < std::min(o.objects, first + 1000); ++i) {
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(synth::PodJson(po, i, 1000 + i)));
+      txn.Add(std::move(obj));
     }
-    std::snprintf(line, sizeof(line), "cache: %d pods loaded in %.1f s\n", o.objects,
-                  Seconds(Clock::now() - start));
-    out << line << std::flush;
+    KCACHE_RETURN_IF_ERROR(pods->Commit(txn, nullptr));
   }
+  std::snprintf(line, sizeof(line), "cache: %d pods loaded in %.1f s\n", o.objects,
+                Seconds(Clock::now() - start));
+  out << line << std::flush;
+  return Status::OK();
+}
 
-  // Export and import, alternating with the disk's own rate so that all
-  // three see the same machine.
+// Step 2. Export and import to `file`, alternating with the disk's own
+// rate so that all three see the same machine.
+Status TimeExportImport(const SnapshotBenchOptions& o, const std::string& root,
+                        const std::string& cache_dir, const std::string& file, std::ostream& out) {
+  char line[512];
   std::vector<double> export_s, import_s, open_s, disk_rate;
   uint64_t raw_bytes = 0, file_bytes = 0;
-  const std::string file = root + "/cache.kcs";
   for (int run = 0; run < o.runs; ++run) {
     {
       KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::OpenReadOnly(cache_dir));
@@ -152,9 +145,15 @@ Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
                 raw_bytes / op / disk);
   out << line;
 
-  // From opening the cache to the first result of get, as `kcache get`
-  // does it: a read-only open, resolving the resource, then one object by
-  // name, or the first object of a namespace's list.
+  return Status::OK();
+}
+
+// Step 3. From opening the cache to the first result of get, as `kcache
+// get` does it: a read-only open, resolving the resource, then one object
+// by name, or the first object of a namespace's list.
+Status TimeFirstGet(const SnapshotBenchOptions& o, const std::string& cache_dir,
+                    const std::string& file, std::ostream& out) {
+  char line[512];
   std::vector<double> named, listed, process, from_file;
   // An object from the middle of the cache, as a user would name it.
   std::string ns, name;
@@ -226,6 +225,21 @@ Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
                 Median(from_file) * 1e3);
   out << line;
   return Status::OK();
+}
+
+}  // namespace
+
+Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
+  if (o.objects <= 0 || o.runs <= 0)
+    return Status::InvalidArgument("--objects and --runs must be positive");
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
+                          util::ScratchDir::Create("kcache-bench", o.dir));
+  const std::string root = work->path();
+  const std::string cache_dir = root + "/cache";
+  const std::string file = root + "/cache.kcs";
+  KCACHE_RETURN_IF_ERROR(LoadCache(o, cache_dir, out));
+  KCACHE_RETURN_IF_ERROR(TimeExportImport(o, root, cache_dir, file, out));
+  return TimeFirstGet(o, cache_dir, file, out);
 }
 
 }  // namespace kcache::bench

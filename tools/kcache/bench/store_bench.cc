@@ -120,6 +120,144 @@ Status RunWatchEvents(const StoreBenchOptions& o, CacheOptions copts, const std:
   return Status::OK();
 }
 
+// Step 1. Raw RocksDB: the same pod bytes under the same keys, WriteBatches
+// of `batch` puts, with the options of the cache's objects column family
+// (same compression, block cache, memtable budget, background jobs).
+// Returns the seconds in writes; adds the bytes written to `bytes`.
+StatusOr<double> LoadRaw(const StoreBenchOptions& o, const rocksdb::Options& ro,
+                         const std::string& dir, uint64_t* bytes) {
+  double seconds = 0;
+  rocksdb::DB* raw = nullptr;
+  KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::DB::Open(ro, dir, &raw), "open raw"));
+  std::unique_ptr<rocksdb::DB> db(raw);
+  for (int first = 0; first < o.objects; first += o.batch) {
+    std::vector<std::string> docs = Batch(first, std::min(o.batch, o.objects - first));
+    auto start = Clock::now();
+    rocksdb::WriteBatch wb;
+    for (const std::string& d : docs) {
+      wb.Put(KeyOf(d), d);
+      *bytes += d.size();
+    }
+    KCACHE_RETURN_IF_ERROR(storage::FromRocks(db->Write({}, &wb), "raw write"));
+    seconds += Seconds(Clock::now() - start);
+  }
+  return seconds;
+}
+
+// Step 2. kcache: parse, index (namespace and labels) and commit the same
+// pods. Returns the seconds it took.
+StatusOr<double> LoadCache(const StoreBenchOptions& o, Indexer& pods) {
+  double seconds = 0;
+  for (int first = 0; first < o.objects; first += o.batch) {
+    std::vector<std::string> docs = Batch(first, std::min(o.batch, o.objects - first));
+    auto start = Clock::now();
+    Transaction txn;
+    for (std::string& d : docs) {
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(std::move(d)));
+      txn.Add(std::move(obj));
+    }
+    txn.resource_version = std::to_string(1000 + first + o.batch);
+    KCACHE_RETURN_IF_ERROR(pods.Commit(txn, nullptr));
+    seconds += Seconds(Clock::now() - start);
+  }
+  return seconds;
+}
+
+// Step 3. Queries on the settled cache, each the median of `runs`.
+void TimeQueries(const StoreBenchOptions& o, const Cache& cache,
+                 const std::shared_ptr<Indexer>& pods, std::ostream& out) {
+  char line[256];
+  size_t n_ns = 0, n_label = 0, n_scan = 0;
+  // Streamed, as a caller walking a large namespace would.
+  double by_ns = Median(o.runs, [&] {
+    n_ns = 0;
+    for (auto it = pods->NewIndexIterator(kNamespaceIndex, "ns-3"); it->Valid(); it->Next()) ++n_ns;
+  });
+  Lister lister(pods, {"", "pods"});
+  LabelSelector one_app = *LabelSelector::Parse("app=checkout-1");
+  LabelSelector canary = *LabelSelector::Parse("tier=web,track=canary");
+  double by_label = Median(o.runs, [&] { n_label = lister.List(one_app)->size(); });
+  double by_label_ns =
+      Median(o.runs, [&] { n_scan = lister.Namespace("ns-3").List(canary)->size(); });
+  LabelSelector no_index = *LabelSelector::Parse("track!=stable,tier notin (api,worker)");
+  size_t n_noindex = 0;
+  double scan = Median(std::max(1, o.runs / 2), [&] {
+    n_noindex = 0;
+    (void)ListAll(*pods, no_index, [&](const ObjectPtr&) { return ++n_noindex, true; });
+  });
+  // A whole scan against RocksDB's own iteration of the same column
+  // family: what reading objects back costs beyond reading their bytes.
+  const std::shared_ptr<storage::Db>& db = storage::DbOf(cache);
+  size_t n_raw = 0, n_all = 0;
+  uint64_t raw_bytes = 0;
+  double raw_scan = Median(o.runs, [&] {
+    n_raw = 0;
+    raw_bytes = 0;
+    std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator({}, db->objects));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      raw_bytes += it->value().size();
+      ++n_raw;
+    }
+  });
+  double all_scan = Median(o.runs, [&] {
+    n_all = 0;
+    for (auto it = pods->NewIterator(); it->Valid(); it->Next()) {
+      n_all += it->object()->has_metadata();
+    }
+  });
+  std::snprintf(line, sizeof line,
+                "  scan, raw RocksDB iteration:           %9.1f ms for %zu rows (%.2f us/row, "
+                "%.0f MB/s)\n",
+                raw_scan * 1e3, n_raw, raw_scan * 1e6 / std::max<size_t>(n_raw, 1),
+                raw_bytes / raw_scan / 1e6);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "  scan, kcache objects:                  %9.1f ms for %zu pods (%.2f us/pod)  "
+                "ratio %.2f\n",
+                all_scan * 1e3, n_all, all_scan * 1e6 / std::max<size_t>(n_all, 1),
+                raw_scan / all_scan);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "  namespace ns-3, streamed:              %9.1f ms for %zu pods (%.1f us/pod)\n",
+                by_ns * 1e3, n_ns, by_ns * 1e6 / std::max<size_t>(n_ns, 1));
+  out << line;
+  std::snprintf(line, sizeof line,
+                "  list -l app=checkout-1 (label index):   %9.3f ms for %zu pods\n", by_label * 1e3,
+                n_label);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "  list -n ns-3 -l tier=web,track=canary:  %9.1f ms for %zu pods\n",
+                by_label_ns * 1e3, n_scan);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "  list -l 'track!=stable,...' (a scan):   %9.1f ms for %zu pods\n", scan * 1e3,
+                n_noindex);
+  out << line;
+}
+
+// Step 4. Both databases compacted to their final shape, and their sizes.
+Status ReportDisk(const StoreBenchOptions& o, const rocksdb::Options& ro, const CacheOptions& copts,
+                  const std::string& root, uint64_t bytes, std::ostream& out) {
+  {  // with the options it was written with
+    rocksdb::DB* db = nullptr;
+    KCACHE_RETURN_IF_ERROR(
+        storage::FromRocks(rocksdb::DB::Open(ro, root + "/raw", &db), "reopen raw"));
+    db->CompactRange({}, nullptr, nullptr).PermitUncheckedError();
+    delete db;
+  }
+  // Reopening turns the cache's log into tables, as the raw reopen did.
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(root + "/cache", copts));
+  cache.reset();
+  char line[256];
+  std::snprintf(
+      line, sizeof line,
+      "  disk: JSON %.0f MB; raw RocksDB %.0f MB; kcache %.0f MB (zstd dictionary %d bytes)\n",
+      bytes / 1e6, DiskBytes(root + "/raw") / 1e6, DiskBytes(root + "/cache") / 1e6,
+      o.zstd_dictionary_bytes);
+  out << line;
+  return Status::OK();
+}
+
 }  // namespace
 
 Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
@@ -135,49 +273,16 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   CacheOptions copts;
   copts.zstd_dictionary_bytes = static_cast<size_t>(o.zstd_dictionary_bytes);
 
-  // 1. Raw RocksDB: the same pod bytes under the same keys, WriteBatches of
-  // `batch` puts, with the options of the cache's objects column family
-  // (same compression, block cache, memtable budget, background jobs).
-  double raw_seconds = 0;
   uint64_t bytes = 0;
   rocksdb::Options ro = storage::ObjectsLikeOptions(copts);
   ro.create_if_missing = true;
-  {
-    rocksdb::DB* raw = nullptr;
-    KCACHE_RETURN_IF_ERROR(
-        storage::FromRocks(rocksdb::DB::Open(ro, root + "/raw", &raw), "open raw"));
-    std::unique_ptr<rocksdb::DB> db(raw);
-    for (int first = 0; first < o.objects; first += o.batch) {
-      std::vector<std::string> docs = Batch(first, std::min(o.batch, o.objects - first));
-      auto start = Clock::now();
-      rocksdb::WriteBatch wb;
-      for (const std::string& d : docs) {
-        wb.Put(KeyOf(d), d);
-        bytes += d.size();
-      }
-      KCACHE_RETURN_IF_ERROR(storage::FromRocks(db->Write({}, &wb), "raw write"));
-      raw_seconds += Seconds(Clock::now() - start);
-    }
-  }
+  KCACHE_ASSIGN_OR_RETURN(const double raw_seconds, LoadRaw(o, ro, root + "/raw", &bytes));
 
-  // 2. kcache: parse, index (namespace and labels) and commit.
-  double cache_seconds = 0;
   const std::string cache_dir = root + "/cache";
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(cache_dir, copts));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods,
                           cache->OpenKeyspace("pods", {.label_index = o.label_index}));
-  for (int first = 0; first < o.objects; first += o.batch) {
-    std::vector<std::string> docs = Batch(first, std::min(o.batch, o.objects - first));
-    auto start = Clock::now();
-    Transaction txn;
-    for (std::string& d : docs) {
-      KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(std::move(d)));
-      txn.Add(std::move(obj));
-    }
-    txn.resource_version = std::to_string(1000 + first + o.batch);
-    KCACHE_RETURN_IF_ERROR(pods->Commit(txn, nullptr));
-    cache_seconds += Seconds(Clock::now() - start);
-  }
+  KCACHE_ASSIGN_OR_RETURN(const double cache_seconds, LoadCache(o, *pods));
   const size_t rss_loaded = util::ResidentBytes();
   // Queries are timed on a settled database: no compaction competing for
   // the two cores.
@@ -201,77 +306,8 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
                 raw_seconds / cache_seconds);
   out << line;
 
-  // 3. Queries.
-  {
-    size_t n_ns = 0, n_label = 0, n_scan = 0;
-    // Streamed, as a caller walking a large namespace would.
-    double by_ns = Median(o.runs, [&] {
-      n_ns = 0;
-      for (auto it = pods->NewIndexIterator(kNamespaceIndex, "ns-3"); it->Valid(); it->Next())
-        ++n_ns;
-    });
-    Lister lister(pods, {"", "pods"});
-    LabelSelector one_app = *LabelSelector::Parse("app=checkout-1");
-    LabelSelector canary = *LabelSelector::Parse("tier=web,track=canary");
-    double by_label = Median(o.runs, [&] { n_label = lister.List(one_app)->size(); });
-    double by_label_ns =
-        Median(o.runs, [&] { n_scan = lister.Namespace("ns-3").List(canary)->size(); });
-    LabelSelector no_index = *LabelSelector::Parse("track!=stable,tier notin (api,worker)");
-    size_t n_noindex = 0;
-    double scan = Median(std::max(1, o.runs / 2), [&] {
-      n_noindex = 0;
-      (void)ListAll(*pods, no_index, [&](const ObjectPtr&) { return ++n_noindex, true; });
-    });
-    // A whole scan against RocksDB's own iteration of the same column
-    // family: what reading objects back costs beyond reading their bytes.
-    const std::shared_ptr<storage::Db>& db = storage::DbOf(*cache);
-    size_t n_raw = 0, n_all = 0;
-    uint64_t raw_bytes = 0;
-    double raw_scan = Median(o.runs, [&] {
-      n_raw = 0;
-      raw_bytes = 0;
-      std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator({}, db->objects));
-      for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        raw_bytes += it->value().size();
-        ++n_raw;
-      }
-    });
-    double all_scan = Median(o.runs, [&] {
-      n_all = 0;
-      for (auto it = pods->NewIterator(); it->Valid(); it->Next()) {
-        n_all += it->object()->has_metadata();
-      }
-    });
-    std::snprintf(line, sizeof line,
-                  "  scan, raw RocksDB iteration:           %9.1f ms for %zu rows (%.2f us/row, "
-                  "%.0f MB/s)\n",
-                  raw_scan * 1e3, n_raw, raw_scan * 1e6 / std::max<size_t>(n_raw, 1),
-                  raw_bytes / raw_scan / 1e6);
-    out << line;
-    std::snprintf(line, sizeof line,
-                  "  scan, kcache objects:                  %9.1f ms for %zu pods (%.2f us/pod)  "
-                  "ratio %.2f\n",
-                  all_scan * 1e3, n_all, all_scan * 1e6 / std::max<size_t>(n_all, 1),
-                  raw_scan / all_scan);
-    out << line;
-    std::snprintf(line, sizeof line,
-                  "  namespace ns-3, streamed:              %9.1f ms for %zu pods (%.1f us/pod)\n",
-                  by_ns * 1e3, n_ns, by_ns * 1e6 / std::max<size_t>(n_ns, 1));
-    out << line;
-    std::snprintf(line, sizeof line,
-                  "  list -l app=checkout-1 (label index):   %9.3f ms for %zu pods\n",
-                  by_label * 1e3, n_label);
-    out << line;
-    std::snprintf(line, sizeof line,
-                  "  list -n ns-3 -l tier=web,track=canary:  %9.1f ms for %zu pods\n",
-                  by_label_ns * 1e3, n_scan);
-    out << line;
-    std::snprintf(line, sizeof line,
-                  "  list -l 'track!=stable,...' (a scan):   %9.1f ms for %zu pods\n", scan * 1e3,
-                  n_noindex);
-    out << line;
-  }
-  // 4. Memory and disk.
+  TimeQueries(o, *cache, pods, out);
+  // Memory, then (step 4) disk.
   std::snprintf(
       line, sizeof line,
       "  RSS: %.0f MB at start, %.0f MB after loading, %.0f MB after compacting (%.1f s), %.0f MB "
@@ -281,23 +317,7 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   out << line;
   pods.reset();
   cache.reset();
-  {  // Compact both to their final shape and compare sizes.
-    for (const std::string& d : {root + "/raw"}) {
-      rocksdb::DB* db = nullptr;  // with the options it was written with
-      KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::DB::Open(ro, d, &db), "reopen raw"));
-      db->CompactRange({}, nullptr, nullptr).PermitUncheckedError();
-      delete db;
-    }
-  }
-  // Reopening turns the cache's log into tables, as the raw reopen did.
-  KCACHE_ASSIGN_OR_RETURN(cache, Cache::Open(cache_dir, copts));
-  cache.reset();
-  std::snprintf(
-      line, sizeof line,
-      "  disk: JSON %.0f MB; raw RocksDB %.0f MB; kcache %.0f MB (zstd dictionary %d bytes)\n",
-      bytes / 1e6, DiskBytes(root + "/raw") / 1e6, DiskBytes(cache_dir) / 1e6,
-      o.zstd_dictionary_bytes);
-  out << line;
+  KCACHE_RETURN_IF_ERROR(ReportDisk(o, ro, copts, root, bytes, out));
   return RunWatchEvents(o, copts, root, out);
 }
 
