@@ -2,6 +2,8 @@
 //
 // libkcache is built with hidden symbol visibility; only declarations in
 // include/kcache/ that carry this macro are exported from the shared library.
+//
+// Thread-safety: a macro only; nothing here runs.
 
 #ifndef KCACHE_EXPORT_H_
 #define KCACHE_EXPORT_H_

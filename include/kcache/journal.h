@@ -18,6 +18,10 @@
 // restarts the window at its resume point.
 //
 // The layout is specified in docs/storage-format.md.
+//
+// Thread-safety: these are plain values; the journal itself is read and
+// written through Cache, which is thread-safe, and a commit's changes are
+// appended in that commit's one atomic write.
 
 #ifndef KCACHE_JOURNAL_H_
 #define KCACHE_JOURNAL_H_
