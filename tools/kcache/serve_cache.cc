@@ -553,37 +553,16 @@ std::optional<Reply> CacheServer::Impl::OpenView(const Target& t,
 
 void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
                              http::ResponseWriter& w) {
-  if (std::optional<Reply> bad = serve::CheckListOptions(q)) return SendReply(w, *bad);
+  serve::ListPlan plan;
+  if (std::optional<Reply> bad = serve::PlanList(q, &plan)) return SendReply(w, *bad);
+  // The cache's versions are canonical decimals: the plan's, spelled again.
   std::optional<std::string> at;
-  std::string not_older_than, start;
-  size_t limit = q.limit;
-  bool continuing = false;
-  if (!q.continue_token.empty()) {
-    if (q.rv && !q.rv->empty() && *q.rv != "0") {
-      return SendReply(w, {400, "BadRequest",
-                           "specifying resource version is not allowed when using continue", ""});
-    }
-    auto token = serve::DecodeContinue(q.continue_token);
-    if (!token) {
-      return SendReply(
-          w, {400, "BadRequest", "continue key is not valid: not a token this server issued", ""});
-    }
-    at = std::to_string(token->first);
-    start = token->second;
-    continuing = true;
-  } else if (q.rv && !q.rv->empty()) {
-    if (!ParseCanonicalResourceVersion(*q.rv) && *q.rv != "0") {
-      return SendReply(w,
-                       {400, "BadRequest", "invalid resource version " + serve::Quote(*q.rv), ""});
-    }
-    if (*q.rv == "0") {
-      limit = 0;  // "Any": served whole, as from the apiserver's watch cache
-    } else if (q.rv_match == "Exact" || (limit > 0 && q.rv_match.empty())) {
-      at = *q.rv;
-    } else {
-      not_older_than = *q.rv;
-    }
-  }
+  std::string not_older_than;
+  if (plan.read == serve::ListPlan::Read::kExact) at = std::to_string(plan.rv);
+  if (plan.read == serve::ListPlan::Read::kNotOlderThan) not_older_than = std::to_string(plan.rv);
+  const std::string& start = plan.start;
+  const size_t limit = plan.limit;
+  const bool continuing = plan.continuing;
   ListView view;
   if (std::optional<Reply> bad = OpenView(t, at, not_older_than, start, &view)) {
     if (continuing && bad->code == 410) {
@@ -671,16 +650,12 @@ void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
 
 void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out,
                               http::ResponseWriter& w) {
-  if (std::optional<Reply> bad = serve::CheckWatchOptions(q)) return SendReply(w, *bad);
   const ServedType& st = served_[static_cast<size_t>(t.type)];
+  std::optional<uint64_t> from_rv;
+  if (std::optional<Reply> bad = serve::PlanWatch(q, &from_rv)) return SendReply(w, *bad);
+  // The cache's versions are canonical decimals: the plan's, spelled again.
   std::optional<std::string> from;
-  if (q.rv && !q.rv->empty() && *q.rv != "0") {
-    if (!ParseCanonicalResourceVersion(*q.rv)) {
-      return SendReply(w,
-                       {400, "BadRequest", "invalid resource version " + serve::Quote(*q.rv), ""});
-    }
-    from = *q.rv;
-  }
+  if (from_rv) from = std::to_string(*from_rv);
   const auto deadline = Clock::now() + (q.timeout_seconds && *q.timeout_seconds > 0
                                             ? std::chrono::seconds(*q.timeout_seconds)
                                             : options_.default_watch_timeout);

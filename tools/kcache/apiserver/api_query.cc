@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/resource_version.h"
 #include "util/base64.h"
 
 namespace kcache::serve {
@@ -163,6 +164,50 @@ std::optional<Reply> CheckListOptions(const Query& q) {
   }
   if (errors.empty()) return std::nullopt;
   return Invalid("ListOptions", "meta.k8s.io", errors);
+}
+
+std::optional<Reply> PlanList(const Query& q, ListPlan* plan) {
+  if (std::optional<Reply> bad = CheckListOptions(q)) return bad;
+  *plan = ListPlan{};
+  plan->limit = q.limit;
+  if (!q.continue_token.empty()) {
+    if (q.rv && !q.rv->empty() && *q.rv != "0") {
+      return Reply{400, "BadRequest",
+                   "specifying resource version is not allowed when using continue", ""};
+    }
+    auto token = DecodeContinue(q.continue_token);
+    if (!token) {
+      return Reply{400, "BadRequest", "continue key is not valid: not a token this server issued",
+                   ""};
+    }
+    plan->read = ListPlan::Read::kExact;
+    plan->rv = token->first;
+    plan->start = token->second;
+    plan->continuing = true;
+    return std::nullopt;
+  }
+  if (!q.rv || q.rv->empty()) return std::nullopt;
+  std::optional<uint64_t> rv = ParseResourceVersion(*q.rv);
+  if (!rv) return Reply{400, "BadRequest", "invalid resource version " + Quote(*q.rv), ""};
+  if (*rv == 0) {
+    plan->limit = 0;  // Any: served whole from the watch cache, as the apiserver does
+  } else if (q.rv_match == "Exact" || (q.limit > 0 && q.rv_match.empty())) {
+    plan->read = ListPlan::Read::kExact;
+    plan->rv = *rv;
+  } else {
+    plan->read = ListPlan::Read::kNotOlderThan;
+    plan->rv = *rv;
+  }
+  return std::nullopt;
+}
+
+std::optional<Reply> PlanWatch(const Query& q, std::optional<uint64_t>* from) {
+  if (std::optional<Reply> bad = CheckWatchOptions(q)) return bad;
+  from->reset();
+  if (!q.rv || q.rv->empty() || *q.rv == "0") return std::nullopt;
+  *from = ParseResourceVersion(*q.rv);
+  if (!*from) return Reply{400, "BadRequest", "invalid resource version " + Quote(*q.rv), ""};
+  return std::nullopt;
 }
 
 // The watch options the apiserver refuses, as it words them.

@@ -71,6 +71,31 @@ std::optional<Reply> ParseQuery(const http::Request& req, const Target& t, Query
 std::optional<Reply> CheckListOptions(const Query& q);
 std::optional<Reply> CheckWatchOptions(const Query& q);
 
+// Which state a LIST reads, as kube-apiserver decides it from the list's
+// parameters: the current one; exactly one version (Exact, a continue
+// token, or a paginated list at a version with no match: what etcd
+// serves); or one at least as new as a version (NotOlderThan, or a version
+// without a limit: what the watch cache serves). Version "0" is Any: the
+// whole current list, its limit ignored.
+struct ListPlan {
+  enum class Read { kCurrent, kExact, kNotOlderThan };
+  Read read = Read::kCurrent;
+  uint64_t rv = 0;          // the version of kExact and kNotOlderThan
+  std::string start;        // the first key to list, from a continue token
+  size_t limit = 0;         // objects per page; 0: the whole list
+  bool continuing = false;  // from a continue token (kExact at its version)
+};
+
+// Checks the list options (CheckListOptions) and resolves them into
+// `plan`; the apiserver's 400 or 422 for what it refuses. Both servers of
+// kcache serve list by this plan.
+std::optional<Reply> PlanList(const Query& q, ListPlan* plan);
+
+// Checks the watch options (CheckWatchOptions) and reads where the watch
+// starts: after `*from`, or from the current state (no version, or "0");
+// the apiserver's 400 or 422 for what it refuses.
+std::optional<Reply> PlanWatch(const Query& q, std::optional<uint64_t>* from);
+
 // Query booleans as the apiserver reads them: anything but "0" and "false".
 bool ParseBool(std::string_view v);
 

@@ -7,7 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/resource_version.h"
 #include "tools/kcache/apiserver/api_query.h"
 #include "tools/kcache/apiserver/api_reply.h"
 #include "tools/kcache/testcluster/api.h"
@@ -16,7 +15,8 @@ namespace kcache::serve {
 
 void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
   const Faults& f = options_.faults;
-  if (std::optional<Reply> bad = CheckListOptions(q)) return SendReply(w, *bad);
+  ListPlan plan;
+  if (std::optional<Reply> bad = PlanList(q, &plan)) return SendReply(w, *bad);
   if (f.expire.Contains(n)) {
     NoteFault("expire");
     return SendReply(w, ListTooOld());
@@ -26,38 +26,20 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
   lq.namespace_ = t.namespace_;
   if (q.has_selector())
     lq.filter = [&q](const StoredObject& o) { return q.Matches(*o.object, o.fields); };
-  lq.limit = q.limit;
+  lq.limit = plan.limit;
   lq.count_remaining = !q.has_selector();
-  bool continuing = false;
-  if (!q.continue_token.empty()) {
-    if (q.rv && !q.rv->empty() && *q.rv != "0") {
-      return SendReply(w, {400, "BadRequest",
-                           "specifying resource version is not allowed when using continue", ""});
+  lq.start_key = plan.start;
+  const bool continuing = plan.continuing;
+  if (plan.read == ListPlan::Read::kExact) {
+    // Read from etcd at that revision; etcd refuses a future one and the
+    // apiserver passes its error on as a 500 without a reason.
+    if (!continuing && plan.rv > current) {
+      return SendReply(w,
+                       {500, "", "etcdserver: mvcc: required revision is a future revision", ""});
     }
-    auto token = DecodeContinue(q.continue_token);
-    if (!token)
-      return SendReply(
-          w, {400, "BadRequest", "continue key is not valid: not a token this server issued", ""});
-    lq.at_rv = token->first;
-    lq.start_key = token->second;
-    continuing = true;
-  } else if (q.rv && !q.rv->empty()) {
-    std::optional<uint64_t> rv = ParseResourceVersion(*q.rv);
-    if (!rv)
-      return SendReply(w, {400, "BadRequest", "invalid resource version " + Quote(*q.rv), ""});
-    if (*rv == 0) {
-      lq.limit = 0;  // "Any": served whole from the watch cache, as the apiserver does
-    } else if (q.rv_match == "Exact" || (q.limit > 0 && q.rv_match.empty())) {
-      // Exact, read from etcd at that revision; etcd refuses a future one
-      // and the apiserver passes its error on as a 500 without a reason.
-      if (*rv > current) {
-        return SendReply(w,
-                         {500, "", "etcdserver: mvcc: required revision is a future revision", ""});
-      }
-      lq.at_rv = *rv;
-    } else if (*rv > current) {
-      lq.at_rv = *rv;  // reported below as too large
-    }
+    lq.at_rv = plan.rv;
+  } else if (plan.read == ListPlan::Read::kNotOlderThan && plan.rv > current) {
+    lq.at_rv = plan.rv;  // reported below as too large
   }
   StatusOr<ListResult> result = state_->List(t.type, lq);
   if (!result.ok()) {

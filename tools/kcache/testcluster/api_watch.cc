@@ -10,7 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/resource_version.h"
 #include "tools/kcache/apiserver/api_query.h"
 #include "tools/kcache/apiserver/api_reply.h"
 #include "tools/kcache/testcluster/api.h"
@@ -60,14 +59,8 @@ void EncodeEvents(const WatchBatch& batch, const Query& q, std::deque<std::strin
 }  // namespace
 
 void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
-  if (std::optional<Reply> bad = CheckWatchOptions(q)) return SendReply(w, *bad);
   std::optional<uint64_t> from;
-  if (q.rv && !q.rv->empty() && *q.rv != "0") {
-    from = ParseResourceVersion(*q.rv);
-    if (!from) {
-      return SendReply(w, {400, "BadRequest", "invalid resource version " + Quote(*q.rv), ""});
-    }
-  }
+  if (std::optional<Reply> bad = PlanWatch(q, &from)) return SendReply(w, *bad);
   const auto deadline = Clock::now() + (q.timeout_seconds && *q.timeout_seconds > 0
                                             ? std::chrono::seconds(*q.timeout_seconds)
                                             : options_.default_watch_timeout);
