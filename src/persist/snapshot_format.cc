@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "persist/encoding.h"
 #include "util/coding.h"
@@ -246,6 +247,25 @@ std::string EncodeManifest(const SnapshotManifest& m) {
   return j.dump();
 }
 
+namespace {
+
+// An integer field that fits T. nlohmann's get<T> casts a float or an
+// out-of-range number, undefined behaviour for a float: both are malformed.
+template <typename T>
+T IntegerField(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = j.at(key);
+  if (v.is_number_unsigned() && std::in_range<T>(v.get<uint64_t>())) {
+    return static_cast<T>(v.get<uint64_t>());
+  }
+  if (v.is_number_integer() && !v.is_number_unsigned() && std::in_range<T>(v.get<int64_t>())) {
+    return static_cast<T>(v.get<int64_t>());
+  }
+  throw nlohmann::json::type_error::create(
+      302, std::string("\"") + key + "\" is not an integer in range", &v);
+}
+
+}  // namespace
+
 StatusOr<SnapshotManifest> DecodeManifest(std::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   auto bad = [](const std::string& what) {
@@ -254,8 +274,8 @@ StatusOr<SnapshotManifest> DecodeManifest(std::string_view text) {
   if (!j.is_object()) return bad("not a JSON object");
   SnapshotManifest m;
   try {
-    m.format_version = j.at("formatVersion").get<int>();
-    m.storage_format = j.at("storageFormat").get<int>();
+    m.format_version = IntegerField<int>(j, "formatVersion");
+    m.storage_format = IntegerField<int>(j, "storageFormat");
     auto created = util::ParseRfc3339(j.at("created").get<std::string>());
     if (!created) return bad("bad creation time");
     m.created = *created;
@@ -266,7 +286,7 @@ StatusOr<SnapshotManifest> DecodeManifest(std::string_view text) {
     for (const nlohmann::json& e : j.at("resources")) {
       KeyspaceStats r;
       r.name = e.at("keyspace").get<std::string>();
-      r.objects = e.at("objects").get<uint64_t>();
+      r.objects = IntegerField<uint64_t>(e, "objects");
       r.resource_version = e.at("resourceVersion").get<std::string>();
       r.relist_in_progress = e.value("relistInProgress", false);
       if (e.contains("lastSync"))

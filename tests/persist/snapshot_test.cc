@@ -134,6 +134,25 @@ TEST_F(SnapshotTest, ManifestDescribesTheCache) {
       std::chrono::duration_cast<std::chrono::milliseconds>(manifest_.created.time_since_epoch()));
 }
 
+// Found by storage_records_fuzz: a number that is not an integer in range
+// (a float, or too large) was cast, undefined behaviour; it is a malformed
+// manifest now.
+TEST(SnapshotManifestTest, IntegersOutOfRangeAreMalformed) {
+  const std::string ok =
+      R"({"formatVersion":1,"storageFormat":1,"created":"2026-01-01T00:00:00Z","resources":[]})";
+  ASSERT_TRUE(snapshot::DecodeManifest(ok).ok()) << snapshot::DecodeManifest(ok).status();
+  for (const char* version : {"1.5e125", "2.5", "4294967296", "-1e300"}) {
+    std::string text = ok;
+    text.replace(text.find(":1,"), 3, std::string(":") + version + ",");
+    StatusOr<SnapshotManifest> m = snapshot::DecodeManifest(text);
+    ASSERT_FALSE(m.ok()) << text;
+    EXPECT_TRUE(m.status().IsCorruption()) << m.status();
+  }
+  std::string objects = R"({"formatVersion":1,"storageFormat":1,"created":"2026-01-01T00:00:00Z",)"
+                        R"("resources":[{"keyspace":"pods","objects":-3,"resourceVersion":"5"}]})";
+  EXPECT_TRUE(snapshot::DecodeManifest(objects).status().IsCorruption());
+}
+
 TEST_F(SnapshotTest, ImportGivesTheSameCacheWithItsResumePointsAndIndexes) {
   auto verified = VerifySnapshot(file());
   ASSERT_OK(verified) << verified.status();

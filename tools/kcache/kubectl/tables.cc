@@ -1,6 +1,7 @@
 #include "tools/kcache/kubectl/tables.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "tools/kcache/kubectl/go_format.h"
@@ -32,8 +33,13 @@ const json& At(const json& j, std::initializer_list<const char*> path) {
 }
 
 std::string Str(const json& v) { return v.is_string() ? v.get<std::string>() : ""; }
+// A float out of int64's range would be undefined behaviour to convert.
 int64_t Int(const json& v, int64_t otherwise = 0) {
-  return v.is_number() ? v.get<int64_t>() : otherwise;
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float() && std::abs(v.get<double>()) < 9.2e18) {
+    return static_cast<int64_t>(v.get<double>());
+  }
+  return otherwise;
 }
 size_t Size(const json& v) { return v.is_structured() ? v.size() : 0; }
 const json& Items(const json& v) {
@@ -320,7 +326,7 @@ json CustomCell(const PrinterColumn& column, const JsonPath& path, const json& o
     return v.is_structured() ? GoJson(v) : GoValue(v);
   }
   if (v.is_null()) return nullptr;
-  if (column.type == "integer" && v.is_number()) return v.get<int64_t>();
+  if (column.type == "integer" && v.is_number()) return Int(v);
   if (column.type == "number" && v.is_number()) return v.get<double>();
   if (column.type == "boolean" && v.is_boolean()) return v;
   if (column.type == "date" && v.is_string()) {
