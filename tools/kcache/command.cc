@@ -46,6 +46,11 @@ int ParseFlagsOnly(const Command& command, cli::FlagSet& flags,
   return -1;
 }
 
+void SourceFlags(cli::FlagSet& flags, std::string* cache_dir, std::string* snapshot) {
+  flags.String("cache", '\0', cache_dir, "the cache directory to read");
+  flags.String("snapshot", '\0', snapshot, "the snapshot file to read (instead of --cache)");
+}
+
 bool GroupHelp(const Command& group, const std::vector<std::string>& args) {
   if (args.empty() || (args[0] != "--help" && args[0] != "-h")) return false;
   std::cout << HelpText(group) << "\nRun \"kcache help " << group.name

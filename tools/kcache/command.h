@@ -42,6 +42,9 @@ int ParseFlags(const Command& command, cli::FlagSet& flags, const std::vector<st
 int ParseFlagsOnly(const Command& command, cli::FlagSet& flags,
                    const std::vector<std::string>& args);
 
+// --cache DIR and --snapshot FILE, the flags of every offline reader.
+void SourceFlags(cli::FlagSet& flags, std::string* cache_dir, std::string* snapshot);
+
 // For a group's run: prints its help and true if `args` asks for it.
 bool GroupHelp(const Command& group, const std::vector<std::string>& args);
 

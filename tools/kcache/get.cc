@@ -1091,8 +1091,7 @@ int GetMain(const Command& self, const std::vector<std::string>& args) {
   GetOptions o;
   std::string request_timeout = "0";
   cli::FlagSet flags;
-  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
-  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
+  SourceFlags(flags, &o.cache_dir, &o.snapshot);
   flags.String("namespace", 'n', &o.namespace_, "the namespace to list");
   flags.Bool("all-namespaces", 'A', &o.all_namespaces, "list every namespace");
   flags.String("selector", 'l', &o.label_selector, "label selector, e.g. app=web");

@@ -91,8 +91,7 @@ namespace {
 int StatsMain(const Command& self, const std::vector<std::string>& args) {
   StatsOptions o;
   cli::FlagSet flags;
-  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
-  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
+  SourceFlags(flags, &o.cache_dir, &o.snapshot);
   flags.String("namespace", 'n', &o.namespace_, "only this namespace in the per-namespace table");
   if (int rc = ParseFlagsOnly(self, flags, args); rc >= 0) return rc;
   Status st = RunStats(o, std::cout);

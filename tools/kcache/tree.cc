@@ -137,8 +137,7 @@ namespace {
 int TreeMain(const Command& self, const std::vector<std::string>& args) {
   TreeOptions o;
   cli::FlagSet flags;
-  flags.String("cache", '\0', &o.cache_dir, "the cache directory to read");
-  flags.String("snapshot", '\0', &o.snapshot, "the snapshot file to read (instead of --cache)");
+  SourceFlags(flags, &o.cache_dir, &o.snapshot);
   flags.String("namespace", 'n', &o.namespace_, "the object's namespace");
   std::vector<std::string> positional;
   if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
