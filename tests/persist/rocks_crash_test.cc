@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
@@ -315,7 +317,13 @@ TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
   }
   std::mt19937_64 rng(20261126);
   int empty = 0, prefixes = 0, whole = 0;
+  // The first three rounds run to Finish and time the relist; the other
+  // nine are killed across that time, each in its own ninth, so that the
+  // kills land inside the relist however fast the machine (a sanitizer
+  // build is several times slower).
+  double relist_us = 0;
   for (int round = 0; round < 12; ++round) {
+    const bool to_finish = round < 3;
     TempDir dir;
     int started;
     pid_t child = Spawn(
@@ -332,11 +340,16 @@ TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
     ASSERT_GE(child, 0);
     char byte;
     bool running = read(started, &byte, 1) == 1;
-    // The first nine rounds are killed 0-360 ms into the relist (some may
-    // land after its end on a fast machine), the last three once it ended.
-    if (running && round < 9) usleep(static_cast<useconds_t>(round * 40000 + rng() % 40000));
-    if (running && round >= 9) {
+    if (running && to_finish) {
+      const auto start = std::chrono::steady_clock::now();
       ASSERT_EQ(read(started, &byte, 1), 1) << "the relist failed";
+      const std::chrono::duration<double, std::micro> took =
+          std::chrono::steady_clock::now() - start;
+      relist_us = std::max(relist_us, took.count());
+    }
+    if (running && !to_finish) {
+      const double ninth = std::uniform_real_distribution<double>(0, 1)(rng) + (round - 3);
+      usleep(static_cast<useconds_t>(ninth / 9 * relist_us));
     }
     close(started);
     std::shared_ptr<Cache> cache;
