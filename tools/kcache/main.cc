@@ -2,6 +2,7 @@
 // table below and runs it; each command keeps its flags, help and run in
 // its own file (command.h).
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
