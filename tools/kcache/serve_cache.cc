@@ -19,10 +19,12 @@
 #include "kcache/cache.h"
 #include "tools/kcache/apiserver/api_query.h"
 #include "tools/kcache/apiserver/api_reply.h"
+#include "tools/kcache/apiserver/api_serve.h"
+#include "tools/kcache/apiserver/api_source.h"
+#include "tools/kcache/apiserver/foreground.h"
 #include "tools/kcache/apiserver/http_server.h"
 #include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/source.h"
-#include "tools/kcache/testcluster/server.h"
 #include "util/rw_mutex.h"
 #include "util/scope_guard.h"
 
@@ -40,8 +42,6 @@ using ojson = nlohmann::ordered_json;
 // How long a request for a resourceVersion the cache has not reached waits
 // for it before 504 (the apiserver's watch cache waits 3 s).
 constexpr auto kTooLargeWait = std::chrono::seconds(3);
-// Journal entries read per call, and events per watch write.
-constexpr size_t kJournalBatch = 512;
 
 // The fields the apiserver's field label conversion accepts per resource
 // (Kubernetes 1.20), besides metadata.name and metadata.namespace: those of
@@ -139,7 +139,127 @@ struct Output {
   bool tables() const { return !table_version.empty(); }
 };
 
-class CacheServer::Impl {
+// Table rows of one served type, as one request asks for them.
+class TableRows : public serve::TableWriter {
+ public:
+  TableRows(const ServedType& type, const Output& out)
+      : type_(type), out_(out), now_(std::chrono::system_clock::now()) {}
+
+  std::string Head(const std::string& metadata, bool columns) const override;
+  std::string Row(const Object& o) const override;
+
+ private:
+  const ServedType& type_;
+  const Output& out_;
+  const std::chrono::system_clock::time_point now_;
+};
+
+std::string TableRows::Head(const std::string& metadata, bool columns) const {
+  std::string head = R"({"kind":"Table","apiVersion":"meta.k8s.io/)" + out_.table_version +
+                     R"(","metadata":)" + metadata;
+  if (columns) {
+    ojson defs = ojson::array();
+    if (type_.table) {
+      for (size_t i = 0; i < type_.table->columns().size(); ++i) {
+        const TableColumn& c = type_.table->columns()[i];
+        defs.push_back({{"name", c.name},
+                        {"type", "string"},
+                        {"format", i == type_.table->name_column() ? "name" : ""},
+                        {"description", ""},
+                        {"priority", c.priority}});
+      }
+    }
+    head += R"(,"columnDefinitions":)" + defs.dump();
+  }
+  return head + R"(,"rows":[)";
+}
+
+std::string TableRows::Row(const Object& o) const {
+  nlohmann::json j = nlohmann::json::parse(o.json(), nullptr, false);
+  ojson row = ojson::object();
+  ojson cells = ojson::array();
+  if (type_.table && j.is_object()) {
+    StatusOr<std::vector<nlohmann::json>> c = type_.table->Cells(j, now_);
+    if (c.ok()) {
+      for (nlohmann::json& cell : *c) cells.push_back(ojson::parse(cell.dump()));
+    }
+  }
+  row["cells"] = std::move(cells);
+  if (out_.include_object == "Object") {
+    row["object"] = ojson::parse(o.json(), nullptr, false);
+  } else if (out_.include_object == "Metadata") {
+    ojson meta = ojson::parse(o.json(), nullptr, false);
+    row["object"] = {{"kind", "PartialObjectMetadata"},
+                     {"apiVersion", "meta.k8s.io/" + out_.table_version},
+                     {"metadata", meta.is_object() && meta.contains("metadata") ? meta["metadata"]
+                                                                                : ojson::object()}};
+  } else {
+    row["object"] = nullptr;
+  }
+  return row.dump();
+}
+
+// The objects of one keyspace as of one resourceVersion: the store as it
+// is now, with the keys that changed since restored from the journal.
+class CacheCursor : public serve::ListCursor {
+ public:
+  uint64_t version = 0;
+  std::string prefix;  // keys in scope start with it ("ns/"), or ""
+  bool cluster_scoped = false;
+  std::function<bool(const Object&)> filter;  // null: everything
+  std::unique_ptr<ObjectIterator> now;
+  // State at `version` of the keys changed since (null: absent then), in
+  // scope.
+  std::map<std::string, ObjectPtr, std::less<>> past;
+
+  uint64_t rv() const override { return version; }
+
+  StatusOr<bool> Next(std::string* key, ObjectPtr* object) override {
+    for (;;) {
+      KCACHE_ASSIGN_OR_RETURN(bool more, NextInScope(key, object));
+      if (!more) return false;
+      // A cluster-scoped type holds no namespaced key.
+      if (cluster_scoped && key->find('/') != std::string::npos) continue;
+      if (!filter || filter(**object)) return true;
+    }
+  }
+
+  bool InScope(std::string_view key) const { return key.substr(0, prefix.size()) == prefix; }
+
+ private:
+  // The next object in key order; false at the end.
+  StatusOr<bool> NextInScope(std::string* key, ObjectPtr* object) {
+    for (;;) {
+      if (!started_) {
+        started_ = true;
+        past_it_ = past.begin();
+      }
+      const bool have_now = now->Valid() && InScope(now->key());
+      if (!have_now) KCACHE_RETURN_IF_ERROR(now->status());
+      const bool have_past = past_it_ != past.end();
+      if (!have_now && !have_past) return false;
+      const bool take_past = have_past && (!have_now || past_it_->first <= now->key());
+      if (take_past) {
+        if (have_now && past_it_->first == now->key()) now->Next();
+        auto it = past_it_++;
+        if (!it->second) continue;  // absent at the version
+        *key = it->first;
+        *object = it->second;
+        return true;
+      }
+      *key = now->key();
+      *object = now->object();
+      now->Next();
+      return true;
+    }
+  }
+
+  bool started_ = false;
+  std::map<std::string, ObjectPtr, std::less<>>::iterator past_it_;
+};
+
+// The served cache is the source of the API front end's lists and watches.
+class CacheServer::Impl : public serve::ApiSource {
  public:
   Impl(std::unique_ptr<Source> source, CacheServeOptions options)
       : source_(std::move(source)), options_(std::move(options)) {}
@@ -147,6 +267,14 @@ class CacheServer::Impl {
   Status Load();
   Status Listen();
   void Stop();
+
+  // ApiSource. A version the cache has not reached is waited for, up to
+  // 3 s, as the apiserver's watch cache does.
+  StatusOr<std::unique_ptr<serve::ListCursor>> OpenList(int type,
+                                                        const serve::ListRequest& request) override;
+  Status Reach(int type, uint64_t rv, uint64_t* current) override;
+  StatusOr<serve::ChangeBatch> Changes(int type, uint64_t after, size_t max,
+                                       Clock::time_point until) override;
 
   std::unique_ptr<Source> source_;
   const CacheServeOptions options_;
@@ -166,27 +294,12 @@ class CacheServer::Impl {
   mutable std::mutex address_mu_;
   std::string address_;  // guarded by address_mu_
 
-  // The objects of one keyspace as of one resourceVersion: the store as it
-  // is now, with the keys that changed since restored from the journal.
-  class ListView;
-
   void Handle(const http::Request& req, http::ResponseWriter& w);
   void Get(const Target& t, const Output& out, http::ResponseWriter& w);
-  void List(const Target& t, const Query& q, const Output& out, http::ResponseWriter& w);
-  void Watch(const Target& t, const Query& q, const Output& out, http::ResponseWriter& w);
-  // Opens `view` of `t`'s keyspace as of `at` (current if unset), with
-  // objects from `start` in `t`'s namespace, once the keyspace has reached
-  // `not_older_than`. The error reply if it cannot.
-  std::optional<Reply> OpenView(const Target& t, const std::optional<std::string>& at,
-                                const std::string& not_older_than, const std::string& start,
-                                ListView* view);
-  // The Table document's opening up to its rows, or the object list's up to
-  // its items.
-  std::string ListHead(const Target& t, const Output& out, const std::string& rv,
-                       const std::string& continue_token, bool columns) const;
-  // One object as `out` writes it: itself, or a Table row.
-  std::string Item(const Target& t, const Output& out, const Object& o,
-                   std::chrono::system_clock::time_point now) const;
+  // Waits until `type` has reached `wanted` (up to kTooLargeWait) and
+  // returns with `lock` held on the view and `*current` set.
+  Status AwaitVersion(int type, uint64_t wanted, std::shared_lock<RWMutex>* lock,
+                      uint64_t* current);
 
   void RefreshLoop();
   // Waits until a refresh after `generation`, or `until`.
@@ -202,49 +315,6 @@ class CacheServer::Impl {
   uint64_t generation_ = 0;  // guarded by refresh_mu_
   bool stopping_ = false;    // guarded by refresh_mu_
   std::thread refresher_;
-};
-
-class CacheServer::Impl::ListView {
- public:
-  std::string rv;
-  std::string prefix;  // keys in scope start with it ("ns/"), or ""
-  bool cluster_scoped = false;
-  std::unique_ptr<ObjectIterator> now;
-  // State at `rv` of the keys changed since (null: absent then), in scope.
-  std::map<std::string, ObjectPtr, std::less<>> past;
-
-  // The next object in key order; false at the end.
-  StatusOr<bool> Next(std::string* key, ObjectPtr* object) {
-    for (;;) {
-      if (!started_) {
-        started_ = true;
-        past_it_ = past.begin();
-      }
-      const bool have_now = now->Valid() && InScope(now->key());
-      if (!have_now) KCACHE_RETURN_IF_ERROR(now->status());
-      const bool have_past = past_it_ != past.end();
-      if (!have_now && !have_past) return false;
-      const bool take_past = have_past && (!have_now || past_it_->first <= now->key());
-      if (take_past) {
-        if (have_now && past_it_->first == now->key()) now->Next();
-        auto it = past_it_++;
-        if (!it->second) continue;  // absent at rv
-        *key = it->first;
-        *object = it->second;
-        return true;
-      }
-      *key = now->key();
-      *object = now->object();
-      now->Next();
-      return true;
-    }
-  }
-
-  bool InScope(std::string_view key) const { return key.substr(0, prefix.size()) == prefix; }
-
- private:
-  bool started_ = false;
-  std::map<std::string, ObjectPtr, std::less<>>::iterator past_it_;
 };
 
 Status CacheServer::Impl::Load() {
@@ -410,64 +480,14 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
   if (!t.name.empty()) return Get(t, out, w);
   Query q;
   if (std::optional<Reply> bad = serve::ParseQuery(req, t, &q)) return SendReply(w, *bad);
-  return q.watch ? Watch(t, q, out, w) : List(t, q, out, w);
-}
-
-std::string CacheServer::Impl::ListHead(const Target& t, const Output& out, const std::string& rv,
-                                        const std::string& continue_token, bool columns) const {
-  ojson meta = ojson::object();
-  if (!rv.empty()) meta["resourceVersion"] = rv;
-  if (!continue_token.empty()) meta["continue"] = continue_token;
-  if (!out.tables()) {
-    return R"({"kind":")" + t.rt->list_kind() + R"(","apiVersion":")" + t.rt->api_version() +
-           R"(","metadata":)" + meta.dump() + R"(,"items":[)";
-  }
-  std::string head = R"({"kind":"Table","apiVersion":"meta.k8s.io/)" + out.table_version +
-                     R"(","metadata":)" + meta.dump();
-  if (columns) {
-    const ServedType& st = served_[static_cast<size_t>(t.type)];
-    ojson defs = ojson::array();
-    if (st.table) {
-      for (size_t i = 0; i < st.table->columns().size(); ++i) {
-        const TableColumn& c = st.table->columns()[i];
-        defs.push_back({{"name", c.name},
-                        {"type", "string"},
-                        {"format", i == st.table->name_column() ? "name" : ""},
-                        {"description", ""},
-                        {"priority", c.priority}});
-      }
-    }
-    head += R"(,"columnDefinitions":)" + defs.dump();
-  }
-  return head + R"(,"rows":[)";
-}
-
-std::string CacheServer::Impl::Item(const Target& t, const Output& out, const Object& o,
-                                    std::chrono::system_clock::time_point now) const {
-  if (!out.tables()) return std::string(o.json());
-  const ServedType& st = served_[static_cast<size_t>(t.type)];
-  nlohmann::json j = nlohmann::json::parse(o.json(), nullptr, false);
-  ojson row = ojson::object();
-  ojson cells = ojson::array();
-  if (st.table && j.is_object()) {
-    StatusOr<std::vector<nlohmann::json>> c = st.table->Cells(j, now);
-    if (c.ok()) {
-      for (nlohmann::json& cell : *c) cells.push_back(ojson::parse(cell.dump()));
-    }
-  }
-  row["cells"] = std::move(cells);
-  if (out.include_object == "Object") {
-    row["object"] = ojson::parse(o.json(), nullptr, false);
-  } else if (out.include_object == "Metadata") {
-    ojson meta = ojson::parse(o.json(), nullptr, false);
-    row["object"] = {{"kind", "PartialObjectMetadata"},
-                     {"apiVersion", "meta.k8s.io/" + out.table_version},
-                     {"metadata", meta.is_object() && meta.contains("metadata") ? meta["metadata"]
-                                                                                : ojson::object()}};
-  } else {
-    row["object"] = nullptr;
-  }
-  return row.dump();
+  TableRows rows(served_[static_cast<size_t>(t.type)], out);
+  const serve::TableWriter* tables = out.tables() ? &rows : nullptr;
+  if (!q.watch) return (void)serve::ServeList(*this, t, q, {.tables = tables}, w);
+  serve::WatchCall call;
+  call.bookmark_interval = options_.bookmark_interval;
+  call.default_timeout = options_.default_watch_timeout;
+  call.tables = tables;
+  serve::ServeWatch(*this, t, q, call, w);
 }
 
 void CacheServer::Impl::Get(const Target& t, const Output& out, http::ResponseWriter& w) {
@@ -484,307 +504,121 @@ void CacheServer::Impl::Get(const Target& t, const Output& out, http::ResponseWr
   if (!*o) return SendReply(w, serve::NotFound(*t.rt, t.name));
   const http::Headers json = {{"Content-Type", "application/json"}};
   if (!out.tables()) return (void)w.Send(200, json, (*o)->json());
-  w.Send(200, json,
-         ListHead(t, out, std::string((*o)->resource_version()), "", true) +
-             Item(t, out, **o, std::chrono::system_clock::now()) + "]}");
+  TableRows rows(st, out);
+  w.Send(
+      200, json,
+      rows.Head(R"({"resourceVersion":")" + std::string((*o)->resource_version()) + "\"}", true) +
+          rows.Row(**o) + "]}");
 }
 
-std::optional<Reply> CacheServer::Impl::OpenView(const Target& t,
-                                                 const std::optional<std::string>& at,
-                                                 const std::string& not_older_than,
-                                                 const std::string& start, ListView* view) {
-  const ServedType& st = served_[static_cast<size_t>(t.type)];
-  Cache& cache = source_->cache();
-  const std::string& wanted = at ? *at : not_older_than;
+Status CacheServer::Impl::AwaitVersion(int type, uint64_t wanted, std::shared_lock<RWMutex>* lock,
+                                       uint64_t* current) {
+  const ServedType& st = served_[static_cast<size_t>(type)];
   const auto give_up = Clock::now() + kTooLargeWait;
   uint64_t gen = generation();
   for (;;) {
-    std::shared_lock<RWMutex> lock(view_mu_);
-    StatusOr<KeyspaceStats> stats = cache.Stats(st.keyspace);
-    if (!stats.ok()) {
-      return Reply{500, "InternalError",
-                   "Internal error occurred: " + std::string(stats.status().message()), ""};
+    *lock = std::shared_lock<RWMutex>(view_mu_);
+    KCACHE_ASSIGN_OR_RETURN(KeyspaceStats stats, source_->cache().Stats(st.keyspace));
+    *current = ParseCanonicalResourceVersion(stats.resource_version).value_or(0);
+    if (stats.relist_in_progress || stats.resource_version.empty()) {
+      return Status::Unavailable("storage is (re)initializing");
     }
-    if (stats->relist_in_progress || stats->resource_version.empty()) {
-      // As the apiserver answers while its watch cache (re)initializes.
-      return Reply{429, "TooManyRequests",
-                   "Too many requests, please try again later: storage is (re)initializing", "", 1};
+    if (!ParseCanonicalResourceVersion(stats.resource_version)) {
+      return Status::Internal("resourceVersion " + serve::Quote(stats.resource_version) +
+                              " is not a number: cannot serve it");
     }
-    const std::string current = stats->resource_version;
-    const std::optional<uint64_t> cur = ParseCanonicalResourceVersion(current);
-    const std::optional<uint64_t> want = ParseCanonicalResourceVersion(wanted);
-    if (!wanted.empty() && cur && want && *want > *cur) {
-      lock.unlock();
-      if (Clock::now() >= give_up) return serve::TooLargeResourceVersion(wanted, current);
-      gen = WaitRefresh(gen, give_up);
-      continue;
+    if (wanted <= *current) return Status::OK();
+    lock->unlock();
+    if (Clock::now() >= give_up) {
+      return Status::DeadlineExceeded("resourceVersion " + std::to_string(wanted) + " not reached");
     }
-    view->rv = current;
-    view->cluster_scoped = !t.rt->namespaced;
-    view->prefix = t.namespace_.empty() ? "" : t.namespace_ + "/";
-    if (at && *at != current) {
-      // Undo the changes after `at`, newest last: the first change of a
-      // key after `at` tells its state at `at`.
-      if (!cur || !want) return serve::ListTooOld();
-      std::string after = *at;
-      for (;;) {
-        StatusOr<JournalRead> read = cache.ReadJournal(st.keyspace, after, 4096);
-        if (!read.ok() && read.status().IsExpired()) return serve::ListTooOld();
-        if (!read.ok()) {
-          return Reply{500, "InternalError",
-                       "Internal error occurred: " + std::string(read.status().message()), ""};
+    gen = WaitRefresh(gen, give_up);
+  }
+}
+
+Status CacheServer::Impl::Reach(int type, uint64_t rv, uint64_t* current) {
+  std::shared_lock<RWMutex> lock;
+  return AwaitVersion(type, rv, &lock, current);
+}
+
+StatusOr<std::unique_ptr<serve::ListCursor>> CacheServer::Impl::OpenList(
+    int type, const serve::ListRequest& request) {
+  using Read = serve::ListPlan::Read;
+  const ServedType& st = served_[static_cast<size_t>(type)];
+  const serve::ListPlan& plan = request.plan;
+  std::shared_lock<RWMutex> lock;
+  uint64_t current = 0;
+  KCACHE_RETURN_IF_ERROR(
+      AwaitVersion(type, plan.read == Read::kCurrent ? 0 : plan.rv, &lock, &current));
+  auto cursor = std::make_unique<CacheCursor>();
+  cursor->version = current;
+  cursor->cluster_scoped = !types_[static_cast<size_t>(type)].namespaced;
+  cursor->prefix = request.namespace_.empty() ? "" : request.namespace_ + "/";
+  cursor->filter = request.filter;
+  if (plan.read == Read::kExact && plan.rv != current) {
+    // Undo the changes after the version, newest last: the first change of
+    // a key after it tells its state then.
+    std::string after = std::to_string(plan.rv);
+    for (;;) {
+      KCACHE_ASSIGN_OR_RETURN(JournalRead read,
+                              source_->cache().ReadJournal(st.keyspace, after, 4096));
+      for (JournalEvent& e : read.events) {
+        if (e.key < plan.start || !cursor->InScope(e.key) || cursor->past.count(e.key)) continue;
+        if (e.type == JournalEvent::Type::kModified && !e.previous) {
+          return Status::Expired("the journal has no earlier state of " + e.key);
         }
-        for (JournalEvent& e : read->events) {
-          if (e.key < start || !view->InScope(e.key) || view->past.count(e.key)) continue;
-          if (e.type == JournalEvent::Type::kModified && !e.previous) return serve::ListTooOld();
-          view->past.emplace(e.key, e.type == JournalEvent::Type::kAdded      ? nullptr
+        cursor->past.emplace(e.key, e.type == JournalEvent::Type::kAdded      ? nullptr
                                     : e.type == JournalEvent::Type::kModified ? e.previous
                                                                               : e.object);
-        }
-        after = read->resource_version;
-        if (!read->more) break;
       }
-      view->rv = *at;
+      after = read.resource_version;
+      if (!read.more) break;
     }
-    view->now = st.store->NewIteratorFrom(std::max(start, view->prefix));
-    return std::nullopt;
+    cursor->version = plan.rv;
   }
+  cursor->now = st.store->NewIteratorFrom(std::max(plan.start, cursor->prefix));
+  return std::unique_ptr<serve::ListCursor>(std::move(cursor));
 }
 
-void CacheServer::Impl::List(const Target& t, const Query& q, const Output& out,
-                             http::ResponseWriter& w) {
-  serve::ListPlan plan;
-  if (std::optional<Reply> bad = serve::PlanList(q, &plan)) return SendReply(w, *bad);
-  // The cache's versions are canonical decimals: the plan's, spelled again.
-  std::optional<std::string> at;
-  std::string not_older_than;
-  if (plan.read == serve::ListPlan::Read::kExact) at = std::to_string(plan.rv);
-  if (plan.read == serve::ListPlan::Read::kNotOlderThan) not_older_than = std::to_string(plan.rv);
-  const std::string& start = plan.start;
-  const size_t limit = plan.limit;
-  const bool continuing = plan.continuing;
-  ListView view;
-  if (std::optional<Reply> bad = OpenView(t, at, not_older_than, start, &view)) {
-    if (continuing && bad->code == 410) {
-      std::optional<uint64_t> now = ParseCanonicalResourceVersion(view.rv);
-      return serve::SendContinueExpired(w, serve::EncodeContinue(now.value_or(0), start));
-    }
-    return SendReply(w, *bad);
-  }
-  const auto now = std::chrono::system_clock::now();
-  std::string key, next;
-  ObjectPtr o;
-  auto passes = [&](const Object& obj) {
-    return q.labels.Matches(obj.labels()) && q.fields.Matches(obj);
-  };
-  // Reads the next object in scope that passes the selectors; false at the end.
-  auto next_match = [&]() -> StatusOr<bool> {
-    for (;;) {
-      KCACHE_ASSIGN_OR_RETURN(bool more, view.Next(&key, &o));
-      if (!more) return false;
-      if (view.cluster_scoped && key.find('/') != std::string::npos) continue;
-      if (passes(*o)) return true;
-    }
-  };
-  auto internal = [&](const Status& st) {
-    return Reply{500, "InternalError", "Internal error occurred: " + std::string(st.message()), ""};
-  };
-  constexpr size_t kFlushBytes = size_t{1} << 20;
-  if (limit == 0) {
-    // Unpaginated (informers list this way): streamed as read, in chunks of
-    // about 1 MiB, whatever the size of the keyspace.
-    StatusOr<bool> more = next_match();
-    if (!more.ok()) return SendReply(w, internal(more.status()));
-    if (!w.Begin(200, {{"Content-Type", "application/json"}})) return;
-    std::string text = ListHead(t, out, view.rv, "", true);
-    for (bool first = true; *more; first = false) {
-      if (!first) text += ',';
-      text += Item(t, out, *o, now);
-      if (text.size() >= kFlushBytes) {
-        if (!w.Write(text)) return;
-        text.clear();
-      }
-      more = next_match();
-      if (!more.ok()) return w.Cut();  // a short body, not a short list
-    }
-    text += "]}";
-    w.Write(text);
-    return;
-  }
-  // A page: its continue token comes before its items, so the page (at
-  // most `limit` objects, as the client asked) is read first. One more
-  // match is looked for: the token starts at it, and the last page has
-  // none, as from the apiserver.
-  std::vector<std::string> items;
-  for (;;) {
-    StatusOr<bool> more = next_match();
-    if (!more.ok()) return SendReply(w, internal(more.status()));
-    if (!*more) break;
-    if (items.size() == limit) {
-      next = key;
-      break;
-    }
-    items.push_back(Item(t, out, *o, now));
-  }
-  std::string token;
-  if (!next.empty()) {
-    std::optional<uint64_t> rv = ParseCanonicalResourceVersion(view.rv);
-    if (!rv) {
-      return SendReply(w, internal(Status::Internal("resourceVersion " + serve::Quote(view.rv) +
-                                                    " is not a number: cannot page")));
-    }
-    token = serve::EncodeContinue(*rv, next);
-  }
-  std::string head = ListHead(t, out, view.rv, token, true);
-  std::vector<std::string_view> pieces;
-  pieces.reserve(2 * items.size() + 2);
-  pieces.push_back(head);
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) pieces.push_back(",");
-    pieces.push_back(items[i]);
-  }
-  pieces.push_back("]}");
-  if (!w.Begin(200, {{"Content-Type", "application/json"}})) return;
-  serve::WriteBody(w, pieces, 2 * serve::kListItemsPerChunk);
-}
-
-void CacheServer::Impl::Watch(const Target& t, const Query& q, const Output& out,
-                              http::ResponseWriter& w) {
-  const ServedType& st = served_[static_cast<size_t>(t.type)];
-  std::optional<uint64_t> from_rv;
-  if (std::optional<Reply> bad = serve::PlanWatch(q, &from_rv)) return SendReply(w, *bad);
-  // The cache's versions are canonical decimals: the plan's, spelled again.
-  std::optional<std::string> from;
-  if (from_rv) from = std::to_string(*from_rv);
-  const auto deadline = Clock::now() + (q.timeout_seconds && *q.timeout_seconds > 0
-                                            ? std::chrono::seconds(*q.timeout_seconds)
-                                            : options_.default_watch_timeout);
-  // The watch starts once the cache has reached `from`; a keyspace being
-  // relisted answers 429 before the stream, as the apiserver's
-  // initializing watch cache does, other refusals come as an ERROR event.
-  ListView view;
-  std::optional<Reply> refused = OpenView(t, std::nullopt, from.value_or(""), "", &view);
-  if (refused && refused->code != 504) return SendReply(w, *refused);
-  if (!w.Begin(200,
-               {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}})) {
-    return;
-  }
-  if (refused) {
-    w.Write(serve::ErrorEvent(*refused));
-    return;
-  }
-  auto passes = [&](const ObjectPtr& o) {
-    return o && (t.namespace_.empty() || o->namespace_() == t.namespace_) &&
-           q.labels.Matches(o->labels()) && q.fields.Matches(*o);
-  };
-  bool columns = true;  // a Table's columns come with the first event only
-  auto event = [&](std::string_view type, const Object& o) {
-    std::string s = R"({"type":")" + std::string(type) + R"(","object":)";
-    if (out.tables()) {
-      s += ListHead(t, out, std::string(o.resource_version()), "", columns) +
-           Item(t, out, o, std::chrono::system_clock::now()) + "]}";
-      columns = false;
-    } else {
-      s += o.json();
-    }
-    return s + "}\n";
-  };
-  std::string pos;
-  if (q.send_initial_events.value_or(!from.has_value())) {
-    std::string key, text;
-    ObjectPtr o;
-    for (;;) {
-      StatusOr<bool> more = view.Next(&key, &o);
-      if (!more.ok()) {
-        w.Write(serve::ErrorEvent(
-            {500, "InternalError",
-             "Internal error occurred: " + std::string(more.status().message()), ""}));
-        return;
-      }
-      if (!*more || text.size() > (size_t{1} << 20)) {
-        if (!text.empty() && !w.Write(text)) return;
-        text.clear();
-      }
-      if (!*more) break;
-      if (view.cluster_scoped && key.find('/') != std::string::npos) continue;
-      if (passes(o)) text += event("ADDED", *o);
-    }
-    pos = view.rv;
-    if (q.send_initial_events.value_or(false) && q.bookmarks) {
-      if (!w.Write(serve::Bookmark(*t.rt, ParseCanonicalResourceVersion(pos).value_or(0), true)))
-        return;
-    }
-  } else {
-    pos = *from;
-    view.now.reset();
-  }
-  auto next_bookmark = Clock::now() + options_.bookmark_interval;
-  uint64_t gen = generation();
+StatusOr<serve::ChangeBatch> CacheServer::Impl::Changes(int type, uint64_t after, size_t max,
+                                                        Clock::time_point until) {
+  const ServedType& st = served_[static_cast<size_t>(type)];
   Cache& cache = source_->cache();
+  uint64_t gen = generation();
   for (;;) {
-    StatusOr<JournalRead> read = [&]() -> StatusOr<JournalRead> {
-      std::shared_lock<RWMutex> lock(view_mu_);
-      StatusOr<JournalRead> r = cache.ReadJournal(st.keyspace, pos, kJournalBatch);
-      if (r.ok() || r.status().code() != StatusCode::kExpired) return r;
-      StatusOr<KeyspaceStats> stats = cache.Stats(st.keyspace);
-      const std::string start = stats.ok() ? stats->journal.start : "";
-      return Status::Expired(start);
-    }();
-    if (!read.ok()) {
-      // A watcher that fell behind the journal's window, or from before a
-      // relist, must list again: 410, as from the apiserver.
-      if (read.status().code() == StatusCode::kExpired) {
-        std::string start(read.status().message());
-        w.Write(serve::ErrorEvent(serve::TooOldResourceVersion(pos, start.empty() ? "0" : start)));
-      } else {
-        w.Write(serve::ErrorEvent(
-            {500, "InternalError",
-             "Internal error occurred: " + std::string(read.status().message()), ""}));
-      }
-      return;
-    }
-    std::string text;
-    for (const JournalEvent& e : read->events) {
-      // As the apiserver filters a watch: a change that enters the
-      // selection is an addition, one that leaves it a deletion (of the
-      // object as it was, at the change's resourceVersion).
-      const bool now_in = passes(e.object);
-      const bool was_in = e.type == JournalEvent::Type::kModified && e.previous
-                              ? passes(e.previous)
-                              : (e.type == JournalEvent::Type::kModified && now_in);
-      if (e.type == JournalEvent::Type::kAdded) {
-        if (now_in) text += event("ADDED", *e.object);
-      } else if (e.type == JournalEvent::Type::kDeleted) {
-        if (now_in) text += event("DELETED", *e.object);
-      } else if (now_in && was_in) {
-        text += event("MODIFIED", *e.object);
-      } else if (now_in) {
-        text += event("ADDED", *e.object);
-      } else if (was_in) {
-        std::optional<uint64_t> rv = ParseCanonicalResourceVersion(e.resource_version);
-        StatusOr<ObjectPtr> gone =
-            Object::Parse(serve::Restamp(e.previous->json(), rv.value_or(0)));
-        if (gone.ok()) text += event("DELETED", **gone);
-      }
-    }
-    if (!text.empty() && !w.Write(text)) return;
-    pos = read->resource_version;
-    if (read->more) continue;
-    const auto now = Clock::now();
-    if (now >= deadline) return;
-    if (q.bookmarks && now >= next_bookmark) {
-      if (!w.Write(serve::Bookmark(*t.rt, ParseCanonicalResourceVersion(pos).value_or(0), false)))
-        return;
-      next_bookmark = now + options_.bookmark_interval;
-    }
-    if (w.PeerGone()) return;
-    auto until =
-        std::min({deadline, now + std::chrono::seconds(1), q.bookmarks ? next_bookmark : deadline});
-    gen = WaitRefresh(gen, until);
     {
-      std::lock_guard<std::mutex> lock(refresh_mu_);
-      if (stopping_) return;
+      std::shared_lock<RWMutex> lock(view_mu_);
+      StatusOr<JournalRead> read = cache.ReadJournal(st.keyspace, std::to_string(after), max);
+      if (!read.ok() && read.status().code() == StatusCode::kExpired) {
+        // A watcher that fell behind the journal's window, or from before a
+        // relist: the journal's start is where a watch may begin.
+        StatusOr<KeyspaceStats> stats = cache.Stats(st.keyspace);
+        return Status::Expired(stats.ok() ? stats->journal.start : "");
+      }
+      if (!read.ok()) return read.status();
+      const uint64_t position =
+          ParseCanonicalResourceVersion(read->resource_version).value_or(after);
+      if (!read->events.empty() || position != after) {
+        serve::ChangeBatch batch;
+        batch.position = position;
+        batch.events.reserve(read->events.size());
+        for (JournalEvent& e : read->events) {
+          serve::SourceEvent event;
+          event.type = e.type == JournalEvent::Type::kAdded      ? serve::EventType::kAdded
+                       : e.type == JournalEvent::Type::kModified ? serve::EventType::kModified
+                                                                 : serve::EventType::kDeleted;
+          event.rv = ParseCanonicalResourceVersion(e.resource_version).value_or(0);
+          event.object = std::move(e.object);
+          if (e.type != JournalEvent::Type::kAdded) event.prev = std::move(e.previous);
+          batch.events.push_back(std::move(event));
+        }
+        return batch;
+      }
     }
+    if (Clock::now() >= until) return serve::ChangeBatch{{}, after};
+    gen = WaitRefresh(gen, until);
+    std::lock_guard<std::mutex> lock(refresh_mu_);
+    if (stopping_) return Status::Cancelled("the server is stopping");
   }
 }
 

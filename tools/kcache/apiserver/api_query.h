@@ -46,10 +46,6 @@ struct Query {
   std::optional<bool> send_initial_events;
 
   bool has_selector() const { return !labels.Empty() || !fields.Empty(); }
-  // `fields`: the object's selectable fields, as field selectors read them.
-  bool Matches(const Object& object, const Labels& fields) const {
-    return labels.Matches(object.labels()) && this->fields.Matches(fields);
-  }
 };
 
 enum class PathKind {

@@ -9,6 +9,8 @@
 
 #include "tools/kcache/apiserver/api_query.h"
 #include "tools/kcache/apiserver/api_reply.h"
+#include "tools/kcache/apiserver/api_serve.h"
+#include "util/scope_guard.h"
 
 namespace kcache::serve {
 namespace {
@@ -94,7 +96,8 @@ ojson Canonical(const ojson& obj) {
 
 }  // namespace
 
-Api::Api(ClusterState* state, ApiOptions options) : state_(state), options_(std::move(options)) {}
+Api::Api(ClusterState* state, ApiOptions options)
+    : state_(state), source_(state), options_(std::move(options)) {}
 
 void Api::NoteFault(const char* kind) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -212,6 +215,53 @@ bool Api::InjectRequestFault(uint64_t n, bool watch, http::ResponseWriter& w) {
     return true;
   }
   return false;
+}
+
+namespace {
+
+// The fault of request `n` on a body, from the first that names it.
+BodyFault BodyFaultOf(const Faults& f, uint64_t n, bool watch) {
+  if (watch && f.stall.Contains(n)) return BodyFault::kStall;
+  if (f.cut.Contains(n)) return BodyFault::kCut;
+  if (f.malformed.Contains(n)) return BodyFault::kMalformed;
+  if (f.stall.Contains(n)) return BodyFault::kStall;
+  return BodyFault::kNone;
+}
+
+}  // namespace
+
+void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
+  if (options_.faults.expire.Contains(n)) {
+    NoteFault("expire");
+    return SendReply(w, ListTooOld());
+  }
+  ListCall call;
+  call.fault = BodyFaultOf(options_.faults, n, /*watch=*/false);
+  call.injected = [this](const char* kind) { NoteFault(kind); };
+  const size_t sent = ServeList(source_, t, q, call, w);
+  std::lock_guard<std::mutex> lock(mu_);
+  list_items_[t.rt->resource] += sent;
+}
+
+void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
+  const Faults& f = options_.faults;
+  WatchCall call;
+  call.bookmark_interval = options_.bookmark_interval;
+  call.default_timeout = options_.default_watch_timeout;
+  if (f.expire.Contains(n)) {
+    NoteFault("expire");
+    call.error = TooOldResourceVersion(q.rv.value_or("0"), std::to_string(state_->floor(t.type)));
+  } else if (f.internal_error.Contains(n)) {
+    NoteFault("internal-error");
+    call.error =
+        Reply{500, "InternalError",
+              "Internal error occurred: injected fault on request " + std::to_string(n), ""};
+  }
+  call.fault = BodyFaultOf(f, n, /*watch=*/true);
+  call.injected = [this](const char* kind) { NoteFault(kind); };
+  ++watches_open_;
+  util::ScopeGuard closing([this] { --watches_open_; });
+  ServeWatch(source_, t, q, call, w);
 }
 
 void Api::Get(const Target& t, http::ResponseWriter& w) {

@@ -19,6 +19,7 @@
 #include "tools/kcache/apiserver/http_server.h"
 #include "tools/kcache/testcluster/cluster_state.h"
 #include "tools/kcache/testcluster/faults.h"
+#include "tools/kcache/testcluster/state_source.h"
 
 namespace kcache::serve {
 
@@ -48,17 +49,11 @@ class Api {
   std::string Metrics() const;
 
  private:
-  // Routing (api.cc) leads to a resource's verbs: list (api_list.cc), watch
-  // (api_watch.cc), get, create, update, delete (api.cc).
+  // Routing leads to a resource's verbs: list and watch (the front end of
+  // api_serve.h, with request `n`'s faults), get, create, update, delete.
   void HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
   void Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
-  // The objects as ADDED events (then a bookmark if asked); advances `pos`
-  // to the list's resourceVersion. False if the client is gone.
-  bool SendInitialEvents(const Target& t, const Query& q, uint64_t* pos, http::ResponseWriter& w);
-  // Events after `pos` until the deadline, the client leaves, or a fault.
-  void StreamEvents(const Target& t, const Query& q, uint64_t n, uint64_t pos,
-                    std::chrono::steady_clock::time_point deadline, http::ResponseWriter& w);
   void Get(const Target& t, http::ResponseWriter& w);
   void Create(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
@@ -71,6 +66,7 @@ class Api {
   bool InjectRequestFault(uint64_t n, bool watch, http::ResponseWriter& w);
 
   ClusterState* const state_;
+  StateSource source_;
   const ApiOptions options_;
   std::string address_;
   std::atomic<uint64_t> requests_{0};

@@ -54,12 +54,6 @@ StatusOr<StoredPtr> ClusterState::Store(int type, std::string json, uint64_t rv)
   stored->rv = rv;
   const ResourceType& t = types_[type];
   stored->key = StateKey(t, stored->object->namespace_(), stored->object->name());
-  stored->fields["metadata.name"] = stored->object->name();
-  if (t.namespaced) stored->fields["metadata.namespace"] = stored->object->namespace_();
-  for (const std::string& f : t.fields) {
-    StatusOr<std::string> v = stored->object->FieldValue(f);
-    if (v.ok()) stored->fields[f] = std::move(v).value();
-  }
   return StoredPtr(std::move(stored));
 }
 

@@ -31,6 +31,7 @@
 #include "kcache/labels.h"
 #include "kcache/object.h"
 #include "kcache/status_or.h"
+#include "tools/kcache/apiserver/api_source.h"
 #include "tools/kcache/apiserver/resource_types.h"
 
 namespace kcache::serve {
@@ -40,11 +41,8 @@ struct StoredObject {
   ObjectPtr object;  // JSON with metadata.resourceVersion == rv
   uint64_t rv = 0;
   std::string key;  // StateKey of the object
-  Labels fields;    // the type's selectable fields, as field selectors read them
 };
 using StoredPtr = std::shared_ptr<const StoredObject>;
-
-enum class EventType { kAdded, kModified, kDeleted };
 
 struct Event {
   EventType type;

@@ -1,10 +1,10 @@
 #include "tools/kcache/testcluster/server.h"
 
-#include <signal.h>
-
 #include <chrono>
 #include <cstdio>
 #include <ostream>
+
+#include "tools/kcache/apiserver/foreground.h"
 
 namespace kcache::serve {
 
@@ -42,27 +42,6 @@ void Server::Stop() {
   if (churn_) churn_->Stop();
   if (state_) state_->Shutdown();  // wakes the watches
   if (http_) http_->Stop();
-}
-
-std::string ServingLine(const std::string& url) {
-  if (url.starts_with("unix:")) {
-    return "serving on " + url + "  (try: curl --unix-socket " + url.substr(5) +
-           " http://localhost/api/v1/pods)\n";
-  }
-  return "serving on " + url + "  (try: kubectl --server " + url + " get pods -A)\n";
-}
-
-StopSignals::StopSignals() {
-  sigemptyset(&set_);
-  sigaddset(&set_, SIGINT);
-  sigaddset(&set_, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set_, nullptr);
-}
-
-const char* StopSignals::Wait() {
-  int sig = 0;
-  sigwait(&set_, &sig);
-  return sig == SIGINT ? "SIGINT" : "SIGTERM";
 }
 
 Status RunServe(const ServeOptions& options, std::ostream& out) {

@@ -7,8 +7,6 @@
 #ifndef KCACHE_TOOLS_KCACHE_TESTCLUSTER_SERVER_H_
 #define KCACHE_TOOLS_KCACHE_TESTCLUSTER_SERVER_H_
 
-#include <signal.h>
-
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -54,22 +52,6 @@ class Server {
   std::unique_ptr<Api> api_;
   std::unique_ptr<Churn> churn_;
   std::unique_ptr<http::Server> http_;
-};
-
-// "serving on URL  (try: ...)\n", with a command that reads from URL.
-std::string ServingLine(const std::string& url);
-
-// SIGINT and SIGTERM, blocked in the constructing thread and in the threads
-// it starts afterwards, so that only Wait() receives them. Construct before
-// any thread starts.
-class StopSignals {
- public:
-  StopSignals();
-  // Blocks until one arrives; returns its name, "SIGINT" or "SIGTERM".
-  const char* Wait();
-
- private:
-  sigset_t set_;
 };
 
 // Runs a server until SIGINT or SIGTERM, reporting to `out`.

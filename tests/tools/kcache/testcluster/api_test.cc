@@ -163,6 +163,23 @@ TEST(ServeApiTest, SelectorsFilterListsAndWatchesTurnTransitionsIntoAddsAndDelet
   EXPECT_EQ(events[2].object->labels().at("app"), "b") << "the last state that matched";
 }
 
+// As kube-apiserver: a watch of one namespace's objects carries no event of
+// another namespace (the list and watch front end filters both the same).
+TEST(ServeApiTest, ANamespacesWatchSeesOnlyItsNamespace) {
+  Fixture f(Quiet());
+  auto list = f.client->List(ConfigMaps("ns-1"), {});
+  ASSERT_OK(list) << list.status();
+  auto w = f.client->Watch(ConfigMaps("ns-1"), {.resource_version = list->resource_version});
+  ASSERT_OK(w) << w.status();
+  f.CreateConfigMap("ns-0", "elsewhere");
+  f.CreateConfigMap("ns-1", "here");
+  f.CreateConfigMap("ns-2", "elsewhere-too");
+  f.CreateConfigMap("ns-1", "here-too");
+  auto events = Read(**w, 2);
+  EXPECT_EQ(Types(events), "ADDED:here ADDED:here-too");
+  for (const WatchEvent& e : events) EXPECT_EQ(e.object->namespace_(), "ns-1");
+}
+
 TEST(ServeApiTest, WritesFollowTheApiserversRules) {
   Fixture f(Quiet(0));
   f.CreateConfigMap("default", "a");
