@@ -20,9 +20,8 @@ int ParseFlags(const Command& command, cli::FlagSet& flags, const std::vector<st
   Status st = flags.Parse(args, positional);
   const std::string name = command.name;
   if (!st.ok()) {
-    if (name == "get") {
-      // kubectl's wording and exit code.
-      std::cerr << "error: " << st.message() << "\nSee 'kcache get --help' for usage.\n";
+    if (command.kubectl_flag_errors) {
+      std::cerr << "error: " << st.message() << "\nSee 'kcache " << name << " --help' for usage.\n";
       return 1;
     }
     std::cerr << "error: " << name << ": " << st.message() << "\n\nFlags:\n" << flags.Usage();

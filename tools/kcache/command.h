@@ -24,6 +24,8 @@ struct Command {
   // Runs with this row and the arguments after the name; returns the exit
   // code.
   int (*run)(const Command& self, const std::vector<std::string>& args);
+  // A flag error is told in kubectl's words and exit code (for `get`).
+  bool kubectl_flag_errors = false;
 };
 
 // The text above "Flags:" in `kcache help NAME`.

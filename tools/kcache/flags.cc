@@ -221,4 +221,10 @@ StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& s) {
   return std::chrono::milliseconds(static_cast<int64_t>(total));
 }
 
+std::vector<std::string> FlagSet::Names() const {
+  std::vector<std::string> names;
+  for (const Flag& f : flags_) names.push_back(f.name);
+  return names;
+}
+
 }  // namespace kcache::cli

@@ -45,6 +45,9 @@ class FlagSet {
   // One line per flag: "  -n, --namespace string   help (default "x")".
   std::string Usage() const;
 
+  // The long names, in the order they were defined.
+  std::vector<std::string> Names() const;
+
  private:
   enum class Kind { kString, kInt, kInt32, kBool, kStringSlice, kIntSlice };
   struct Flag {

@@ -1163,6 +1163,7 @@ const Command kGetCommand = {
     "  kcache get pods -n prod -w --output-watch-events --cache /var/lib/kcache\n"
     "  # The changes after resourceVersion 81234 (from the cache's journal), then on\n"
     "  kcache get pods -A --watch-only --resource-version=81234 --cache /var/lib/kcache\n",
-    GetMain};
+    GetMain,
+    /*kubectl_flag_errors=*/true};
 
 }  // namespace kcache::tool

@@ -3,7 +3,10 @@
 // One set of flags; each mode refuses the other's.
 
 #include <chrono>
+#include <cstddef>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "tools/kcache/command.h"
 #include "tools/kcache/serve_cache.h"
@@ -12,16 +15,6 @@
 namespace kcache::tool {
 namespace {
 
-// The flags that only the synthetic cluster reads.
-constexpr const char* kSyntheticFlags[] = {
-    "pods",         "namespaces",      "nodes",        "object-bytes",   "seed",
-    "creates",      "updates",         "relabels",     "deletes",        "history",
-    "list-history", "fault-cut",       "fault-expire", "fault-throttle", "retry-after",
-    "fault-error",  "fault-malformed", "fault-stall",  "fault-slow"};
-// The flags that only a cache or snapshot reads.
-constexpr const char* kCacheFlags[] = {"serve-secrets", "token-file", "tls-cert-file",
-                                       "tls-private-key-file"};
-
 struct ServeFlags {
   serve::ServeOptions synthetic;
   int64_t seed = 1;
@@ -29,12 +22,22 @@ struct ServeFlags {
   std::string cut, expire, throttle, error, malformed, stall;
   std::string cache_dir, snapshot;
   CacheServeOptions cache;
+  // The flags of one mode only, which the other refuses.
+  std::vector<std::string> synthetic_only, cache_only;
 };
 
-void Define(cli::FlagSet& flags, ServeFlags* f) {
+// The names of the flags that `define` adds to `flags`.
+template <typename Define>
+std::vector<std::string> Defined(cli::FlagSet& flags, Define define) {
+  const size_t before = flags.Names().size();
+  define();
+  std::vector<std::string> names = flags.Names();
+  names.erase(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(before));
+  return names;
+}
+
+void DefineSynthetic(cli::FlagSet& flags, ServeFlags* f) {
   serve::ServeOptions& o = f->synthetic;
-  flags.String("listen", '\0', &o.listen,
-               "HOST:PORT to serve on (port 0: any free one), or unix:PATH");
   flags.Int("pods", '\0', &o.cluster.pods, "pods in the synthetic cluster");
   flags.Int("namespaces", '\0', &o.cluster.namespaces, "namespaces the pods are spread over");
   flags.Int("nodes", '\0', &o.cluster.nodes, "nodes the pods run on");
@@ -53,8 +56,6 @@ void Define(cli::FlagSet& flags, ServeFlags* f) {
             "events per resource whose versions stay listable exactly (etcd's, until a "
             "compaction): exact lists and continue tokens from before them get 410 (0: twice "
             "--history)");
-  flags.Int("bookmark-interval", '\0', &f->bookmark_seconds,
-            "seconds between bookmarks on a watch that allows them");
   flags.String("fault-cut", '\0', &f->cut, "requests cut mid-way, e.g. 3,7 or *5 (every fifth)");
   flags.String("fault-expire", '\0', &f->expire, "requests answered 410 Expired");
   flags.String("fault-throttle", '\0', &f->throttle, "requests answered 429 with Retry-After");
@@ -66,10 +67,9 @@ void Define(cli::FlagSet& flags, ServeFlags* f) {
                "requests that stall after the headers (and a watch's initial events)");
   flags.Int("fault-slow", '\0', &o.api.faults.slow_bytes_per_second,
             "send every response at most this many bytes per second (0: no limit)");
-  flags.String("cache", '\0', &f->cache_dir,
-               "serve this cache read-only (as a sync writes it) instead of a synthetic cluster");
-  flags.String("snapshot", '\0', &f->snapshot,
-               "serve this snapshot file read-only, in place (instead of --cache)");
+}
+
+void DefineCache(cli::FlagSet& flags, ServeFlags* f) {
   flags.Bool("serve-secrets", '\0', &f->cache.serve_secrets,
              "with --cache or --snapshot: serve secrets too");
   flags.String("token-file", '\0', &f->cache.token_file,
@@ -80,13 +80,27 @@ void Define(cli::FlagSet& flags, ServeFlags* f) {
                "with --cache or --snapshot: the private key of --tls-cert-file (PEM)");
 }
 
+void Define(cli::FlagSet& flags, ServeFlags* f) {
+  serve::ServeOptions& o = f->synthetic;
+  flags.String("listen", '\0', &o.listen,
+               "HOST:PORT to serve on (port 0: any free one), or unix:PATH");
+  flags.Int("bookmark-interval", '\0', &f->bookmark_seconds,
+            "seconds between bookmarks on a watch that allows them");
+  flags.String("cache", '\0', &f->cache_dir,
+               "serve this cache read-only (as a sync writes it) instead of a synthetic cluster");
+  flags.String("snapshot", '\0', &f->snapshot,
+               "serve this snapshot file read-only, in place (instead of --cache)");
+  f->synthetic_only = Defined(flags, [&] { DefineSynthetic(flags, f); });
+  f->cache_only = Defined(flags, [&] { DefineCache(flags, f); });
+}
+
 int ServeCacheMode(const Command& self, const cli::FlagSet& flags, ServeFlags& f) {
-  for (const char* synthetic : kSyntheticFlags) {
+  for (const std::string& synthetic : f.synthetic_only) {
     if (flags.Changed(synthetic)) {
-      return Fail(Status::InvalidArgument("--" + std::string(synthetic) +
-                                          " applies to the synthetic cluster, not to " +
-                                          (f.snapshot.empty() ? "--cache" : "--snapshot")),
-                  self.name);
+      return Fail(
+          Status::InvalidArgument("--" + synthetic + " applies to the synthetic cluster, not to " +
+                                  (f.snapshot.empty() ? "--cache" : "--snapshot")),
+          self.name);
     }
   }
   if (flags.Changed("listen")) f.cache.listen = f.synthetic.listen;
@@ -96,11 +110,11 @@ int ServeCacheMode(const Command& self, const cli::FlagSet& flags, ServeFlags& f
 }
 
 int ServeSyntheticMode(const Command& self, const cli::FlagSet& flags, ServeFlags& f) {
-  for (const char* cache_only : kCacheFlags) {
+  for (const std::string& cache_only : f.cache_only) {
     if (flags.Changed(cache_only)) {
-      return Fail(Status::InvalidArgument("--" + std::string(cache_only) +
-                                          " applies to --cache and --snapshot only"),
-                  self.name);
+      return Fail(
+          Status::InvalidArgument("--" + cache_only + " applies to --cache and --snapshot only"),
+          self.name);
     }
   }
   serve::ServeOptions& o = f.synthetic;
