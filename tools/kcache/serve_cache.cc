@@ -142,8 +142,7 @@ struct Output {
 // Table rows of one served type, as one request asks for them.
 class TableRows : public serve::TableWriter {
  public:
-  TableRows(const ServedType& type, const Output& out)
-      : type_(type), out_(out), now_(std::chrono::system_clock::now()) {}
+  TableRows(const ServedType& type, const Output& out) : type_(type), out_(out) {}
 
   std::string Head(const std::string& metadata, bool columns) const override;
   std::string Row(const Object& o) const override;
@@ -151,7 +150,6 @@ class TableRows : public serve::TableWriter {
  private:
   const ServedType& type_;
   const Output& out_;
-  const std::chrono::system_clock::time_point now_;
 };
 
 std::string TableRows::Head(const std::string& metadata, bool columns) const {
@@ -179,7 +177,9 @@ std::string TableRows::Row(const Object& o) const {
   ojson row = ojson::object();
   ojson cells = ojson::array();
   if (type_.table && j.is_object()) {
-    StatusOr<std::vector<nlohmann::json>> c = type_.table->Cells(j, now_);
+    // Ages as of now: a watch's rows are written as its events come.
+    StatusOr<std::vector<nlohmann::json>> c =
+        type_.table->Cells(j, std::chrono::system_clock::now());
     if (c.ok()) {
       for (nlohmann::json& cell : *c) cells.push_back(ojson::parse(cell.dump()));
     }
