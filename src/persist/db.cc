@@ -365,7 +365,7 @@ rocksdb::Status Db::Write(rocksdb::WriteBatch* batch) {
   if (writes_stopped_) return WriteError();
   rocksdb::Status s;
   {
-#if defined(__SANITIZE_THREAD__)
+#if defined(KCACHE_PERSIST_UNDER_TSAN)
     std::lock_guard l(tsan_write_mu_);
 #endif
     s = db->Write(write_options, batch);

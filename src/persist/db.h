@@ -15,6 +15,16 @@
 
 #include "kcache/cache.h"
 
+// Whether ThreadSanitizer instruments this build: GCC defines
+// __SANITIZE_THREAD__, clang answers __has_feature(thread_sanitizer).
+#if defined(__SANITIZE_THREAD__)
+#define KCACHE_PERSIST_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KCACHE_PERSIST_UNDER_TSAN 1
+#endif
+#endif
+
 namespace kcache::storage {
 
 struct Db {
@@ -61,7 +71,7 @@ struct Db {
   // followers' batches, handed over by atomics inside librocksdb. Debian's
   // librocksdb is not instrumented, so TSan cannot see that hand-over and
   // reports each one as a race in our frames. Other builds keep group commit.
-#if defined(__SANITIZE_THREAD__)
+#if defined(KCACHE_PERSIST_UNDER_TSAN)
   std::mutex tsan_write_mu_;
 #endif
 };
