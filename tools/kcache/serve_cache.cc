@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <fstream>
 #include <map>
@@ -26,7 +25,6 @@
 #include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/source.h"
 #include "util/rw_mutex.h"
-#include "util/scope_guard.h"
 
 namespace kcache::tool {
 namespace {
@@ -121,6 +119,13 @@ std::string TableVersion(const std::string& accept) {
     pos = end + 1;
   }
   return "";
+}
+
+// A failure of the cache library as the front end must read it: an expiry
+// stays one (410); anything else is the server's own failure (500), whatever
+// its code, since the front end gives some codes a meaning of their own.
+Status ServerError(const Status& st) {
+  return st.code() == StatusCode::kExpired ? st : Status::Internal(st.message());
 }
 
 }  // namespace
@@ -518,7 +523,9 @@ Status CacheServer::Impl::AwaitVersion(int type, uint64_t wanted, std::shared_lo
   uint64_t gen = generation();
   for (;;) {
     *lock = std::shared_lock<RWMutex>(view_mu_);
-    KCACHE_ASSIGN_OR_RETURN(KeyspaceStats stats, source_->cache().Stats(st.keyspace));
+    StatusOr<KeyspaceStats> read = source_->cache().Stats(st.keyspace);
+    if (!read.ok()) return ServerError(read.status());
+    const KeyspaceStats& stats = *read;
     *current = ParseCanonicalResourceVersion(stats.resource_version).value_or(0);
     if (stats.relist_in_progress || stats.resource_version.empty()) {
       return Status::Unavailable("storage is (re)initializing");
@@ -560,8 +567,9 @@ StatusOr<std::unique_ptr<serve::ListCursor>> CacheServer::Impl::OpenList(
     // a key after it tells its state then.
     std::string after = std::to_string(plan.rv);
     for (;;) {
-      KCACHE_ASSIGN_OR_RETURN(JournalRead read,
-                              source_->cache().ReadJournal(st.keyspace, after, 4096));
+      StatusOr<JournalRead> journal = source_->cache().ReadJournal(st.keyspace, after, 4096);
+      if (!journal.ok()) return ServerError(journal.status());
+      JournalRead& read = *journal;
       for (JournalEvent& e : read.events) {
         if (e.key < plan.start || !cursor->InScope(e.key) || cursor->past.count(e.key)) continue;
         if (e.type == JournalEvent::Type::kModified && !e.previous) {
@@ -595,7 +603,7 @@ StatusOr<serve::ChangeBatch> CacheServer::Impl::Changes(int type, uint64_t after
         StatusOr<KeyspaceStats> stats = cache.Stats(st.keyspace);
         return Status::Expired(stats.ok() ? stats->journal.start : "");
       }
-      if (!read.ok()) return read.status();
+      if (!read.ok()) return ServerError(read.status());
       const uint64_t position =
           ParseCanonicalResourceVersion(read->resource_version).value_or(after);
       if (!read->events.empty() || position != after) {

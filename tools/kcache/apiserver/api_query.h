@@ -14,7 +14,6 @@
 
 #include "kcache/field_selector.h"
 #include "kcache/label_selector.h"
-#include "kcache/object.h"
 #include "tools/kcache/apiserver/api_reply.h"
 #include "tools/kcache/apiserver/http_server.h"
 

@@ -25,11 +25,10 @@ class Body {
     bytes_ += s.size();
   }
   void Own(std::string s) { Add(owned_.emplace_back(std::move(s))); }
-  void Keep(ObjectPtr o) { kept_.push_back(std::move(o)); }
   // `o` as it is: its own bytes, kept alive here.
   void AddObject(const ObjectPtr& o) {
     Add(o->json());
-    Keep(o);
+    kept_.push_back(o);
   }
   void Clear() {
     pieces_.clear();

@@ -28,7 +28,6 @@
 #include <string>
 #include <vector>
 
-#include "kcache/labels.h"
 #include "kcache/object.h"
 #include "kcache/status_or.h"
 #include "tools/kcache/apiserver/api_source.h"
