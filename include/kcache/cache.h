@@ -37,7 +37,10 @@ namespace kcache {
 
 enum class SyncMode {
   // A commit is in RocksDB's write-ahead log (in the page cache) when it
-  // returns: it survives a crash of the process, not of the machine.
+  // returns: it survives a crash of the process, not of the machine. (A
+  // relist's batches past a quarter of memtable_bytes skip the log; its
+  // last batch, which makes it the keyspace's state, comes after a flush
+  // of them, in either mode.)
   kNone,
   // A commit is fsynced before it returns; RocksDB groups concurrent
   // commits into one fsync (group commit).
@@ -55,8 +58,9 @@ struct KCACHE_EXPORT CacheOptions {
   // Memory for memtables across all column families: the objects and
   // journal families start a new memtable at a quarter of it, the index
   // families at an eighth, the others at a sixteenth, and the oldest
-  // memtables are flushed when all of them together pass it. While a full
-  // memtable is flushed, writes go on into the next. Default: 64 MiB.
+  // memtables are flushed when all of them together pass it, every family
+  // at once. While a full memtable is flushed, writes go on into the next.
+  // Default: 64 MiB.
   size_t memtable_bytes = size_t{64} << 20;
   // Background flush and compaction threads. Default: 2 (these machines
   // have 2 cores; reads collapse when compaction takes more).

@@ -85,6 +85,17 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const CacheO
     }
   } else {
     cf.compression = rocksdb::kLZ4Compression;
+    if (name != kJournalCF) {
+      // Flushes are atomic across families (MakeDbOptions), so these small
+      // families flush whenever the objects family does, a small table each
+      // time, and the label index's tables span its whole key range. Merged
+      // into a single bottom level, each compaction would rewrite all of
+      // it: levels of small files, and twice RocksDB's L0 trigger, keep the
+      // rewrites in proportion to what is written.
+      cf.level0_file_num_compaction_trigger = 8;
+      cf.max_bytes_for_level_base = size_t{4} << 20;
+      cf.target_file_size_base = size_t{1} << 20;
+    }
   }
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return cf;
@@ -96,6 +107,10 @@ rocksdb::DBOptions MakeDbOptions(const CacheOptions& o) {
   db_options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(o.memtable_bytes);
   db_options.max_open_files = -1;  // required by secondary instances
   db_options.keep_log_file_num = 3;
+  // Large relists write without the WAL (RocksIndexer::Write): flushing all
+  // families as one keeps what a crash leaves of them a prefix of the
+  // writes, in every family alike.
+  db_options.atomic_flush = true;
   return db_options;
 }
 
@@ -361,19 +376,40 @@ int64_t Db::NowMs() const {
 
 std::string Db::NowMillis() const { return std::to_string(NowMs()); }
 
-rocksdb::Status Db::Write(rocksdb::WriteBatch* batch) {
+rocksdb::Status Db::Write(rocksdb::WriteBatch* batch) { return WriteWith(write_options, batch); }
+
+rocksdb::Status Db::WriteUnlogged(rocksdb::WriteBatch* batch) {
+  rocksdb::WriteOptions unlogged = write_options;
+  unlogged.disableWAL = true;
+  unlogged.sync = false;  // nothing to sync: the flush that persists it syncs its tables
+  return WriteWith(unlogged, batch);
+}
+
+rocksdb::Status Db::WriteWith(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch) {
   if (writes_stopped_) return WriteError();
   rocksdb::Status s;
   {
 #if defined(KCACHE_PERSIST_UNDER_TSAN)
     std::lock_guard l(tsan_write_mu_);
 #endif
-    s = db->Write(write_options, batch);
+    s = db->Write(options, batch);
   }
   // Errors of the batch itself leave the database as it was.
   if (s.ok() || s.IsInvalidArgument() || s.IsNotSupported() || s.IsBusy() || s.IsTryAgain()) {
     return s;
   }
+  return StopWrites(s);
+}
+
+rocksdb::Status Db::FlushAll() {
+  if (writes_stopped_) return WriteError();
+  rocksdb::FlushOptions flush;
+  flush.wait = true;
+  rocksdb::Status s = db->Flush(flush, handles);
+  return s.ok() ? s : StopWrites(s);
+}
+
+rocksdb::Status Db::StopWrites(const rocksdb::Status& s) {
   std::lock_guard l(write_error_mu_);
   if (!writes_stopped_) {
     write_error_ = rocksdb::Status::IOError(

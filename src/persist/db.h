@@ -55,6 +55,16 @@ struct Db {
   // again after an error (librocksdb 7.8 asserts, aborting the process).
   // Reopening the cache, once the cause is gone, replays what was committed.
   rocksdb::Status Write(rocksdb::WriteBatch* batch);
+  // Writes `batch` without the write-ahead log: durable only once a flush
+  // has written the memtables it went into. Flushes are atomic across
+  // families (DBOptions::atomic_flush), so after a crash the unlogged writes
+  // that survive are a prefix of them, whole batches, and every logged write
+  // survives. A caller keeps its own data whole by calling FlushAll before a
+  // logged write that depends on its unlogged ones. Thread-safe.
+  rocksdb::Status WriteUnlogged(rocksdb::WriteBatch* batch);
+  // Flushes every family's memtables as one atomic flush and waits for it.
+  // Thread-safe.
+  rocksdb::Status FlushAll();
   // One Put through Write.
   rocksdb::Status Put(rocksdb::ColumnFamilyHandle* family, std::string_view key,
                       std::string_view value);
@@ -62,6 +72,11 @@ struct Db {
   rocksdb::Status WriteError() const;
 
  private:
+  rocksdb::Status WriteWith(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch);
+  // Stops writes after `s`, an error from outside any batch; returns the
+  // error that stopped them.
+  rocksdb::Status StopWrites(const rocksdb::Status& s);
+
   mutable std::mutex write_error_mu_;
   rocksdb::Status write_error_;  // guarded by write_error_mu_
   std::atomic<bool> writes_stopped_{false};

@@ -199,8 +199,16 @@ void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& k
   batch->Delete(db_->objects, okey);
 }
 
-Status RocksIndexer::Write(rocksdb::WriteBatch* batch, std::string_view what) {
+Status RocksIndexer::Write(rocksdb::WriteBatch* batch, std::string_view what, bool logged) {
   ++writes_;
+  if (!logged) {
+    unflushed_unlogged_ = true;
+    return FromRocks(db_->WriteUnlogged(batch), std::string(what) + " " + ks_);
+  }
+  if (unflushed_unlogged_) {
+    KCACHE_RETURN_IF_ERROR(FromRocks(db_->FlushAll(), std::string(what) + " " + ks_));
+    unflushed_unlogged_ = false;
+  }
   return FromRocks(db_->Write(batch), std::string(what) + " " + ks_);
 }
 
@@ -589,8 +597,9 @@ class RocksReplaceSession final : public ReplaceSession {
     std::sort(index_puts.begin(), index_puts.end());
     for (const std::string& k : index_puts) batch.Put(db->index, k, "");
     batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
-    KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist"));
+    KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged()));
     writes_seen_ = ix_->writes_;
+    written_bytes_ += chunk_bytes_;
     SetCount(count);
     chunk_.clear();
     in_chunk_.clear();
@@ -598,6 +607,15 @@ class RocksReplaceSession final : public ReplaceSession {
     if (sink_ && !changes.empty()) sink_(std::move(changes));
     return Status::OK();
   }
+
+  // Whether the session's next batch goes through the WAL: only until it
+  // has written an objects memtable's worth (a quarter of the budget).
+  // Skipping the WAL after that loses nothing committed: the relist mark,
+  // logged by Begin, makes a crash before Finish a relist, and Finish's
+  // logged batch first flushes what went unlogged (RocksIndexer::Write).
+  // A smaller relist stays logged: its final flush would cost more than
+  // the log it saves.
+  bool Logged() const { return written_bytes_ < ix_->db_->options.memtable_bytes / 4; }
 
   // Whether nothing but this session wrote the keyspace since its last
   // batch. REQUIRES: the writer lock held.
@@ -645,7 +663,7 @@ class RocksReplaceSession final : public ReplaceSession {
     auto flush = [&]() -> Status {
       if (changes.empty()) return Status::OK();
       batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
-      KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist"));
+      KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged()));
       SetCount(count);
       batch.Clear();
       if (sink_) sink_(std::move(changes));
@@ -678,7 +696,8 @@ class RocksReplaceSession final : public ReplaceSession {
   ChangeSink sink_;
   std::vector<Item> chunk_;
   std::unordered_map<std::string, size_t> in_chunk_;
-  size_t chunk_bytes_ = 0;  // JSON bytes of chunk_
+  size_t chunk_bytes_ = 0;    // JSON bytes of chunk_
+  size_t written_bytes_ = 0;  // JSON bytes of the chunks written
   size_t unchanged_ = 0;
   bool none_stored_ = false;  // no key this session writes is stored yet
   uint64_t writes_seen_ = 0;  // the keyspace's writes after the session's last

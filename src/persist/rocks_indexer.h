@@ -97,7 +97,10 @@ class RocksIndexer final : public StoredIndexer {
   // gets the indices of the ops written (none if the write fails).
   Status WriteCommit(const Transaction& txn, std::vector<PlannedOp>* planned, Pending* current,
                      std::vector<size_t>* done);
-  Status Write(rocksdb::WriteBatch* batch, std::string_view what);
+  // Writes `batch`; REQUIRES write_mu_ held. A logged write (the default)
+  // first flushes the keyspace's unlogged writes, if any, so that a crash
+  // never keeps it without them: the keyspace stays a prefix of its writes.
+  Status Write(rocksdb::WriteBatch* batch, std::string_view what, bool logged = true);
   // Rebuilds every index of the keyspace from its objects.
   Status RebuildIndexesLocked();
   Status LoadState();
@@ -110,6 +113,9 @@ class RocksIndexer final : public StoredIndexer {
   // Batches written, so that a relist session can tell whether anything
   // else wrote the keyspace beside it. Guarded by write_mu_.
   uint64_t writes_ = 0;
+  // Whether a batch was written without the WAL since the last flush.
+  // Guarded by write_mu_.
+  bool unflushed_unlogged_ = false;
 
   mutable std::mutex state_mu_;
   // Below: guarded by state_mu_; mirrors of meta for writable caches.
