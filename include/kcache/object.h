@@ -58,7 +58,10 @@ struct KCACHE_EXPORT ParseOptions {
   // bookkeeping is often a third of a pod's JSON and no controller reads it.
   // The removed bytes are checked for structure only (strings, brackets,
   // UTF-8), not fully validated: they are never stored or read, and a
-  // second parse of them would cost a third of the ingest.
+  // second parse of them would cost a third of the ingest. A RestClient
+  // with this set also asks servers to leave them out (the Accept parameter
+  // drop=metadata.managedFields of KEP-5958), so that servers that support
+  // it send fewer bytes; with others nothing changes.
   // Default: false (keep the bytes as the server sent them).
   bool drop_managed_fields = false;
   // Written into objects that lack a top-level "apiVersion" or "kind": items

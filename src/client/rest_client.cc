@@ -308,7 +308,13 @@ class CurlRestClient final : public RestClient {
                  std::string_view body, std::string_view content_type = "") {
     req->method = std::string(method);
     req->url = url_.base + std::string(path);
-    req->headers.push_back("Accept: application/json");
+    // A client that drops managedFields asks the server to leave them out
+    // (KEP-5958); plain JSON second, for servers that refuse the parameter.
+    // Servers that ignore it (v1.20 does) send them, and decoding drops them.
+    req->headers.push_back(options_.parse.drop_managed_fields
+                               ? "Accept: application/json;drop=metadata.managedFields, "
+                                 "application/json"
+                               : "Accept: application/json");
     req->headers.push_back("User-Agent: " + options_.user_agent);
     // Over plain HTTP (HTTP/1.1), no "Expect: 100-continue" (libcurl's
     // default for bodies over 1 KiB): it costs a round trip, or a second

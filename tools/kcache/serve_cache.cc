@@ -139,8 +139,9 @@ struct ServedType {
 
 // How a request wants objects written: as themselves, or as Table rows.
 struct Output {
-  std::string table_version;   // "" for objects
-  std::string include_object;  // Table rows: "Metadata", "Object" or "None"
+  std::string table_version;         // "" for objects
+  std::string include_object;        // Table rows: "Metadata", "Object" or "None"
+  bool drop_managed_fields = false;  // objects without metadata.managedFields
   bool tables() const { return !table_version.empty(); }
 };
 
@@ -474,6 +475,7 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
   }
   Output out;
   out.table_version = TableVersion(req.Header("Accept"));
+  out.drop_managed_fields = serve::AcceptDropsManagedFields(req.Header("Accept"));
   out.include_object = req.Query("includeObject").value_or("Metadata");
   if (out.include_object.empty()) out.include_object = "Metadata";
   if (out.include_object != "Metadata" && out.include_object != "Object" &&
@@ -487,11 +489,15 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
   if (std::optional<Reply> bad = serve::ParseQuery(req, t, &q)) return SendReply(w, *bad);
   TableRows rows(served_[static_cast<size_t>(t.type)], out);
   const serve::TableWriter* tables = out.tables() ? &rows : nullptr;
-  if (!q.watch) return (void)serve::ServeList(*this, t, q, {.tables = tables}, w);
+  if (!q.watch) {
+    return (void)serve::ServeList(
+        *this, t, q, {.tables = tables, .drop_managed_fields = out.drop_managed_fields}, w);
+  }
   serve::WatchCall call;
   call.bookmark_interval = options_.bookmark_interval;
   call.default_timeout = options_.default_watch_timeout;
   call.tables = tables;
+  call.drop_managed_fields = out.drop_managed_fields;
   serve::ServeWatch(*this, t, q, call, w);
 }
 
@@ -508,7 +514,9 @@ void CacheServer::Impl::Get(const Target& t, const Output& out, http::ResponseWr
   }
   if (!*o) return SendReply(w, serve::NotFound(*t.rt, t.name));
   const http::Headers json = {{"Content-Type", "application/json"}};
-  if (!out.tables()) return (void)w.Send(200, json, (*o)->json());
+  if (!out.tables()) {
+    return (void)w.Send(200, json, serve::Shown(*o, out.drop_managed_fields)->json());
+  }
   TableRows rows(st, out);
   w.Send(
       200, json,

@@ -215,6 +215,38 @@ TEST_F(ServeCacheTest, GetAndListWithSelectors) {
       << bad.status();
 }
 
+// KEP-5958: a client that asks for objects without managedFields gets them
+// so from a served cache, in gets, lists and watches; others get the stored
+// bytes.
+TEST_F(ServeCacheTest, ManagedFieldsAreLeftOutWhenTheClientAsks) {
+  Transaction txn;
+  txn.Add(Object::Parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"m","namespace":"a",)"
+                        R"("resourceVersion":")" +
+                        std::to_string(++rv_) +
+                        R"(","managedFields":[{"manager":"kubectl","operation":"Update"}]},)"
+                        R"("spec":{},"status":{"phase":"Running"}})")
+              .value());
+  txn.resource_version = std::to_string(rv_);
+  ASSERT_OK(pods_->Commit(txn, nullptr));
+  StartServer();
+  RestConfig config;
+  config.server = server_->url();
+  RestClientOptions dropping;
+  dropping.parse.drop_managed_fields = true;
+  auto lean = RestClient::Create(config, dropping);
+  ASSERT_OK(lean);
+  for (const std::string path : {"/api/v1/namespaces/a/pods/m", "/api/v1/namespaces/a/pods",
+                                 "/api/v1/namespaces/a/pods?watch=1&timeoutSeconds=1"}) {
+    auto full = client_->Get(path);
+    auto dropped = (*lean)->Get(path);
+    ASSERT_OK(full) << path << ": " << full.status();
+    ASSERT_OK(dropped) << path << ": " << dropped.status();
+    EXPECT_NE(full->find(R"("managedFields")"), std::string::npos) << path;
+    EXPECT_EQ(dropped->find(R"("managedFields")"), std::string::npos) << path << ": " << *dropped;
+    EXPECT_NE(dropped->find(R"("name":"m")"), std::string::npos) << path << ": " << *dropped;
+  }
+}
+
 TEST_F(ServeCacheTest, WritesAreMethodNotAllowed) {
   StartServer();
   auto created = client_->Do("POST", "/api/v1/namespaces/a/pods", PodJson("a", "new", 0));

@@ -95,9 +95,9 @@ std::string ListHead(const Target& t, const TableWriter* tables, const std::stri
          R"(","metadata":)" + metadata + R"(,"items":[)";
 }
 
-void AddItem(const TableWriter* tables, const ObjectPtr& o, Body* body) {
-  if (tables) return body->Own(tables->Row(*o));
-  body->AddObject(o);
+void AddItem(const ListCall& call, const ObjectPtr& o, Body* body) {
+  if (call.tables) return body->Own(call.tables->Row(*o));
+  body->AddObject(Shown(o, call.drop_managed_fields));
 }
 
 const char* FaultName(BodyFault fault) {
@@ -133,6 +133,42 @@ void SendListBody(const Body& body, const ListCall& call, http::ResponseWriter& 
 }
 
 }  // namespace
+
+bool AcceptDropsManagedFields(std::string_view accept) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  while (!accept.empty()) {
+    size_t comma = accept.find(',');
+    std::string_view range = accept.substr(0, comma);
+    accept = comma == std::string_view::npos ? std::string_view() : accept.substr(comma + 1);
+    size_t semi = range.find(';');
+    const std::string_view type = trim(range.substr(0, semi));
+    if (type != "application/json" && type != "application/*" && type != "*/*") continue;
+    bool drop = false;
+    while (semi != std::string_view::npos) {
+      range = range.substr(semi + 1);
+      semi = range.find(';');
+      std::string_view param = trim(range.substr(0, semi));
+      if (param.substr(0, 5) != "drop=") continue;
+      for (std::string_view targets = param.substr(5); !targets.empty();) {
+        size_t plus = targets.find('+');
+        if (targets.substr(0, plus) == "metadata.managedFields") drop = true;
+        targets = plus == std::string_view::npos ? std::string_view() : targets.substr(plus + 1);
+      }
+    }
+    return drop;
+  }
+  return false;
+}
+
+ObjectPtr Shown(const ObjectPtr& o, bool drop) {
+  if (!drop) return o;
+  StatusOr<ObjectPtr> dropped = DropManagedFields(o);
+  return dropped.ok() ? *std::move(dropped) : o;
+}
 
 size_t ServeList(ApiSource& source, const Target& t, const Query& q, const ListCall& call,
                  http::ResponseWriter& w) {
@@ -171,7 +207,7 @@ size_t ServeList(ApiSource& source, const Target& t, const Query& q, const ListC
     body.Own(ListHead(t, tables, ListMetadata(cursor.rv(), "", std::nullopt)));
     for (; *more; ++sent) {
       if (sent) body.Add(",");
-      AddItem(tables, o, &body);
+      AddItem(call, o, &body);
       if (body.bytes() >= kFlushBytes) {
         if (!w.Write(body.pieces())) return sent;
         body.Clear();
@@ -207,7 +243,7 @@ size_t ServeList(ApiSource& source, const Target& t, const Query& q, const ListC
   body.Own(ListHead(t, tables, ListMetadata(cursor.rv(), token, remaining)));
   for (size_t i = 0; i < page.size(); ++i) {
     if (i) body.Add(",");
-    AddItem(tables, page[i], &body);
+    AddItem(call, page[i], &body);
   }
   body.Add("]}");
   SendListBody(body, call, w);
@@ -265,7 +301,7 @@ void ServeWatch(ApiSource& source, const Target& t, const Query& q, const WatchC
     } else if (!json.empty()) {
       body.Own(std::move(json));
     } else {
-      body.AddObject(o);
+      body.AddObject(Shown(o, call.drop_managed_fields));
     }
     body.Add(kEventSuffix);
   };
@@ -353,7 +389,8 @@ void ServeWatch(ApiSource& source, const Target& t, const Query& q, const WatchC
       } else if (was_in && e.type == EventType::kDeleted) {
         add_event(kDeletedPrefix, e.object);
       } else if (was_in) {
-        add_event(kDeletedPrefix, e.prev, Restamp(e.prev->json(), e.rv));
+        add_event(kDeletedPrefix, e.prev,
+                  Restamp(Shown(e.prev, call.drop_managed_fields)->json(), e.rv));
       }
     }
     if (!body.empty() && call.fault == BodyFault::kCut) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "kcache/object.h"
 #include "tools/kcache/apiserver/api_query.h"
@@ -40,8 +41,18 @@ class TableWriter {
 // or hold the connection without sending more.
 enum class BodyFault { kNone, kCut, kMalformed, kStall };
 
+// Whether an Accept header asks for objects without metadata.managedFields
+// (KEP-5958: `application/json;drop=metadata.managedFields`, targets joined
+// by '+'). The first media range kcache serve can answer decides: JSON, or
+// a wildcard.
+bool AcceptDropsManagedFields(std::string_view accept);
+
+// `o` as a response carries it: without metadata.managedFields if `drop`.
+ObjectPtr Shown(const ObjectPtr& o, bool drop);
+
 struct ListCall {
   const TableWriter* tables = nullptr;  // null: objects
+  bool drop_managed_fields = false;     // objects without metadata.managedFields
   BodyFault fault = BodyFault::kNone;
   // Told the fault when it is injected ("cut", "malformed", "stall").
   std::function<void(const char*)> injected;
@@ -58,6 +69,7 @@ struct WatchCall {
   // A watch without timeoutSeconds ends after this long.
   std::chrono::seconds default_timeout{1800};
   const TableWriter* tables = nullptr;  // null: objects
+  bool drop_managed_fields = false;     // objects without metadata.managedFields
   // Faults: an ERROR event right after the headers, ending the watch; or,
   // after the initial events, a stall, or the first event cut or broken.
   std::optional<Reply> error;

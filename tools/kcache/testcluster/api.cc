@@ -179,9 +179,10 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
       req.method == "GET" && (t.legacy_watch || ParseBool(req.Query("watch").value_or("false")));
   if (InjectRequestFault(n, watch, w)) return;
   const std::string& m = req.method;
+  const bool drop = AcceptDropsManagedFields(req.Header("Accept"));
   if (!t.name.empty()) {
     if (t.legacy_watch) return SendNotFoundPage(w);
-    if (m == "GET") return Count("get", t.rt->resource), Get(t, w);
+    if (m == "GET") return Count("get", t.rt->resource), Get(t, drop, w);
     if (m == "PUT") return Count("update", t.rt->resource), Update(req, t, w);
     if (m == "PATCH") return Count("patch", t.rt->resource), Patch(req, t, w);
     if (m == "DELETE" && t.subresource.empty()) {
@@ -193,7 +194,7 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
     Query q;
     if (std::optional<Reply> bad = ParseQuery(req, t, &q)) return SendReply(w, *bad);
     Count(q.watch ? "watch" : "list", t.rt->resource);
-    return q.watch ? Watch(t, q, n, w) : List(t, q, n, w);
+    return q.watch ? Watch(t, q, n, drop, w) : List(t, q, n, drop, w);
   }
   SendReply(w, {405, "MethodNotAllowed",
                 "the server does not allow this method on the requested resource", ""});
@@ -230,12 +231,14 @@ BodyFault BodyFaultOf(const Faults& f, uint64_t n, bool watch) {
 
 }  // namespace
 
-void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
+void Api::List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
+               http::ResponseWriter& w) {
   if (options_.faults.expire.Contains(n)) {
     NoteFault("expire");
     return SendReply(w, ListTooOld());
   }
   ListCall call;
+  call.drop_managed_fields = drop_managed_fields;
   call.fault = BodyFaultOf(options_.faults, n, /*watch=*/false);
   call.injected = [this](const char* kind) { NoteFault(kind); };
   const size_t sent = ServeList(source_, t, q, call, w);
@@ -243,9 +246,11 @@ void Api::List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter
   list_items_[t.rt->resource] += sent;
 }
 
-void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w) {
+void Api::Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
+                http::ResponseWriter& w) {
   const Faults& f = options_.faults;
   WatchCall call;
+  call.drop_managed_fields = drop_managed_fields;
   call.bookmark_interval = options_.bookmark_interval;
   call.default_timeout = options_.default_watch_timeout;
   if (f.expire.Contains(n)) {
@@ -264,10 +269,11 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWrite
   ServeWatch(source_, t, q, call, w);
 }
 
-void Api::Get(const Target& t, http::ResponseWriter& w) {
+void Api::Get(const Target& t, bool drop_managed_fields, http::ResponseWriter& w) {
   StoredPtr o = state_->Get(t.type, StateKey(*t.rt, t.namespace_, t.name));
   if (!o) return SendReply(w, NotFound(*t.rt, t.name));
-  w.Send(200, {{"Content-Type", "application/json"}}, o->object->json());
+  w.Send(200, {{"Content-Type", "application/json"}},
+         Shown(o->object, drop_managed_fields)->json());
 }
 
 namespace {

@@ -52,9 +52,13 @@ class Api {
   // Routing leads to a resource's verbs: list and watch (the front end of
   // api_serve.h, with request `n`'s faults), get, create, update, delete.
   void HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w);
-  void List(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
-  void Watch(const Target& t, const Query& q, uint64_t n, http::ResponseWriter& w);
-  void Get(const Target& t, http::ResponseWriter& w);
+  // `drop_managed_fields`: the request's Accept asked for objects without
+  // metadata.managedFields.
+  void List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
+            http::ResponseWriter& w);
+  void Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
+             http::ResponseWriter& w);
+  void Get(const Target& t, bool drop_managed_fields, http::ResponseWriter& w);
   void Create(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Delete(const http::Request& req, const Target& t, http::ResponseWriter& w);

@@ -14,6 +14,7 @@
 #include "kcache/rest_client.h"
 #include "testing/serve_fixture.h"
 #include "testing/status_matchers.h"
+#include "tools/kcache/apiserver/api_serve.h"
 #include "tools/kcache/testcluster/server.h"
 
 namespace kcache::serve {
@@ -178,6 +179,80 @@ TEST(ServeApiTest, ANamespacesWatchSeesOnlyItsNamespace) {
   auto events = Read(**w, 2);
   EXPECT_EQ(Types(events), "ADDED:here ADDED:here-too");
   for (const WatchEvent& e : events) EXPECT_EQ(e.object->namespace_(), "ns-1");
+}
+
+// KEP-5958: a client that drops managedFields asks the server to leave them
+// out, and kcache serve does, in lists, watches and gets: the client receives
+// fewer bytes for the same objects.
+TEST(ServeApiTest, AClientThatDropsManagedFieldsIsSentObjectsWithoutThem) {
+  Fixture f(Quiet(300));
+  RestConfig config;
+  config.server = f.server->url();
+  config.disable_compression = true;  // bytes received are the JSON's
+  RestClientOptions dropping;
+  dropping.parse.drop_managed_fields = true;
+  auto plain = RestClient::Create(config);
+  auto lean = RestClient::Create(config, dropping);
+  ASSERT_OK(plain);
+  ASSERT_OK(lean);
+
+  auto full = (*plain)->List(Pods(), {});
+  auto dropped = (*lean)->List(Pods(), {});
+  ASSERT_OK(full) << full.status();
+  ASSERT_OK(dropped) << dropped.status();
+  ASSERT_EQ(full->items.size(), 300u);
+  ASSERT_EQ(dropped->items.size(), 300u);
+  for (size_t i = 0; i < 300; ++i) {
+    EXPECT_EQ(full->items[i]->name(), dropped->items[i]->name());
+    EXPECT_NE(full->items[i]->json().find("\"managedFields\""), std::string::npos);
+    EXPECT_EQ(dropped->items[i]->json().find("\"managedFields\""), std::string::npos);
+  }
+  const uint64_t full_list = (*plain)->BytesReceived(), lean_list = (*lean)->BytesReceived();
+  // The synthetic pods' managedFields are about a third of their JSON.
+  EXPECT_LT(lean_list * 4, full_list * 3) << lean_list << " against " << full_list << " bytes";
+
+  // A watch's initial events, and a get, the same way.
+  auto read_watch = [&](RestClient& c) {
+    auto w = c.Watch(Pods("ns-0"), {});
+    EXPECT_OK(w) << w.status();
+    return w.ok() ? Read(**w, 30) : std::vector<WatchEvent>();
+  };
+  auto full_events = read_watch(**plain);
+  auto lean_events = read_watch(**lean);
+  ASSERT_EQ(full_events.size(), 30u);
+  ASSERT_EQ(lean_events.size(), 30u);
+  const uint64_t full_watch = (*plain)->BytesReceived() - full_list;
+  const uint64_t lean_watch = (*lean)->BytesReceived() - lean_list;
+  EXPECT_LT(lean_watch * 4, full_watch * 3) << lean_watch << " against " << full_watch << " bytes";
+  const std::string path = "/api/v1/namespaces/" + std::string(full->items[0]->namespace_()) +
+                           "/pods/" + std::string(full->items[0]->name());
+  auto got_full = (*plain)->Get(path);
+  auto got_lean = (*lean)->Get(path);
+  ASSERT_OK(got_full);
+  ASSERT_OK(got_lean);
+  EXPECT_NE(got_full->find("\"managedFields\""), std::string::npos);
+  EXPECT_EQ(got_lean->find("\"managedFields\""), std::string::npos) << *got_lean;
+  EXPECT_EQ(nlohmann::json::parse(*got_lean)["metadata"]["uid"],
+            nlohmann::json::parse(*got_full)["metadata"]["uid"]);
+}
+
+TEST(ServeApiTest, TheFirstJsonMediaRangeDecidesWhetherManagedFieldsAreDropped) {
+  EXPECT_TRUE(AcceptDropsManagedFields("application/json;drop=metadata.managedFields"));
+  EXPECT_TRUE(AcceptDropsManagedFields(" application/json ; drop=metadata.managedFields "));
+  EXPECT_TRUE(
+      AcceptDropsManagedFields("application/json;drop=metadata.managedFields, application/json"));
+  EXPECT_TRUE(AcceptDropsManagedFields(
+      "application/json;drop=metadata.annotations+metadata.managedFields"));
+  EXPECT_TRUE(AcceptDropsManagedFields("*/*;drop=metadata.managedFields"));
+  // A range kcache serve cannot answer is passed over.
+  EXPECT_TRUE(AcceptDropsManagedFields(
+      "application/vnd.kubernetes.protobuf, application/json;drop=metadata.managedFields"));
+  EXPECT_FALSE(AcceptDropsManagedFields(""));
+  EXPECT_FALSE(AcceptDropsManagedFields("application/json"));
+  EXPECT_FALSE(AcceptDropsManagedFields("application/json;drop=metadata.annotations"));
+  EXPECT_FALSE(AcceptDropsManagedFields("application/json;drop=metadata.managedFieldsX"));
+  EXPECT_FALSE(
+      AcceptDropsManagedFields("application/json, application/json;drop=metadata.managedFields"));
 }
 
 TEST(ServeApiTest, WritesFollowTheApiserversRules) {
