@@ -211,16 +211,17 @@ TEST(ServeApiTest, AClientThatDropsManagedFieldsIsSentObjectsWithoutThem) {
   // The synthetic pods' managedFields are about a third of their JSON.
   EXPECT_LT(lean_list * 4, full_list * 3) << lean_list << " against " << full_list << " bytes";
 
-  // A watch's initial events, and a get, the same way.
+  // A watch's initial events, and a get, the same way. Each stream is read
+  // to its end (a second's timeout), so that both clients received all of it.
   auto read_watch = [&](RestClient& c) {
-    auto w = c.Watch(Pods("ns-0"), {});
+    auto w = c.Watch(Pods("ns-0"), {.timeout_seconds = 1});
     EXPECT_OK(w) << w.status();
-    return w.ok() ? Read(**w, 30) : std::vector<WatchEvent>();
+    return w.ok() ? Read(**w, 1000) : std::vector<WatchEvent>();
   };
   auto full_events = read_watch(**plain);
   auto lean_events = read_watch(**lean);
-  ASSERT_EQ(full_events.size(), 30u);
-  ASSERT_EQ(lean_events.size(), 30u);
+  ASSERT_GT(full_events.size(), 10u);
+  ASSERT_EQ(lean_events.size(), full_events.size());
   const uint64_t full_watch = (*plain)->BytesReceived() - full_list;
   const uint64_t lean_watch = (*lean)->BytesReceived() - lean_list;
   EXPECT_LT(lean_watch * 4, full_watch * 3) << lean_watch << " against " << full_watch << " bytes";
