@@ -423,7 +423,7 @@ int SyncMain(const Command& self, const std::vector<std::string>& args) {
   flags.Int("journal-max-minutes", '\0', &journal_minutes,
             "minutes a change is kept in the journal");
   flags.Bool("drop-managed-fields", '\0', &o.drop_managed_fields,
-             "store objects without metadata.managedFields");
+             "store objects without metadata.managedFields, asking servers to omit them");
   flags.Bool("until-synced", '\0', &o.until_synced, "exit once every resource has synced");
   flags.Bool("disable-compression", '\0', &o.disable_compression,
              "do not ask the server to compress list responses");
