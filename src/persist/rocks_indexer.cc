@@ -599,7 +599,7 @@ class RocksReplaceSession final : public ReplaceSession {
     batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
     KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged()));
     writes_seen_ = ix_->writes_;
-    written_bytes_ += chunk_bytes_;
+    listed_bytes_ += chunk_bytes_;
     SetCount(count);
     chunk_.clear();
     in_chunk_.clear();
@@ -609,13 +609,15 @@ class RocksReplaceSession final : public ReplaceSession {
   }
 
   // Whether the session's next batch goes through the WAL: only until it
-  // has written an objects memtable's worth (a quarter of the budget).
+  // has listed an objects memtable's worth of JSON (a quarter of the
+  // budget), counting objects left unchanged: a relist of a full keyspace
+  // writes a seen mark for each.
   // Skipping the WAL after that loses nothing committed: the relist mark,
   // logged by Begin, makes a crash before Finish a relist, and Finish's
   // logged batch first flushes what went unlogged (RocksIndexer::Write).
   // A smaller relist stays logged: its final flush would cost more than
   // the log it saves.
-  bool Logged() const { return written_bytes_ < ix_->db_->options.memtable_bytes / 4; }
+  bool Logged() const { return listed_bytes_ < ix_->db_->options.memtable_bytes / 4; }
 
   // Whether nothing but this session wrote the keyspace since its last
   // batch. REQUIRES: the writer lock held.
@@ -696,8 +698,8 @@ class RocksReplaceSession final : public ReplaceSession {
   ChangeSink sink_;
   std::vector<Item> chunk_;
   std::unordered_map<std::string, size_t> in_chunk_;
-  size_t chunk_bytes_ = 0;    // JSON bytes of chunk_
-  size_t written_bytes_ = 0;  // JSON bytes of the chunks written
+  size_t chunk_bytes_ = 0;   // JSON bytes of chunk_
+  size_t listed_bytes_ = 0;  // JSON bytes of the chunks written, unchanged objects included
   size_t unchanged_ = 0;
   bool none_stored_ = false;  // no key this session writes is stored yet
   uint64_t writes_seen_ = 0;  // the keyspace's writes after the session's last
