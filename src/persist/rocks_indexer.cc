@@ -199,7 +199,9 @@ void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& k
   batch->Delete(db_->objects, okey);
 }
 
-Status RocksIndexer::Write(rocksdb::WriteBatch* batch, std::string_view what, bool logged) {
+Status RocksIndexer::Write(rocksdb::WriteBatch* batch, std::string_view what, bool logged,
+                           const RocksReplaceSession* by) {
+  if (markless_ && markless_ != by) KCACHE_RETURN_IF_ERROR(MarkRelistedKeys());
   ++writes_;
   if (!logged) {
     unflushed_unlogged_ = true;
@@ -440,10 +442,13 @@ Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>*
 // Writes a relist chunk by chunk. Every listed key is also recorded under
 // meta "seen\0ks\0key" in the same batch as its object, so that Finish can
 // find the stored keys the list did not have by walking reverse records and
-// seen keys side by side, both in key order, with no key set in memory. The
-// keyspace's writer lock is taken per chunk, not for the whole session, so
-// that callers may hold their own locks around Put without inverting the
-// order.
+// seen keys side by side, both in key order, with no key set in memory.
+// A relist into an empty keyspace writes no such marks while it writes
+// alone and its keys ascend: every stored key is then one it listed. The
+// first write beside it, or its first key out of order, has it mark every
+// stored key before going on. The keyspace's writer lock is taken per
+// chunk, not for the whole session, so that callers may hold their own
+// locks around Put without inverting the order.
 class RocksReplaceSession final : public ReplaceSession {
  public:
   RocksReplaceSession(RocksIndexer* ix, ChangeSink sink) : ix_(ix), sink_(std::move(sink)) {
@@ -464,6 +469,40 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard l(ix_->state_mu_);
     ix_->relist_incomplete_ = true;
     none_stored_ = ix_->count_ == 0;
+    marking_ = !none_stored_;
+    if (!marking_) ix_->markless_ = this;
+    return Status::OK();
+  }
+
+  ~RocksReplaceSession() override {
+    std::lock_guard w(ix_->write_mu_);
+    if (ix_->markless_ == this) ix_->markless_ = nullptr;
+  }
+
+  // Writes a seen mark for every stored key, and marks from then on.
+  // REQUIRES: the writer lock held, and no key stored but the session's.
+  Status MarkStored() {
+    marking_ = true;
+    if (ix_->markless_ == this) ix_->markless_ = nullptr;
+    const std::shared_ptr<Db>& db = ix_->db_;
+    const auto [prefix, end] = KeyspaceRange(ix_->ks_);
+    const std::string seen = SeenRange().start;
+    rocksdb::Slice upper(end);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper;
+    ro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator(ro, db->rindex));
+    rocksdb::WriteBatch batch;
+    for (it->Seek(prefix); it->Valid(); it->Next()) {
+      batch.Put(db->meta, seen + std::string(View(it->key()).substr(prefix.size())), "");
+      if (static_cast<size_t>(batch.Count()) == kChunk) {
+        KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged(), this));
+        batch.Clear();
+      }
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "relist " + ix_->ks_));
+    if (batch.Count() > 0) KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged(), this));
+    writes_seen_ = ix_->writes_;
     return Status::OK();
   }
 
@@ -493,9 +532,10 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     // Into an empty keyspace, in key order, with nothing else writing: every
     // stored key was written, and marked seen, by this session.
-    none_stored_ = none_stored_ && NoOtherWrites();
-    if (!none_stored_) {
+    if (marking_) {
       if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
+    } else {
+      ix_->markless_ = nullptr;
     }
     rocksdb::WriteBatch done;
     KeyRange seen = SeenRange();
@@ -556,11 +596,15 @@ class RocksReplaceSession final : public ReplaceSession {
     // it has stored: nothing is read back. Otherwise, from then on, every
     // key is looked up.
     none_stored_ = none_stored_ && NoOtherWrites() && AscendingChunk();
+    if (!none_stored_ && !marking_) KCACHE_RETURN_IF_ERROR(MarkStored());
     if (!none_stored_) {
       db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
       db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
     }
-    rocksdb::WriteBatch batch;
+    // One batch serves every chunk: its buffer, megabytes once grown, is
+    // neither grown again nor touched afresh each time.
+    rocksdb::WriteBatch& batch = batch_;
+    batch.Clear();
     std::vector<StoreChange> changes;
     std::vector<std::string> index_puts;
     const std::string seen = SeenRange().start;
@@ -568,7 +612,7 @@ class RocksReplaceSession final : public ReplaceSession {
       Item& item = chunk_[i];
       if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ix_->ks_);
       if (!s2[i].ok() && !s2[i].IsNotFound()) return FromRocks(s2[i], "relist " + ix_->ks_);
-      batch.Put(db->meta, seen + item.key, "");
+      if (marking_) batch.Put(db->meta, seen + item.key, "");
       std::optional<std::vector<IndexEntry>> old;
       ObjectPtr old_obj;
       if (s1[i].ok()) {
@@ -597,7 +641,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::sort(index_puts.begin(), index_puts.end());
     for (const std::string& k : index_puts) batch.Put(db->index, k, "");
     batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
-    KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged()));
+    KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged(), this));
     writes_seen_ = ix_->writes_;
     listed_bytes_ += chunk_bytes_;
     SetCount(count);
@@ -665,7 +709,7 @@ class RocksReplaceSession final : public ReplaceSession {
     auto flush = [&]() -> Status {
       if (changes.empty()) return Status::OK();
       batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
-      KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged()));
+      KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged(), this));
       SetCount(count);
       batch.Clear();
       if (sink_) sink_(std::move(changes));
@@ -698,14 +742,18 @@ class RocksReplaceSession final : public ReplaceSession {
   ChangeSink sink_;
   std::vector<Item> chunk_;
   std::unordered_map<std::string, size_t> in_chunk_;
-  size_t chunk_bytes_ = 0;   // JSON bytes of chunk_
-  size_t listed_bytes_ = 0;  // JSON bytes of the chunks written, unchanged objects included
+  rocksdb::WriteBatch batch_;  // Flush's, kept for its buffer
+  size_t chunk_bytes_ = 0;     // JSON bytes of chunk_
+  size_t listed_bytes_ = 0;    // JSON bytes of the chunks written, unchanged objects included
   size_t unchanged_ = 0;
   bool none_stored_ = false;  // no key this session writes is stored yet
+  bool marking_ = true;       // seen marks are written (see the class comment)
   uint64_t writes_seen_ = 0;  // the keyspace's writes after the session's last
   std::string last_key_;      // the greatest key written so far
   Status failed_;
 };
+
+Status RocksIndexer::MarkRelistedKeys() { return markless_->MarkStored(); }
 
 StatusOr<std::unique_ptr<ReplaceSession>> RocksIndexer::BeginReplace(ChangeSink sink) {
   KCACHE_RETURN_IF_ERROR(CheckWritable());

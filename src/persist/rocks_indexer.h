@@ -24,6 +24,8 @@ class WriteBatch;
 
 namespace kcache::storage {
 
+class RocksReplaceSession;
+
 // Thread-safety: safe for concurrent use; writes are serialized.
 class RocksIndexer final : public StoredIndexer {
  public:
@@ -97,12 +99,18 @@ class RocksIndexer final : public StoredIndexer {
   // gets the indices of the ops written (none if the write fails).
   Status WriteCommit(const Transaction& txn, std::vector<PlannedOp>* planned, Pending* current,
                      std::vector<size_t>* done);
-  // Writes `batch`; REQUIRES write_mu_ held. A logged write (the default)
-  // first flushes the keyspace's unlogged writes, if any, so that a crash
-  // never keeps it without them: the keyspace stays a prefix of its writes.
-  Status Write(rocksdb::WriteBatch* batch, std::string_view what, bool logged = true);
+  // Writes `batch` for `by` (null: a writer other than a relist session);
+  // REQUIRES write_mu_ held. A logged write (the default) first flushes the
+  // keyspace's unlogged writes, if any, so that a crash never keeps it
+  // without them: the keyspace stays a prefix of its writes. A write beside
+  // a relist that writes no seen marks first has it mark what it wrote.
+  Status Write(rocksdb::WriteBatch* batch, std::string_view what, bool logged = true,
+               const RocksReplaceSession* by = nullptr);
   // Rebuilds every index of the keyspace from its objects.
   Status RebuildIndexesLocked();
+  // Has the markless relist session mark the keys it wrote; REQUIRES
+  // write_mu_ held and markless_ set.
+  Status MarkRelistedKeys();
   Status LoadState();
 
   const std::shared_ptr<Db> db_;
@@ -116,6 +124,10 @@ class RocksIndexer final : public StoredIndexer {
   // Whether a batch was written without the WAL since the last flush.
   // Guarded by write_mu_.
   bool unflushed_unlogged_ = false;
+  // The relist session, if any, that writes no seen marks: it writes an
+  // empty keyspace alone, so every stored key is one it listed. Guarded by
+  // write_mu_.
+  RocksReplaceSession* markless_ = nullptr;
 
   mutable std::mutex state_mu_;
   // Below: guarded by state_mu_; mirrors of meta for writable caches.

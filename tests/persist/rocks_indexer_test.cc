@@ -475,13 +475,16 @@ TEST_F(ChunkedRelistTest, ARepeatedKeyCountsTheReplacementsBytes) {
   EXPECT_GT((*big)->byte_size(), 1100u * 1024);
 }
 
-// A relist into an empty keyspace reads nothing back while its keys ascend
-// and nothing else writes; a key out of order, a key repeated in a later
-// chunk, or a commit beside it turns the lookups back on. Either way the
-// indexes end consistent with the objects (design invariant 1, atomic
-// commit: index entries are committed with their objects).
+// A relist into an empty keyspace reads nothing back, and writes no seen
+// marks, while its keys ascend and nothing else writes; a key out of order,
+// a key repeated in a later chunk, or a commit beside it turns the lookups
+// and the marks back on. Either way the indexes end consistent with the
+// objects (design invariant 1, atomic commit: index entries are committed
+// with their objects), and the relist leaves what a relist with marks all
+// along leaves: what another writer added beside it and the list lacks is
+// deleted; a listed key that another writer deleted and added again stays.
 TEST(RocksStoreTest, RelistIntoAnEmptyKeyspaceStaysConsistentWhateverTheOrder) {
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 6; ++variant) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     TempDir dir;
     auto store = OpenPods(dir.path());
@@ -498,12 +501,17 @@ TEST(RocksStoreTest, RelistIntoAnEmptyKeyspaceStaysConsistentWhateverTheOrder) {
     } else if (variant == 3) {  // a commit beside the relist, then a key of it again
       ASSERT_OK(store->Add(Pod("z9", "ns", "1", label(9, "c"))));
       ASSERT_OK((*session)->Put(Pod("z9", "ns", "2", label(9, "b"))));
+    } else if (variant == 4) {  // a commit beside the relist of a key it lacks
+      ASSERT_OK(store->Add(Pod("z8", "ns", "1", label(8, "c"))));
+    } else if (variant == 5) {  // a listed key deleted and added again beside it
+      ASSERT_OK(store->DeleteKey("ns/p10003"));
+      ASSERT_OK(store->Add(Pod("p10003", "ns", "3", label(3, "c"))));
     }
     ASSERT_OK((*session)->Finish("20"));
     auto cache = Cache::OpenReadOnly(dir.path());
     ASSERT_OK(cache);
     EXPECT_OK((*cache)->Verify());
-    const size_t want = variant == 0 || variant == 1 ? 2500 : 2501;
+    const size_t want = variant == 2 || variant == 3 ? 2501 : 2500;
     EXPECT_EQ(*store->Size(), want);
     auto a3 = store->IndexKeys(kLabelIndex, "app=a3");
     ASSERT_OK(a3);
@@ -514,6 +522,13 @@ TEST(RocksStoreTest, RelistIntoAnEmptyKeyspaceStaysConsistentWhateverTheOrder) {
     if (variant == 3) {
       EXPECT_THAT(*store->IndexKeys(kLabelIndex, "app=c2"), ::testing::IsEmpty());
       EXPECT_THAT(*store->IndexKeys(kLabelIndex, "app=b2"), ElementsAre("ns/z9"));
+    }
+    if (variant == 4) {
+      EXPECT_EQ(*store->GetByKey("ns/z8"), nullptr);
+      EXPECT_THAT(*store->IndexKeys(kLabelIndex, "app=c1"), ::testing::IsEmpty());
+    }
+    if (variant == 5) {
+      EXPECT_THAT(*store->IndexKeys(kLabelIndex, "app=c3"), ElementsAre("ns/p10003"));
     }
   }
 }
