@@ -141,7 +141,8 @@ class KCACHE_EXPORT Store {
                                           std::string resource_version) = 0;
 
   // The streaming form of Replace: the list arrives through the session.
-  // `sink` may be null.
+  // `sink` may be null; without one, a persistent store writes a list into
+  // an empty store by its cheapest path (table files it ingests).
   virtual StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) = 0;
 
   // Null if no object has that key.

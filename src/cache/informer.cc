@@ -579,22 +579,25 @@ class InformerReplaceSession final : public ReplaceSession {
       informer_->set_first_list_pending(true);
     }
     // The store's writer lock is taken inside, after ours: the same order
-    // as Apply's commits.
-    KCACHE_ASSIGN_OR_RETURN(
-        inner_, informer_->GetIndexer()->BeginReplace([this](std::vector<StoreChange> changes) {
-          if (first_) return;
-          if (finishing_) {
-            // Finish holds the informer's mutex throughout: no listener
-            // can come before these are announced.
-            if (!informer_->has_listeners()) return;
-            for (StoreChange& c : changes) {
-              (c.type == StoreChange::Type::kDeleted ? deletions_ : last_chunk_)
-                  .push_back(std::move(c));
-            }
-          } else {
-            informer_->HoldChunk(std::move(changes));
+    // as Apply's commits. A first list's changes are announced by the walk
+    // after it, not one by one: it asks for none (so that the store may
+    // write it by its fastest path).
+    ChangeSink sink;
+    if (!first_)
+      sink = [this](std::vector<StoreChange> changes) {
+        if (finishing_) {
+          // Finish holds the informer's mutex throughout: no listener
+          // can come before these are announced.
+          if (!informer_->has_listeners()) return;
+          for (StoreChange& c : changes) {
+            (c.type == StoreChange::Type::kDeleted ? deletions_ : last_chunk_)
+                .push_back(std::move(c));
           }
-        }));
+        } else {
+          informer_->HoldChunk(std::move(changes));
+        }
+      };
+    KCACHE_ASSIGN_OR_RETURN(inner_, informer_->GetIndexer()->BeginReplace(std::move(sink)));
     return Status::OK();
   }
   Status Put(ObjectPtr object) override {

@@ -1,9 +1,16 @@
 #include "persist/rocks_indexer.h"
 
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/write_batch.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
 #include <shared_mutex>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -247,6 +254,9 @@ Status RocksIndexer::Commit(const Transaction& txn, TransactionResult* result) {
 }
 
 Status RocksIndexer::CommitLocked(const Transaction& txn, TransactionResult* result, bool single) {
+  // What a relist beside this commit has written must be in the cache, and
+  // marked, before the commit reads what is stored.
+  if (markless_) KCACHE_RETURN_IF_ERROR(MarkRelistedKeys());
   Defs defs;
   {
     std::shared_lock l(defs_mu_);
@@ -475,8 +485,16 @@ class RocksReplaceSession final : public ReplaceSession {
   }
 
   ~RocksReplaceSession() override {
-    std::lock_guard w(ix_->write_mu_);
-    if (ix_->markless_ == this) ix_->markless_ = nullptr;
+    {
+      std::lock_guard w(ix_->write_mu_);
+      if (ix_->markless_ == this) ix_->markless_ = nullptr;
+    }
+    ingester_.reset();  // stops it: what it had not ingested is dropped
+    segment_.reset();   // closes its files before they go
+    if (!work_dir_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(work_dir_, ignored);
+    }
   }
 
   // Writes a seen mark for every stored key, and marks from then on.
@@ -484,6 +502,7 @@ class RocksReplaceSession final : public ReplaceSession {
   Status MarkStored() {
     marking_ = true;
     if (ix_->markless_ == this) ix_->markless_ = nullptr;
+    KCACHE_RETURN_IF_ERROR(IngestSegment());
     const std::shared_ptr<Db>& db = ix_->db_;
     const auto [prefix, end] = KeyspaceRange(ix_->ks_);
     const std::string seen = SeenRange().start;
@@ -532,6 +551,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     // Into an empty keyspace, in key order, with nothing else writing: every
     // stored key was written, and marked seen, by this session.
+    if (Status st = IngestSegment(); !st.ok()) return Fail(st);
     if (marking_) {
       if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
     } else {
@@ -597,6 +617,16 @@ class RocksReplaceSession final : public ReplaceSession {
     // key is looked up.
     none_stored_ = none_stored_ && NoOtherWrites() && AscendingChunk();
     if (!none_stored_ && !marking_) KCACHE_RETURN_IF_ERROR(MarkStored());
+    if (none_stored_ && !marking_ && !sink_ && !Logged()) {
+      if (!ingester_) ingester_ = std::make_unique<Ingester>(this);
+      listed_bytes_ += chunk_bytes_;
+      Chunk chunk{std::move(chunk_), std::move(okeys), chunk_bytes_};
+      chunk_.clear();
+      in_chunk_.clear();
+      chunk_bytes_ = 0;
+      return ingester_->Add(std::move(chunk));
+    }
+    KCACHE_RETURN_IF_ERROR(IngestSegment());
     if (!none_stored_) {
       db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
       db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
@@ -651,6 +681,229 @@ class RocksReplaceSession final : public ReplaceSession {
     if (sink_ && !changes.empty()) sink_(std::move(changes));
     return Status::OK();
   }
+
+  // An initial list's segment: table files of its objects and reverse
+  // records (keys ascending), and its index keys, ingested in one step.
+  struct Segment {
+    rocksdb::SstFileWriter objects, rindex;
+    std::string objects_path, rindex_path;
+    // Its keys by index entry (index and value), each list ascending as
+    // the segment's keys do.
+    std::unordered_map<std::string, std::vector<std::string>> index_keys;
+    size_t added = 0;  // objects in it
+    size_t bytes = 0;  // their JSON bytes
+    Segment(const rocksdb::Options& objects_options, const rocksdb::Options& rindex_options,
+            rocksdb::ColumnFamilyHandle* objects_cf, rocksdb::ColumnFamilyHandle* rindex_cf)
+        : objects(rocksdb::EnvOptions(), objects_options, objects_cf),
+          rindex(rocksdb::EnvOptions(), rindex_options, rindex_cf) {}
+  };
+
+  // A chunk handed to the ingester.
+  struct Chunk {
+    std::vector<Item> items;
+    std::vector<std::string> okeys;  // the items' object keys
+    size_t bytes = 0;                // their JSON bytes
+  };
+
+  // The path of the session's next table file for `family`.
+  StatusOr<std::string> NextTablePath(std::string_view family) {
+    if (work_dir_.empty()) {
+      KCACHE_ASSIGN_OR_RETURN(work_dir_, MakeWorkDir(ix_->db_->dir, ".relist-"));
+    }
+    return work_dir_ + "/" + std::to_string(next_table_++) + "-" + std::string(family) + ".sst";
+  }
+
+  // Adds `chunk` (keys ascending, none stored) to the segment, and ingests
+  // the segment once it holds a memtable budget's worth of JSON. Called by
+  // the ingester's thread only.
+  Status WriteChunk(const Chunk* chunk_in) {
+    const Chunk& chunk = *chunk_in;
+    const std::shared_ptr<Db>& db = ix_->db_;
+    if (!segment_) {
+      const CacheOptions& o = db->options;
+      segment_ =
+          std::make_unique<Segment>(FamilyOnlyOptions(kObjectsCF, o),
+                                    FamilyOnlyOptions(kReverseIndexCF, o), db->objects, db->rindex);
+      KCACHE_ASSIGN_OR_RETURN(segment_->objects_path, NextTablePath(kObjectsCF));
+      KCACHE_ASSIGN_OR_RETURN(segment_->rindex_path, NextTablePath(kReverseIndexCF));
+      KCACHE_RETURN_IF_ERROR(FromRocks(segment_->objects.Open(segment_->objects_path),
+                                       "relist " + ix_->ks_ + ": " + segment_->objects_path));
+      KCACHE_RETURN_IF_ERROR(FromRocks(segment_->rindex.Open(segment_->rindex_path),
+                                       "relist " + ix_->ks_ + ": " + segment_->rindex_path));
+    }
+    Segment& seg = *segment_;
+    std::string value;
+    for (size_t i = 0; i < chunk.items.size(); ++i) {
+      const Item& item = chunk.items[i];
+      value = EncodeObjectHeader(item.obj->resource_version());
+      value.append(item.obj->json());
+      const std::string& okey = chunk.okeys[i];
+      KCACHE_RETURN_IF_ERROR(FromRocks(seg.objects.Put(okey, value), "relist " + ix_->ks_));
+      KCACHE_RETURN_IF_ERROR(
+          FromRocks(seg.rindex.Put(okey, EncodeEntries(item.entries)), "relist " + ix_->ks_));
+      for (const auto& [index, v] : item.entries) {
+        seg.index_keys[IndexKey(ix_->ks_, index, v, "")].push_back(item.key);
+      }
+    }
+    seg.added += chunk.items.size();
+    seg.bytes += chunk.bytes;
+    if (seg.bytes >= db->options.memtable_bytes) return IngestPending();
+    return Status::OK();
+  }
+
+  // Waits until the ingester has ingested every chunk handed to it.
+  // REQUIRES: the writer lock held.
+  Status IngestSegment() { return ingester_ ? ingester_->Drain() : Status::OK(); }
+
+  // Ingests the pending segment, if any, with the count it leaves: its
+  // objects, reverse records, index entries and count go into the cache
+  // together or not at all (IngestExternalFiles is atomic across families).
+  // Called by the ingester's thread only.
+  Status IngestPending() {
+    if (!segment_) return Status::OK();
+    std::unique_ptr<Segment> seg = std::move(segment_);
+    const std::shared_ptr<Db>& db = ix_->db_;
+    const std::string what = "relist " + ix_->ks_;
+    const size_t count = Count() + seg->added;
+    KCACHE_RETURN_IF_ERROR(FromRocks(seg->objects.Finish(), what));
+    KCACHE_RETURN_IF_ERROR(FromRocks(seg->rindex.Finish(), what));
+    auto arg = [](rocksdb::ColumnFamilyHandle* cf, std::string path) {
+      rocksdb::IngestExternalFileArg a;
+      a.column_family = cf;
+      a.external_files = {std::move(path)};
+      a.options.move_files = true;
+      return a;
+    };
+    std::vector<rocksdb::IngestExternalFileArg> args;
+    args.push_back(arg(db->objects, seg->objects_path));
+    args.push_back(arg(db->rindex, seg->rindex_path));
+    auto write_table = [&](rocksdb::ColumnFamilyHandle* cf, const char* family,
+                           auto&& put_all) -> Status {
+      KCACHE_ASSIGN_OR_RETURN(std::string path, NextTablePath(family));
+      rocksdb::SstFileWriter w(rocksdb::EnvOptions(), FamilyOnlyOptions(family, db->options), cf);
+      KCACHE_RETURN_IF_ERROR(FromRocks(w.Open(path), what + ": " + path));
+      KCACHE_RETURN_IF_ERROR(put_all(w));
+      KCACHE_RETURN_IF_ERROR(FromRocks(w.Finish(), what + ": " + path));
+      args.push_back(arg(cf, std::move(path)));
+      return Status::OK();
+    };
+    // In key order: the entries' prefixes sorted (none is a prefix of
+    // another: each ends with a separator no value holds), and each one's
+    // keys as they came, ascending and distinct.
+    std::vector<const std::string*> prefixes;
+    prefixes.reserve(seg->index_keys.size());
+    for (const auto& [prefix, keys] : seg->index_keys) prefixes.push_back(&prefix);
+    std::sort(prefixes.begin(), prefixes.end(),
+              [](const std::string* a, const std::string* b) { return *a < *b; });
+    auto put_index = [&](rocksdb::SstFileWriter& w) -> Status {
+      std::string k;
+      for (const std::string* prefix : prefixes) {
+        for (const std::string& key : seg->index_keys[*prefix]) {
+          k.assign(*prefix).append(key);
+          KCACHE_RETURN_IF_ERROR(FromRocks(w.Put(k, ""), what));
+        }
+      }
+      return Status::OK();
+    };
+    auto put_count = [&](rocksdb::SstFileWriter& w) -> Status {
+      return FromRocks(w.Put(MetaKey("count", ix_->ks_), std::to_string(count)), what);
+    };
+    if (!seg->index_keys.empty()) {
+      KCACHE_RETURN_IF_ERROR(write_table(db->index, kIndexCF, put_index));
+    }
+    KCACHE_RETURN_IF_ERROR(write_table(db->meta, kMetaCF, put_count));
+    KCACHE_RETURN_IF_ERROR(FromRocks(db->db->IngestExternalFiles(args), "ingest " + what));
+    SetCount(count);
+    return Status::OK();
+  }
+
+  // Writes an initial list's chunks into table files and ingests them, a
+  // segment at a time, on its own thread, so that compressing the list
+  // overlaps decoding it. At most two chunks wait for it. The keyspace's
+  // writers wait for it to drain (IngestSegment) before anything else
+  // writes or reads to write; it takes no lock of the keyspace.
+  class Ingester {
+   public:
+    explicit Ingester(RocksReplaceSession* session) : session_(session) {
+      thread_ = std::thread([this] { Run(); });
+      pthread_setname_np(thread_.native_handle(), "kcache-ingest");
+    }
+    ~Ingester() {
+      {
+        std::lock_guard l(mu_);
+        stop_ = true;
+      }
+      cv_.notify_all();
+      thread_.join();
+    }
+
+    // Queues `chunk`; returns the first error of the chunks before it.
+    Status Add(Chunk chunk) {
+      std::vector<Item> written;  // destroyed here, off the ingester's thread
+      std::unique_lock l(mu_);
+      cv_.wait(l, [&] { return queue_.size() < 2 || !error_.ok(); });
+      if (!error_.ok()) return error_;
+      queue_.push_back(std::move(chunk));
+      written.swap(written_);
+      cv_.notify_all();
+      return Status::OK();
+    }
+
+    // Waits until every queued chunk is written and ingested.
+    Status Drain() {
+      std::vector<Item> written;
+      std::unique_lock l(mu_);
+      drain_ = true;
+      cv_.notify_all();
+      cv_.wait(l, [&] { return !drain_; });
+      written.swap(written_);
+      return error_;
+    }
+
+   private:
+    void Run() {
+      std::unique_lock l(mu_);
+      for (;;) {
+        cv_.wait(l, [&] { return stop_ || drain_ || !queue_.empty(); });
+        if (stop_) return;
+        Status st;
+        if (!queue_.empty()) {
+          Chunk chunk = std::move(queue_.front());
+          queue_.pop_front();
+          const bool failed = !error_.ok();
+          cv_.notify_all();
+          l.unlock();
+          if (!failed) st = session_->WriteChunk(&chunk);
+          l.lock();
+          // Freeing a chunk's objects costs about as much as compressing
+          // them: the session's thread, which has time to spare, does it.
+          if (written_.empty()) {
+            written_ = std::move(chunk.items);
+          } else {
+            written_.insert(written_.end(), std::make_move_iterator(chunk.items.begin()),
+                            std::make_move_iterator(chunk.items.end()));
+          }
+        } else {
+          l.unlock();
+          if (error_.ok()) st = session_->IngestPending();
+          l.lock();
+          drain_ = false;
+          cv_.notify_all();
+        }
+        if (!st.ok() && error_.ok()) error_ = st;
+      }
+    }
+
+    RocksReplaceSession* const session_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<Chunk> queue_;    // guarded by mu_
+    std::vector<Item> written_;  // guarded by mu_: for Add to destroy
+    bool drain_ = false;         // guarded by mu_
+    bool stop_ = false;          // guarded by mu_
+    Status error_;               // guarded by mu_
+    std::thread thread_;
+  };
 
   // Whether the session's next batch goes through the WAL: only until it
   // has listed an objects memtable's worth of JSON (a quarter of the
@@ -742,9 +995,13 @@ class RocksReplaceSession final : public ReplaceSession {
   ChangeSink sink_;
   std::vector<Item> chunk_;
   std::unordered_map<std::string, size_t> in_chunk_;
-  rocksdb::WriteBatch batch_;  // Flush's, kept for its buffer
-  size_t chunk_bytes_ = 0;     // JSON bytes of chunk_
-  size_t listed_bytes_ = 0;    // JSON bytes of the chunks written, unchanged objects included
+  rocksdb::WriteBatch batch_;         // Flush's, kept for its buffer
+  std::unique_ptr<Segment> segment_;  // the ingester's, not yet ingested
+  std::unique_ptr<Ingester> ingester_;
+  std::string work_dir_;  // of the segments' table files
+  int next_table_ = 0;
+  size_t chunk_bytes_ = 0;   // JSON bytes of chunk_
+  size_t listed_bytes_ = 0;  // JSON bytes of the chunks written, unchanged objects included
   size_t unchanged_ = 0;
   bool none_stored_ = false;  // no key this session writes is stored yet
   bool marking_ = true;       // seen marks are written (see the class comment)
@@ -824,6 +1081,7 @@ Status RocksIndexer::RebuildIndexesLocked() {
 Status RocksIndexer::AddIndexers(const Indexers& indexers) {
   KCACHE_RETURN_IF_ERROR(CheckWritable());
   std::lock_guard w(write_mu_);
+  if (markless_) KCACHE_RETURN_IF_ERROR(MarkRelistedKeys());
   Defs added;
   {
     std::shared_lock l(defs_mu_);

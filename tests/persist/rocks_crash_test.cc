@@ -274,8 +274,11 @@ TEST(RocksCrashTest, SigkillAtRandomPointsKeepsCommitsAtomic) {
 // and holds a prefix of the relist (its keys ascend; every chunk whole, with
 // its index entries and the count it left) and no resume point; killed after
 // Finish, all of it and the resume point. The child's memtables are small,
-// so most of the relist is written without the WAL and flushed tens of
-// times before Finish: what survives a kill is what atomic flushes kept.
+// so most of the relist is written past the WAL, in one of two ways that
+// rounds take in turn: with a change sink, in batches without the WAL,
+// flushed tens of times before Finish (what survives is what atomic flushes
+// kept); without one, in table files ingested a segment at a time (what
+// survives is whole ingestions).
 constexpr int kRelistPods = 12000;
 
 std::string PrefixPodName(int i) {
@@ -284,14 +287,16 @@ std::string PrefixPodName(int i) {
   return name;
 }
 
-[[noreturn]] void InitialRelist(const std::string& dir, int started) {
+[[noreturn]] void InitialRelist(const std::string& dir, int started, bool sink) {
   CacheOptions options;
   options.memtable_bytes = size_t{2} << 20;  // unlogged after the first 512 KiB
   auto cache = Cache::Open(dir, options);
   if (!cache.ok()) Die(cache.status());
   auto store = (*cache)->OpenKeyspace("pods");
   if (!store.ok()) Die(store.status());
-  auto session = (*store)->BeginReplace(nullptr);
+  ChangeSink changes;
+  if (sink) changes = [](std::vector<StoreChange>) {};
+  auto session = (*store)->BeginReplace(std::move(changes));
   if (!session.ok()) Die(session.status());
   if (write(started, "s", 1) != 1) _exit(3);
   const std::string pad(3000, 'x');
@@ -314,26 +319,31 @@ std::string PrefixPodName(int i) {
 // run (writes stall).
 constexpr char kChildDir[] = "KCACHE_CRASH_TEST_RELIST_DIR";
 constexpr char kChildFd[] = "KCACHE_CRASH_TEST_RELIST_FD";
+constexpr char kChildSink[] = "KCACHE_CRASH_TEST_RELIST_SINK";
 
 TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
   if (const char* child_dir = std::getenv(kChildDir)) {
-    InitialRelist(child_dir, std::atoi(std::getenv(kChildFd)));
+    InitialRelist(child_dir, std::atoi(std::getenv(kChildFd)),
+                  std::string_view(std::getenv(kChildSink)) == "1");
   }
   std::mt19937_64 rng(20261126);
-  int empty = 0, prefixes = 0, whole = 0;
-  // The first three rounds run to Finish and time the relist; the other
-  // nine are killed across that time, each in its own ninth, so that the
-  // kills land inside the relist however fast the machine (a sanitizer
-  // build is several times slower).
+  int empty = 0, whole = 0, prefixes[2] = {0, 0};  // by way: ingested, batches
+  // The first four rounds run to Finish and time the relist; the other
+  // twelve are killed across that time, each in its own twelfth, so that
+  // the kills land inside the relist however fast the machine (a sanitizer
+  // build is several times slower). Odd rounds give the relist a sink.
   double relist_us = 0;
-  for (int round = 0; round < 12; ++round) {
-    const bool to_finish = round < 3;
+  constexpr int kTimed = 4, kKilled = 12;
+  for (int round = 0; round < kTimed + kKilled; ++round) {
+    const bool to_finish = round < kTimed;
+    const bool sink = round % 2 == 1;
     TempDir dir;
     int started;
     pid_t child = Spawn(
         [&](int to_parent) {
           setenv(kChildDir, dir.path().c_str(), 1);
           setenv(kChildFd, std::to_string(to_parent).c_str(), 1);
+          setenv(kChildSink, sink ? "1" : "0", 1);
           const int quiet = open("/dev/null", O_WRONLY);
           if (quiet < 0 || dup2(quiet, STDOUT_FILENO) < 0) return;
           execl("/proc/self/exe", "/proc/self/exe",
@@ -352,8 +362,8 @@ TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
       relist_us = std::max(relist_us, took.count());
     }
     if (running && !to_finish) {
-      const double ninth = std::uniform_real_distribution<double>(0, 1)(rng) + (round - 3);
-      usleep(static_cast<useconds_t>(ninth / 9 * relist_us));
+      const double at = std::uniform_real_distribution<double>(0, 1)(rng) + (round - kTimed);
+      usleep(static_cast<useconds_t>(at / kKilled * relist_us));
     }
     close(started);
     std::shared_ptr<Cache> cache;
@@ -378,15 +388,18 @@ TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
       ++whole;
     } else {
       EXPECT_EQ((*store)->LastSyncResourceVersion(), "") << "round " << round;
-      ++(keys->empty() ? empty : prefixes);
+      ++(keys->empty() ? empty : prefixes[sink]);
     }
   }
-  std::printf("12 rounds: %d killed before the first chunk, %d with a prefix, %d after Finish\n",
-              empty, prefixes, whole);
-  // Kills must have landed inside the relist after some chunks, and after
-  // its end.
-  EXPECT_GE(prefixes, 2);
-  EXPECT_GE(whole, 3);
+  std::printf(
+      "%d rounds: %d killed before the first chunk, %d with a prefix of ingested table files, %d "
+      "with a prefix of batches, %d after Finish\n",
+      kTimed + kKilled, empty, prefixes[0], prefixes[1], whole);
+  // Kills must have landed inside the relist after some chunks, either way,
+  // and after its end.
+  EXPECT_GE(prefixes[0], 1);
+  EXPECT_GE(prefixes[1], 1);
+  EXPECT_GE(whole, 4);
 }
 
 }  // namespace
