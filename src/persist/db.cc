@@ -401,6 +401,22 @@ rocksdb::Status Db::WriteWith(const rocksdb::WriteOptions& options, rocksdb::Wri
   return StopWrites(s);
 }
 
+rocksdb::Status Db::Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args) {
+  if (writes_stopped_) return WriteError();
+  rocksdb::Status s;
+  {
+#if defined(KCACHE_PERSIST_UNDER_TSAN)
+    std::lock_guard l(tsan_write_mu_);
+#endif
+    s = db->IngestExternalFiles(args);
+  }
+  // Files it refuses leave the database as it was.
+  if (s.ok() || s.IsInvalidArgument() || s.IsNotSupported() || s.IsBusy() || s.IsTryAgain()) {
+    return s;
+  }
+  return StopWrites(s);
+}
+
 rocksdb::Status Db::FlushAll() {
   if (writes_stopped_) return WriteError();
   rocksdb::FlushOptions flush;

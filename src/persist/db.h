@@ -62,6 +62,10 @@ struct Db {
   // survives. A caller keeps its own data whole by calling FlushAll before a
   // logged write that depends on its unlogged ones. Thread-safe.
   rocksdb::Status WriteUnlogged(rocksdb::WriteBatch* batch);
+  // Ingests table files into their families, all of them or none
+  // (IngestExternalFiles); an error from outside the files stops writes as
+  // in Write. Thread-safe.
+  rocksdb::Status Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args);
   // Flushes every family's memtables as one atomic flush and waits for it.
   // Thread-safe.
   rocksdb::Status FlushAll();

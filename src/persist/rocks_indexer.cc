@@ -812,7 +812,7 @@ class RocksReplaceSession final : public ReplaceSession {
       KCACHE_RETURN_IF_ERROR(write_table(db->index, kIndexCF, put_index));
     }
     KCACHE_RETURN_IF_ERROR(write_table(db->meta, kMetaCF, put_count));
-    KCACHE_RETURN_IF_ERROR(FromRocks(db->db->IngestExternalFiles(args), "ingest " + what));
+    KCACHE_RETURN_IF_ERROR(FromRocks(db->Ingest(args), "ingest " + what));
     SetCount(count);
     return Status::OK();
   }
