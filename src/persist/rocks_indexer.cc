@@ -884,8 +884,9 @@ class RocksReplaceSession final : public ReplaceSession {
                             std::make_move_iterator(chunk.items.end()));
           }
         } else {
+          const bool failed = !error_.ok();
           l.unlock();
-          if (error_.ok()) st = session_->IngestPending();
+          if (!failed) st = session_->IngestPending();
           l.lock();
           drain_ = false;
           cv_.notify_all();
