@@ -583,7 +583,7 @@ class InformerReplaceSession final : public ReplaceSession {
     // after it, not one by one: it asks for none (so that the store may
     // write it by its fastest path).
     ChangeSink sink;
-    if (!first_)
+    if (!first_) {
       sink = [this](std::vector<StoreChange> changes) {
         if (finishing_) {
           // Finish holds the informer's mutex throughout: no listener
@@ -597,6 +597,7 @@ class InformerReplaceSession final : public ReplaceSession {
           informer_->HoldChunk(std::move(changes));
         }
       };
+    }
     KCACHE_ASSIGN_OR_RETURN(inner_, informer_->GetIndexer()->BeginReplace(std::move(sink)));
     return Status::OK();
   }

@@ -90,15 +90,10 @@ Status BulkLoader::Finish() {
     std::vector<rocksdb::ColumnFamilyHandle*> families = RowFamilies(*db);
     for (int f = 0; f < kFamilies; ++f) {
       if (writers_[f].done.empty()) continue;
-      rocksdb::IngestExternalFileArg arg;
-      arg.column_family = families[f];
-      arg.external_files = writers_[f].done;
-      arg.options.move_files = true;
-      args.push_back(std::move(arg));
+      args.push_back(MovedTableFiles(families[f], writers_[f].done));
     }
     if (!args.empty()) {
-      KCACHE_RETURN_IF_ERROR(
-          FromRocks(db->db->IngestExternalFiles(args), "ingest into " + target_));
+      KCACHE_RETURN_IF_ERROR(FromRocks(db->Ingest(args), "ingest into " + target_));
     }
   }  // closed: every file is synced
   std::error_code ec;

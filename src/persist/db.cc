@@ -385,6 +385,16 @@ rocksdb::Status Db::WriteUnlogged(rocksdb::WriteBatch* batch) {
   return WriteWith(unlogged, batch);
 }
 
+namespace {
+
+// Whether a write or an ingestion that returned `s` left the database as it
+// was: success, or a refusal of what was given to it.
+bool LeftAsItWas(const rocksdb::Status& s) {
+  return s.ok() || s.IsInvalidArgument() || s.IsNotSupported() || s.IsBusy() || s.IsTryAgain();
+}
+
+}  // namespace
+
 rocksdb::Status Db::WriteWith(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch) {
   if (writes_stopped_) return WriteError();
   rocksdb::Status s;
@@ -395,10 +405,7 @@ rocksdb::Status Db::WriteWith(const rocksdb::WriteOptions& options, rocksdb::Wri
     s = db->Write(options, batch);
   }
   // Errors of the batch itself leave the database as it was.
-  if (s.ok() || s.IsInvalidArgument() || s.IsNotSupported() || s.IsBusy() || s.IsTryAgain()) {
-    return s;
-  }
-  return StopWrites(s);
+  return LeftAsItWas(s) ? s : StopWrites(s);
 }
 
 rocksdb::Status Db::Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args) {
@@ -411,10 +418,7 @@ rocksdb::Status Db::Ingest(const std::vector<rocksdb::IngestExternalFileArg>& ar
     s = db->IngestExternalFiles(args);
   }
   // Files it refuses leave the database as it was.
-  if (s.ok() || s.IsInvalidArgument() || s.IsNotSupported() || s.IsBusy() || s.IsTryAgain()) {
-    return s;
-  }
-  return StopWrites(s);
+  return LeftAsItWas(s) ? s : StopWrites(s);
 }
 
 rocksdb::Status Db::FlushAll() {
@@ -453,6 +457,15 @@ rocksdb::Status Db::WriteError() const {
 
 rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& o) {
   return rocksdb::Options(MakeDbOptions(o), FamilyOptions(name, o, MakeBlockCache(o)));
+}
+
+rocksdb::IngestExternalFileArg MovedTableFiles(rocksdb::ColumnFamilyHandle* family,
+                                               std::vector<std::string> files) {
+  rocksdb::IngestExternalFileArg arg;
+  arg.column_family = family;
+  arg.external_files = std::move(files);
+  arg.options.move_files = true;
+  return arg;
 }
 
 std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db) {

@@ -121,6 +121,11 @@ rocksdb::Options ObjectsLikeOptions(const CacheOptions& options);
 // a cache will ingest.
 rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& options);
 
+// What Db::Ingest takes for table files of `family`: moved (linked) into
+// the cache, not copied.
+rocksdb::IngestExternalFileArg MovedTableFiles(rocksdb::ColumnFamilyHandle* family,
+                                               std::vector<std::string> files);
+
 // The column families that hold rows, in the order snapshots carry them:
 // meta, objects, rindex, index.
 std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db);

@@ -479,15 +479,14 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard l(ix_->state_mu_);
     ix_->relist_incomplete_ = true;
     none_stored_ = ix_->count_ == 0;
-    marking_ = !none_stored_;
-    if (!marking_) ix_->markless_ = this;
+    if (none_stored_) ix_->markless_ = this;
     return Status::OK();
   }
 
   ~RocksReplaceSession() override {
     {
       std::lock_guard w(ix_->write_mu_);
-      if (ix_->markless_ == this) ix_->markless_ = nullptr;
+      if (Markless()) ix_->markless_ = nullptr;
     }
     ingester_.reset();  // stops it: what it had not ingested is dropped
     segment_.reset();   // closes its files before they go
@@ -500,8 +499,7 @@ class RocksReplaceSession final : public ReplaceSession {
   // Writes a seen mark for every stored key, and marks from then on.
   // REQUIRES: the writer lock held, and no key stored but the session's.
   Status MarkStored() {
-    marking_ = true;
-    if (ix_->markless_ == this) ix_->markless_ = nullptr;
+    if (Markless()) ix_->markless_ = nullptr;
     KCACHE_RETURN_IF_ERROR(IngestSegment());
     const std::shared_ptr<Db>& db = ix_->db_;
     const auto [prefix, end] = KeyspaceRange(ix_->ks_);
@@ -549,13 +547,13 @@ class RocksReplaceSession final : public ReplaceSession {
     KCACHE_RETURN_IF_ERROR(failed_);
     if (Status st = Flush(); !st.ok()) return Fail(st);
     std::lock_guard w(ix_->write_mu_);
-    // Into an empty keyspace, in key order, with nothing else writing: every
-    // stored key was written, and marked seen, by this session.
     if (Status st = IngestSegment(); !st.ok()) return Fail(st);
-    if (marking_) {
-      if (Status st = DeleteUnseen(); !st.ok()) return Fail(st);
-    } else {
+    if (Markless()) {
+      // Into an empty keyspace, in key order, with nothing else writing:
+      // every stored key was written by this session.
       ix_->markless_ = nullptr;
+    } else if (Status st = DeleteUnseen(); !st.ok()) {
+      return Fail(st);
     }
     rocksdb::WriteBatch done;
     KeyRange seen = SeenRange();
@@ -600,24 +598,17 @@ class RocksReplaceSession final : public ReplaceSession {
   Status Flush() {
     if (chunk_.empty()) return Status::OK();
     std::lock_guard w(ix_->write_mu_);
-    size_t count = Count();
     const size_t n = chunk_.size();
     std::vector<std::string> okeys(n);
-    std::vector<rocksdb::Slice> slices(n);
-    for (size_t i = 0; i < n; ++i) {
-      okeys[i] = ObjectKey(ix_->ks_, chunk_[i].key);
-      slices[i] = okeys[i];
-    }
-    std::vector<rocksdb::PinnableSlice> records(n), reverse(n);
-    std::vector<rocksdb::Status> s1(n, rocksdb::Status::NotFound()), s2 = s1;
-    const std::shared_ptr<Db>& db = ix_->db_;
+    for (size_t i = 0; i < n; ++i) okeys[i] = ObjectKey(ix_->ks_, chunk_[i].key);
     // A relist into an empty keyspace, in ascending key order (as API
     // servers list), with nothing else writing beside it, cannot meet a key
     // it has stored: nothing is read back. Otherwise, from then on, every
     // key is looked up.
     none_stored_ = none_stored_ && NoOtherWrites() && AscendingChunk();
-    if (!none_stored_ && !marking_) KCACHE_RETURN_IF_ERROR(MarkStored());
-    if (none_stored_ && !marking_ && !sink_ && !Logged()) {
+    if (!none_stored_ && Markless()) KCACHE_RETURN_IF_ERROR(MarkStored());
+    const bool marking = !Markless();
+    if (!marking && !sink_ && !Logged()) {
       if (!ingester_) ingester_ = std::make_unique<Ingester>(this);
       listed_bytes_ += chunk_bytes_;
       Chunk chunk{std::move(chunk_), std::move(okeys), chunk_bytes_};
@@ -627,6 +618,11 @@ class RocksReplaceSession final : public ReplaceSession {
       return ingester_->Add(std::move(chunk));
     }
     KCACHE_RETURN_IF_ERROR(IngestSegment());
+    size_t count = Count();
+    std::vector<rocksdb::Slice> slices(okeys.begin(), okeys.end());
+    std::vector<rocksdb::PinnableSlice> records(n), reverse(n);
+    std::vector<rocksdb::Status> s1(n, rocksdb::Status::NotFound()), s2 = s1;
+    const std::shared_ptr<Db>& db = ix_->db_;
     if (!none_stored_) {
       db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
       db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
@@ -642,7 +638,7 @@ class RocksReplaceSession final : public ReplaceSession {
       Item& item = chunk_[i];
       if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ix_->ks_);
       if (!s2[i].ok() && !s2[i].IsNotFound()) return FromRocks(s2[i], "relist " + ix_->ks_);
-      if (marking_) batch.Put(db->meta, seen + item.key, "");
+      if (marking) batch.Put(db->meta, seen + item.key, "");
       std::optional<std::vector<IndexEntry>> old;
       ObjectPtr old_obj;
       if (s1[i].ok()) {
@@ -767,16 +763,9 @@ class RocksReplaceSession final : public ReplaceSession {
     const size_t count = Count() + seg->added;
     KCACHE_RETURN_IF_ERROR(FromRocks(seg->objects.Finish(), what));
     KCACHE_RETURN_IF_ERROR(FromRocks(seg->rindex.Finish(), what));
-    auto arg = [](rocksdb::ColumnFamilyHandle* cf, std::string path) {
-      rocksdb::IngestExternalFileArg a;
-      a.column_family = cf;
-      a.external_files = {std::move(path)};
-      a.options.move_files = true;
-      return a;
-    };
     std::vector<rocksdb::IngestExternalFileArg> args;
-    args.push_back(arg(db->objects, seg->objects_path));
-    args.push_back(arg(db->rindex, seg->rindex_path));
+    args.push_back(MovedTableFiles(db->objects, {seg->objects_path}));
+    args.push_back(MovedTableFiles(db->rindex, {seg->rindex_path}));
     auto write_table = [&](rocksdb::ColumnFamilyHandle* cf, const char* family,
                            auto&& put_all) -> Status {
       KCACHE_ASSIGN_OR_RETURN(std::string path, NextTablePath(family));
@@ -784,7 +773,7 @@ class RocksReplaceSession final : public ReplaceSession {
       KCACHE_RETURN_IF_ERROR(FromRocks(w.Open(path), what + ": " + path));
       KCACHE_RETURN_IF_ERROR(put_all(w));
       KCACHE_RETURN_IF_ERROR(FromRocks(w.Finish(), what + ": " + path));
-      args.push_back(arg(cf, std::move(path)));
+      args.push_back(MovedTableFiles(cf, {std::move(path)}));
       return Status::OK();
     };
     // In key order: the entries' prefixes sorted (none is a prefix of
@@ -917,6 +906,10 @@ class RocksReplaceSession final : public ReplaceSession {
   // the log it saves.
   bool Logged() const { return listed_bytes_ < ix_->db_->options.memtable_bytes / 4; }
 
+  // Whether the session writes no seen marks (see the class comment).
+  // REQUIRES: the writer lock held.
+  bool Markless() const { return ix_->markless_ == this; }
+
   // Whether nothing but this session wrote the keyspace since its last
   // batch. REQUIRES: the writer lock held.
   bool NoOtherWrites() const { return ix_->writes_ == writes_seen_; }
@@ -1005,7 +998,6 @@ class RocksReplaceSession final : public ReplaceSession {
   size_t listed_bytes_ = 0;  // JSON bytes of the chunks written, unchanged objects included
   size_t unchanged_ = 0;
   bool none_stored_ = false;  // no key this session writes is stored yet
-  bool marking_ = true;       // seen marks are written (see the class comment)
   uint64_t writes_seen_ = 0;  // the keyspace's writes after the session's last
   std::string last_key_;      // the greatest key written so far
   Status failed_;
