@@ -95,7 +95,7 @@ struct KCACHE_EXPORT ReplaceResult {
 // bounded by one chunk of objects whatever the size of the list.
 //
 // Thread-safety: used by one thread; the store's other writers wait until
-// the session ends.
+// the session ends. A session must not outlive the store that began it.
 class KCACHE_EXPORT ReplaceSession {
  public:
   // Abandoning a session without Finish() leaves the store as a crash in the

@@ -75,11 +75,39 @@ struct Db {
   // The error that stopped writes; OK while they go on.
   rocksdb::Status WriteError() const;
 
+  // While held, the label index family is not compacted automatically. An
+  // initial list ingests one index table per segment, each spanning the
+  // keyspace's whole index; compacted as they arrive, every entry would be
+  // rewritten once per level. Held for the list and merged once at its end
+  // (CompactIndex), each is rewritten once. Holds nest: the last one
+  // released turns automatic compactions back on. Thread-safe.
+  class IndexCompactionHold {
+   public:
+    explicit IndexCompactionHold(Db* db) : db_(db) {}
+    ~IndexCompactionHold() { db_->ReleaseIndexCompactions(); }
+    IndexCompactionHold(const IndexCompactionHold&) = delete;
+    IndexCompactionHold& operator=(const IndexCompactionHold&) = delete;
+
+   private:
+    Db* const db_;
+  };
+  std::unique_ptr<IndexCompactionHold> HoldIndexCompactions();
+  // Compacts the label index family's keys in [start, limit) into its
+  // bottom level, whether or not compactions are held. Its error, an I/O
+  // error or corruption, is RocksDB's background error too, which stops
+  // the next write. Thread-safe.
+  rocksdb::Status CompactIndex(std::string_view start, std::string_view limit);
+
  private:
   rocksdb::Status WriteWith(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch);
   // Stops writes after `s`, an error from outside any batch; returns the
   // error that stopped them.
   rocksdb::Status StopWrites(const rocksdb::Status& s);
+
+  void ReleaseIndexCompactions();
+
+  std::mutex index_holds_mu_;
+  int index_holds_ = 0;  // guarded by index_holds_mu_
 
   mutable std::mutex write_error_mu_;
   rocksdb::Status write_error_;  // guarded by write_error_mu_

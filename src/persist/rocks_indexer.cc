@@ -489,7 +489,8 @@ class RocksReplaceSession final : public ReplaceSession {
       if (Markless()) ix_->markless_ = nullptr;
     }
     ingester_.reset();  // stops it: what it had not ingested is dropped
-    segment_.reset();   // closes its files before they go
+    index_hold_.reset();
+    segment_.reset();  // closes its files before they go
     if (!work_dir_.empty()) {
       std::error_code ignored;
       std::filesystem::remove_all(work_dir_, ignored);
@@ -548,6 +549,13 @@ class RocksReplaceSession final : public ReplaceSession {
     if (Status st = Flush(); !st.ok()) return Fail(st);
     std::lock_guard w(ix_->write_mu_);
     if (Status st = IngestSegment(); !st.ok()) return Fail(st);
+    if (index_hold_) {
+      // The segments' index tables, held in level 0, merged at once.
+      index_hold_.reset();
+      const auto [start, limit] = KeyspaceRange(ix_->ks_);
+      Status st = FromRocks(ix_->db_->CompactIndex(start, limit), "compact index of " + ix_->ks_);
+      if (!st.ok()) return Fail(st);
+    }
     if (Markless()) {
       // Into an empty keyspace, in key order, with nothing else writing:
       // every stored key was written by this session.
@@ -609,7 +617,10 @@ class RocksReplaceSession final : public ReplaceSession {
     if (!none_stored_ && Markless()) KCACHE_RETURN_IF_ERROR(MarkStored());
     const bool marking = !Markless();
     if (!marking && !sink_ && !Logged()) {
-      if (!ingester_) ingester_ = std::make_unique<Ingester>(this);
+      if (!ingester_) {
+        index_hold_ = ix_->db_->HoldIndexCompactions();
+        ingester_ = std::make_unique<Ingester>(this);
+      }
       listed_bytes_ += chunk_bytes_;
       Chunk chunk{std::move(chunk_), std::move(okeys), chunk_bytes_};
       chunk_.clear();
@@ -992,7 +1003,8 @@ class RocksReplaceSession final : public ReplaceSession {
   rocksdb::WriteBatch batch_;         // Flush's, kept for its buffer
   std::unique_ptr<Segment> segment_;  // the ingester's, not yet ingested
   std::unique_ptr<Ingester> ingester_;
-  std::string work_dir_;  // of the segments' table files
+  std::unique_ptr<Db::IndexCompactionHold> index_hold_;  // while ingesting
+  std::string work_dir_;                                 // of the segments' table files
   int next_table_ = 0;
   size_t chunk_bytes_ = 0;   // JSON bytes of chunk_
   size_t listed_bytes_ = 0;  // JSON bytes of the chunks written, unchanged objects included

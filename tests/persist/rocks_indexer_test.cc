@@ -399,6 +399,70 @@ TEST(RocksStoreTest, AnInitialRelistReadsNoObjectBack) {
   EXPECT_EQ(*(*store)->Size(), 1000u);
 }
 
+// An initial list ingested as table files holds off the label index's
+// automatic compactions while it lasts (one overlapping index table per
+// segment), then merges its index once: none is left in level 0, the
+// entries are all there, and compactions are back on. Holds nest across
+// keyspaces; a session dropped unfinished releases its hold.
+TEST(RocksStoreTest, AnIngestedFirstListMergesItsIndexOnce) {
+  TempDir dir;
+  CacheOptions options;
+  options.memtable_bytes = size_t{1} << 20;  // a segment per 1,000 pods below
+  auto cache = Cache::Open(dir.path(), options);
+  ASSERT_OK(cache) << cache.status();
+  const std::shared_ptr<storage::Db>& db = storage::DbOf(**cache);
+  auto held = [&] { return db->db->GetOptions(db->index).disable_auto_compactions; };
+  auto index_files = [&](int level) {
+    std::string v;
+    EXPECT_TRUE(
+        db->db->GetProperty(db->index, "rocksdb.num-files-at-level" + std::to_string(level), &v));
+    return std::stoi(v);
+  };
+  auto pods = (*cache)->OpenKeyspace("pods");
+  auto cms = (*cache)->OpenKeyspace("configmaps");
+  ASSERT_OK(pods);
+  ASSERT_OK(cms);
+  const std::string pad(1100, 'x');
+  auto fill = [&](ReplaceSession* s, int n) {
+    for (int i = 0; i < n; ++i) {
+      char name[16];
+      std::snprintf(name, sizeof name, "p%05d", i);
+      ASSERT_OK(
+          s->Put(Pod(name, "ns", "7", {{"app", "a" + std::to_string(i % 5)}}, {{"pad", pad}})));
+    }
+  };
+  auto pod_session = (*pods)->BeginReplace(nullptr);
+  auto cm_session = (*cms)->BeginReplace(nullptr);
+  ASSERT_OK(pod_session);
+  ASSERT_OK(cm_session);
+  EXPECT_FALSE(held());
+  fill(pod_session->get(), 12000);
+  EXPECT_TRUE(held());
+  fill(cm_session->get(), 3000);
+  // Ingested segments of pods' index, each over all five values, and not
+  // compacted past RocksDB's trigger of 8.
+  EXPECT_GE(index_files(0), 9);
+  ASSERT_OK((*pod_session)->Finish("7"));
+  EXPECT_TRUE(held()) << "configmaps' list still ingests";
+  ASSERT_OK((*cm_session)->Finish("7"));
+  EXPECT_FALSE(held());
+  EXPECT_EQ(index_files(0), 0);
+  auto a3 = (*pods)->IndexKeys(kLabelIndex, "app=a3");
+  ASSERT_OK(a3);
+  EXPECT_EQ(a3->size(), 2400u);
+  EXPECT_EQ(*(*cms)->Size(), 3000u);
+  EXPECT_OK((*cache)->Verify());
+
+  auto secrets = (*cache)->OpenKeyspace("secrets");
+  ASSERT_OK(secrets);
+  auto dropped = (*secrets)->BeginReplace(nullptr);
+  ASSERT_OK(dropped);
+  fill(dropped->get(), 3000);
+  EXPECT_TRUE(held());
+  dropped->reset();
+  EXPECT_FALSE(held());
+}
+
 // Invariant 3 on damage: a relist that must delete what it did not list,
 // and finds a reverse index record without its object, stops with an error
 // that names the key, and moves no resume point.
