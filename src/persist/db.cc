@@ -73,10 +73,9 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const CacheO
   // compaction and ingestion for nothing.
   if (name != kIndexCF) table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   if (name == kObjectsCF) {
-    // On pods, zstd compresses 32 KiB blocks 1.8x faster and 1.6x smaller
-    // than 16 KiB ones, and inflates them faster per byte, so that a point
-    // read costs about the same (docs/benchmarks-log.md, 2026-11-27).
-    table.block_size = 32 * 1024;
+    // 32 KiB blocks compress pods 1.8x faster and 1.6x smaller, but made a
+    // point read 30-45% slower (docs/benchmarks-log.md, 2026-11-27).
+    table.block_size = 16 * 1024;
     cf.compression = rocksdb::kZSTD;
     cf.bottommost_compression = rocksdb::kZSTD;
     if (o.zstd_dictionary_bytes > 0) {
