@@ -402,9 +402,8 @@ TEST(RocksStoreTest, AnInitialRelistReadsNoObjectBack) {
 // An initial list ingested as table files holds off the label index's
 // automatic compactions while it lasts (one overlapping index table per
 // segment), then merges its index once: none of its tables is left in
-// level 0, the
-// entries are all there, and compactions are back on. Holds nest across
-// keyspaces; a session dropped unfinished releases its hold.
+// level 0, the entries are all there, and compactions are back on. Holds
+// nest across keyspaces; a session dropped unfinished releases its hold.
 TEST(RocksStoreTest, AnIngestedFirstListMergesItsIndexOnce) {
   TempDir dir;
   CacheOptions options;
