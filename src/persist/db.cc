@@ -432,7 +432,7 @@ std::unique_ptr<Db::IndexCompactionHold> Db::HoldIndexCompactions() {
     // Failing, it leaves compactions on: slower, not wrong.
     db->SetOptions(index, {{"disable_auto_compactions", "true"}}).PermitUncheckedError();
   }
-  return std::make_unique<IndexCompactionHold>(this);
+  return std::unique_ptr<IndexCompactionHold>(new IndexCompactionHold(this));
 }
 
 void Db::ReleaseIndexCompactions() {

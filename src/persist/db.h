@@ -83,19 +83,18 @@ struct Db {
   // released turns automatic compactions back on. Thread-safe.
   class IndexCompactionHold {
    public:
-    explicit IndexCompactionHold(Db* db) : db_(db) {}
     ~IndexCompactionHold() { db_->ReleaseIndexCompactions(); }
     IndexCompactionHold(const IndexCompactionHold&) = delete;
     IndexCompactionHold& operator=(const IndexCompactionHold&) = delete;
 
    private:
+    friend struct Db;
+    explicit IndexCompactionHold(Db* db) : db_(db) {}
     Db* const db_;
   };
   std::unique_ptr<IndexCompactionHold> HoldIndexCompactions();
   // Compacts the label index family's keys in [start, limit) into its
-  // bottom level, whether or not compactions are held. Its error, an I/O
-  // error or corruption, is RocksDB's background error too, which stops
-  // the next write. Thread-safe.
+  // bottom level, whether or not compactions are held. Thread-safe.
   rocksdb::Status CompactIndex(std::string_view start, std::string_view limit);
 
  private:

@@ -489,8 +489,7 @@ class RocksReplaceSession final : public ReplaceSession {
       if (Markless()) ix_->markless_ = nullptr;
     }
     ingester_.reset();  // stops it: what it had not ingested is dropped
-    index_hold_.reset();
-    segment_.reset();  // closes its files before they go
+    segment_.reset();   // closes its files before they go
     if (!work_dir_.empty()) {
       std::error_code ignored;
       std::filesystem::remove_all(work_dir_, ignored);
@@ -549,9 +548,9 @@ class RocksReplaceSession final : public ReplaceSession {
     if (Status st = Flush(); !st.ok()) return Fail(st);
     std::lock_guard w(ix_->write_mu_);
     if (Status st = IngestSegment(); !st.ok()) return Fail(st);
-    if (index_hold_) {
-      // The segments' index tables, held in level 0, merged at once.
-      index_hold_.reset();
+    if (ingester_) {
+      // Its segments' index tables, held in level 0, merged at once.
+      ingester_.reset();
       const auto [start, limit] = KeyspaceRange(ix_->ks_);
       Status st = FromRocks(ix_->db_->CompactIndex(start, limit), "compact index of " + ix_->ks_);
       if (!st.ok()) return Fail(st);
@@ -617,10 +616,7 @@ class RocksReplaceSession final : public ReplaceSession {
     if (!none_stored_ && Markless()) KCACHE_RETURN_IF_ERROR(MarkStored());
     const bool marking = !Markless();
     if (!marking && !sink_ && !Logged()) {
-      if (!ingester_) {
-        index_hold_ = ix_->db_->HoldIndexCompactions();
-        ingester_ = std::make_unique<Ingester>(this);
-      }
+      if (!ingester_) ingester_ = std::make_unique<Ingester>(this);
       listed_bytes_ += chunk_bytes_;
       Chunk chunk{std::move(chunk_), std::move(okeys), chunk_bytes_};
       chunk_.clear();
@@ -824,7 +820,8 @@ class RocksReplaceSession final : public ReplaceSession {
   // writes or reads to write; it takes no lock of the keyspace.
   class Ingester {
    public:
-    explicit Ingester(RocksReplaceSession* session) : session_(session) {
+    explicit Ingester(RocksReplaceSession* session)
+        : session_(session), index_hold_(session->ix_->db_->HoldIndexCompactions()) {
       thread_ = std::thread([this] { Run(); });
       pthread_setname_np(thread_.native_handle(), "kcache-ingest");
     }
@@ -896,6 +893,9 @@ class RocksReplaceSession final : public ReplaceSession {
     }
 
     RocksReplaceSession* const session_;
+    // The segments' index tables stay in level 0 while it lasts (released
+    // after its thread ends).
+    const std::unique_ptr<Db::IndexCompactionHold> index_hold_;
     std::mutex mu_;
     std::condition_variable cv_;
     std::deque<Chunk> queue_;    // guarded by mu_
@@ -1003,8 +1003,7 @@ class RocksReplaceSession final : public ReplaceSession {
   rocksdb::WriteBatch batch_;         // Flush's, kept for its buffer
   std::unique_ptr<Segment> segment_;  // the ingester's, not yet ingested
   std::unique_ptr<Ingester> ingester_;
-  std::unique_ptr<Db::IndexCompactionHold> index_hold_;  // while ingesting
-  std::string work_dir_;                                 // of the segments' table files
+  std::string work_dir_;  // of the segments' table files
   int next_table_ = 0;
   size_t chunk_bytes_ = 0;   // JSON bytes of chunk_
   size_t listed_bytes_ = 0;  // JSON bytes of the chunks written, unchanged objects included

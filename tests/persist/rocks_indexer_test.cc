@@ -465,7 +465,7 @@ TEST(RocksStoreTest, AnIngestedFirstListMergesItsIndexOnce) {
   ASSERT_OK(a3);
   EXPECT_EQ(a3->size(), 9000u);
   EXPECT_EQ(*(*cms)->Size(), 3000u);
-  EXPECT_OK((*cache)->Verify());
+  EXPECT_OK((*cache)->Verify());  // invariant 3: index, rindex and objects agree
 
   auto secrets = (*cache)->OpenKeyspace("secrets");
   ASSERT_OK(secrets);
