@@ -170,8 +170,9 @@ class KCACHE_EXPORT Cache {
   // user.
   //
   // Opens the cache in `dir`, or creates one if `dir` is absent or an empty
-  // directory. Creation is atomic: the cache is built beside `dir` and
-  // renamed into place, so a crash leaves no cache or a whole one. Errors:
+  // directory (a mount point included). Creation is atomic: the cache is
+  // built out of sight and installed at once, so a crash leaves no cache or
+  // a whole one (docs/storage-format.md, "Creating a cache"). Errors:
   // Busy if another process has it open for writing; Corruption for damaged
   // files or a missing column family; Unimplemented for a newer format
   // version; NotFound if absent and !create_if_missing; FailedPrecondition
@@ -219,8 +220,8 @@ class KCACHE_EXPORT Cache {
   // milliseconds.
   virtual CacheMemory Memory() const = 0;
 
-  // Writes a consistent copy of the whole cache to `out_dir` (which must not
-  // exist), openable with Open(). A writable cache makes a RocksDB
+  // Writes a consistent copy of the whole cache to `out_dir` (absent or an
+  // empty directory), openable with Open(). A writable cache makes a RocksDB
   // checkpoint (hard links where the filesystem allows); a read-only one
   // copies its current view row by row, since only the writer may pin
   // files. The copy appears under `out_dir` complete or not at all.

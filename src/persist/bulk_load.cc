@@ -8,6 +8,7 @@
 
 #include "persist/db.h"
 #include "persist/encoding.h"
+#include "persist/new_db.h"
 #include "persist/rocks_status.h"
 
 namespace kcache::storage {
@@ -21,33 +22,30 @@ constexpr uint64_t kFileBytes = uint64_t{256} << 20;
 
 }  // namespace
 
-BulkLoader::BulkLoader(std::string target, std::string work, CacheOptions options)
-    : target_(std::move(target)), work_(std::move(work)), options_(std::move(options)) {}
+BulkLoader::BulkLoader(std::string target, std::unique_ptr<NewDbSite> site, CacheOptions options)
+    : target_(std::move(target)), site_(std::move(site)), options_(std::move(options)) {}
 
 BulkLoader::~BulkLoader() {
-  if (finished_) return;
   for (Writer& w : writers_) {
     if (w.file) w.file->Finish().PermitUncheckedError();
   }
-  std::error_code ec;
-  fs::remove_all(work_, ec);
 }
 
 StatusOr<std::unique_ptr<BulkLoader>> BulkLoader::Create(const std::string& target,
                                                          const CacheOptions& options) {
-  std::error_code ec;
-  fs::path t = fs::absolute(target, ec);
-  if (ec) return Status::InvalidArgument("bad path " + target + ": " + ec.message());
-  if (fs::exists(t) && !(fs::is_directory(t) && fs::is_empty(t))) {
+  StatusOr<std::unique_ptr<NewDbSite>> site = NewDbSite::Prepare(target, "partial");
+  if (site.status().code() == StatusCode::kAlreadyExists ||
+      site.status().code() == StatusCode::kFailedPrecondition) {
     return Status::AlreadyExists(target + " already exists and is not an empty directory");
   }
-  KCACHE_ASSIGN_OR_RETURN(std::string tmpl, MakeSiblingDir(target, "partial"));
-  fs::create_directory(fs::path(tmpl) / "tables", ec);
-  if (ec) return Status::IOError("create " + tmpl + "/tables: " + ec.message());
+  if (!site.ok()) return site.status().WithContext("load " + target);
+  std::error_code ec;
+  const std::string tables = (*site)->work_dir() + "/tables";
+  fs::create_directory(tables, ec);
+  if (ec) return Status::IOError("create " + tables + ": " + ec.message());
   CacheOptions o = options;
   o.create_if_missing = true;
-  return std::unique_ptr<BulkLoader>(
-      new BulkLoader(t.lexically_normal().string(), tmpl, std::move(o)));
+  return std::unique_ptr<BulkLoader>(new BulkLoader(target, *std::move(site), std::move(o)));
 }
 
 Status BulkLoader::Roll(Family family) {
@@ -59,7 +57,8 @@ Status BulkLoader::Roll(Family family) {
   const std::string name = FamilyName(family);
   rocksdb::Options o = FamilyOnlyOptions(name, options_);
   w.file = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(), o);
-  std::string path = work_ + "/tables/" + std::to_string(next_file_++) + "-" + name + ".sst";
+  std::string path =
+      site_->work_dir() + "/tables/" + std::to_string(next_file_++) + "-" + name + ".sst";
   KCACHE_RETURN_IF_ERROR(FromRocks(w.file->Open(path), "create " + path));
   w.done.push_back(path);
   return Status::OK();
@@ -83,9 +82,8 @@ Status BulkLoader::Finish() {
       w.file.reset();
     }
   }
-  const std::string db_dir = work_ + "/cache";
   {
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, OpenDb(db_dir, options_, false));
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, OpenDb(site_->db_dir(), options_, false));
     std::vector<rocksdb::IngestExternalFileArg> args;
     std::vector<rocksdb::ColumnFamilyHandle*> families = RowFamilies(*db);
     for (int f = 0; f < kFamilies; ++f) {
@@ -96,13 +94,11 @@ Status BulkLoader::Finish() {
       KCACHE_RETURN_IF_ERROR(FromRocks(db->Ingest(args), "ingest into " + target_));
     }
   }  // closed: every file is synced
-  std::error_code ec;
-  fs::rename(db_dir, target_, ec);
-  if (ec) return Status::IOError("rename " + db_dir + " to " + target_ + ": " + ec.message());
-  KCACHE_RETURN_IF_ERROR(SyncDir(fs::path(target_).parent_path().string()));
-  finished_ = true;
-  fs::remove_all(work_, ec);
-  return Status::OK();
+  Status s = site_->Install();
+  if (s.code() == StatusCode::kAlreadyExists) {
+    return Status::AlreadyExists(target_ + " already exists and is not an empty directory");
+  }
+  return s.WithContext("load " + target_);
 }
 
 }  // namespace kcache::storage

@@ -2,9 +2,9 @@
 // storage format) through RocksDB table files, ingested in one step, so that
 // loading skips the write-ahead log, memtables and compaction.
 //
-// The cache is built in a hidden directory beside the target and renamed
-// into place by Finish(): a load that fails or is abandoned leaves nothing
-// at the target that could be opened as a cache.
+// The cache is built out of sight and installed at the target by Finish()
+// (NewDbSite): a load that fails or is abandoned leaves nothing at the
+// target that could be opened as a cache.
 //
 // Thread-safety: used by one thread.
 
@@ -21,6 +21,7 @@
 
 #include "kcache/cache.h"
 #include "persist/encoding.h"
+#include "persist/new_db.h"
 
 namespace kcache::storage {
 
@@ -29,22 +30,23 @@ class BulkLoader {
   // `target` must not exist, or be an empty directory.
   static StatusOr<std::unique_ptr<BulkLoader>> Create(const std::string& target,
                                                       const CacheOptions& options = {});
-  ~BulkLoader();  // removes the hidden directory unless Finish() succeeded
+  ~BulkLoader();  // removes the working directory
 
   // Keys of one family must come in strictly ascending order; families may
   // interleave. The meta key "format" is refused: the new cache records its
   // own.
   Status Add(Family family, std::string_view key, std::string_view value);
 
-  // Ingests the table files into a new cache, closes it and renames it to
+  // Ingests the table files into a new cache, closes it and installs it at
   // the target.
   Status Finish();
 
  private:
-  BulkLoader(std::string target, std::string work, CacheOptions options);
+  BulkLoader(std::string target, std::unique_ptr<NewDbSite> site, CacheOptions options);
   Status Roll(Family family);
 
-  const std::string target_, work_;
+  const std::string target_;
+  const std::unique_ptr<NewDbSite> site_;
   const CacheOptions options_;
   struct Writer {
     std::unique_ptr<rocksdb::SstFileWriter> file;
@@ -52,7 +54,6 @@ class BulkLoader {
   };
   std::array<Writer, kFamilies> writers_;
   int next_file_ = 0;
-  bool finished_ = false;
 };
 
 }  // namespace kcache::storage

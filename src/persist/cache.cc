@@ -12,6 +12,7 @@
 #include "persist/db.h"
 #include "persist/encoding.h"
 #include "persist/journal.h"
+#include "persist/new_db.h"
 #include "persist/rocks_indexer.h"
 #include "persist/rocks_status.h"
 #include "util/scope_guard.h"
@@ -123,23 +124,18 @@ class CacheImpl final : public Cache {
       rocksdb::Checkpoint* raw = nullptr;
       KCACHE_RETURN_IF_ERROR(storage::FromRocks(rocksdb::Checkpoint::Create(db_->db, &raw), ctx));
       std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
-      // Made inside a private (0700) sibling and renamed into place, so that
-      // no other user can read its files (RocksDB creates them 0644) at any
-      // instant; the copy is 0700, as a cache is.
-      std::error_code ec;
-      if (std::filesystem::exists(out_dir, ec)) {
-        return Status::AlreadyExists(ctx + ": " + out_dir + " already exists");
+      // Made in a private (0700) working directory and installed at once,
+      // so that no other user can read its files (RocksDB creates them
+      // 0644) at any instant; the copy is 0700, as a cache is.
+      StatusOr<std::unique_ptr<storage::NewDbSite>> site =
+          storage::NewDbSite::Prepare(out_dir, "checkpoint");
+      if (site.status().code() == StatusCode::kAlreadyExists) {
+        return Status::AlreadyExists(ctx + ": " + out_dir + " already holds a cache");
       }
-      KCACHE_ASSIGN_OR_RETURN(std::string work, storage::MakeSiblingDir(out_dir, "checkpoint"));
-      util::ScopeGuard cleanup([&work] {
-        std::error_code ignored;
-        std::filesystem::remove_all(work, ignored);
-      });
-      const std::string inner = work + "/copy";
-      KCACHE_RETURN_IF_ERROR(storage::FromRocks(checkpoint->CreateCheckpoint(inner), ctx));
-      std::filesystem::permissions(inner, std::filesystem::perms::owner_all, ec);
-      if (!ec) std::filesystem::rename(inner, out_dir, ec);
-      if (ec) return Status::IOError(ctx + ": " + ec.message());
+      if (!site.ok()) return site.status().WithContext(ctx);
+      KCACHE_RETURN_IF_ERROR(
+          storage::FromRocks(checkpoint->CreateCheckpoint((*site)->db_dir()), ctx));
+      KCACHE_RETURN_IF_ERROR((*site)->Install().WithContext(ctx));
       return Status::OK();
     }
     // A reader's view is fixed until Refresh() (a stopped writer's for

@@ -24,6 +24,7 @@
 #include "persist/encoding.h"
 #include "persist/info_log.h"
 #include "persist/journal.h"
+#include "persist/new_db.h"
 #include "persist/rocks_status.h"
 
 namespace kcache::storage {
@@ -127,55 +128,6 @@ std::shared_ptr<rocksdb::Cache> MakeBlockCache(const CacheOptions& o) {
   return rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
 }
 
-// What a directory named as a cache holds.
-enum class DirState { kAbsent, kEmpty, kCache, kForeign };
-
-// Files RocksDB writes besides CURRENT: their presence without CURRENT is a
-// damaged database, not a place for a new one.
-bool IsDatabaseFile(const std::string& name) {
-  auto ends = [&](std::string_view s) {
-    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-  };
-  return name.rfind("MANIFEST-", 0) == 0 || name.rfind("OPTIONS-", 0) == 0 || name == "IDENTITY" ||
-         ends(".sst") || ends(".log") || ends(".blob");
-}
-
-// Classifies `dir`; for kForeign, `why` says what is wrong and the way out.
-DirState Inspect(const std::string& dir, std::string* why) {
-  std::error_code ec;
-  fs::file_status st = fs::status(dir, ec);
-  if (!fs::exists(st)) return DirState::kAbsent;
-  if (!fs::is_directory(st)) {
-    *why = "it is not a directory";
-    return DirState::kForeign;
-  }
-  if (fs::exists(fs::path(dir) / "CURRENT", ec)) return DirState::kCache;
-  std::vector<std::string> db_files, other;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    (IsDatabaseFile(name) ? db_files : other).push_back(std::move(name));
-  }
-  if (ec) {
-    *why = "cannot list it: " + ec.message();
-    return DirState::kForeign;
-  }
-  if (db_files.empty() && other.empty()) return DirState::kEmpty;
-  std::sort(db_files.begin(), db_files.end());
-  std::sort(other.begin(), other.end());
-  if (!db_files.empty()) {
-    *why = "it holds database files (" + db_files.front() +
-           (db_files.size() > 1 ? " and " + std::to_string(db_files.size() - 1) + " more" : "") +
-           ") but no CURRENT file, so it is a damaged cache, not a new one; kcache leaves it as "
-           "it is: restore the cache from a snapshot (kcache snapshot import) into a new "
-           "directory, or remove this one to start again";
-  } else {
-    *why = "it is not empty (" + other.front() +
-           (other.size() > 1 ? " and " + std::to_string(other.size() - 1) + " more" : "") +
-           ") and holds no cache; name a new or empty directory";
-  }
-  return DirState::kForeign;
-}
-
 // A secondary instance opens with table files missing (its writer may have
 // just deleted them) and then reads as if their rows did not exist. So a
 // reader first reads the list of live table files through a plain
@@ -276,11 +228,11 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     // removed on close or, after a kill, by the next reader.
     const char* tmp = std::getenv("TMPDIR");
     KCACHE_ASSIGN_OR_RETURN(db->secondary_dir,
-                            MakeWorkDir(tmp && *tmp ? tmp : "/tmp", "kcache-reader-"));
+                            WorkDir::Create(tmp && *tmp ? tmp : "/tmp", "kcache-reader-"));
     KCACHE_RETURN_IF_ERROR(CheckTableFiles(dir, db_options, families, ctx));
-    KCACHE_ASSIGN_OR_RETURN(db_options.info_log, NewInfoLog(db->secondary_dir));
-    s = rocksdb::DB::OpenAsSecondary(db_options, dir, db->secondary_dir, families, &db->handles,
-                                     &db->db);
+    KCACHE_ASSIGN_OR_RETURN(db_options.info_log, NewInfoLog(db->secondary_dir->path()));
+    s = rocksdb::DB::OpenAsSecondary(db_options, dir, db->secondary_dir->path(), families,
+                                     &db->handles, &db->db);
   } else {
     auto log = NewInfoLog(dir);
     if (!log.ok()) return log.status().WithContext(ctx);
@@ -322,30 +274,25 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
   return db;
 }
 
-// Creates a cache at `dir` (absent or empty) atomically: the database is
-// built in a sibling directory and renamed into place once it has every
-// column family and its format version, so a process killed at any instant
-// leaves either no cache or a whole one. Working directories of dead
-// creators are removed.
+// Creates a cache at `dir` (absent or empty) atomically: a process killed
+// at any instant leaves either no cache or a whole one, with every column
+// family and its format version (NewDbSite).
 Status CreateCache(const std::string& dir, const CacheOptions& o) {
   const std::string ctx = "create cache " + dir;
-  KCACHE_ASSIGN_OR_RETURN(std::string work, MakeSiblingDir(dir, "creating"));
-  {
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, OpenFamilies(work, o, false, /*create=*/true));
-  }  // closed: flushed and synced
+  StatusOr<std::unique_ptr<NewDbSite>> site = NewDbSite::Prepare(dir, "creating");
+  // Another process created it meanwhile: open theirs.
+  if (site.status().code() == StatusCode::kAlreadyExists) return Status::OK();
+  if (!site.ok()) return site.status().WithContext(ctx);
   std::error_code ec;
-  fs::rename(work, dir, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove_all(work, ignored);
-    // Another process created it meanwhile: open theirs.
-    std::string why;
-    if (Inspect(dir, &why) == DirState::kCache) return Status::OK();
-    return Status::IOError(ctx + ": rename " + work + ": " + ec.message());
-  }
-  const fs::path full = fs::absolute(dir, ec).lexically_normal();
-  if (ec) return Status::IOError(ctx + ": " + ec.message());
-  return SyncDir((full.filename().empty() ? full.parent_path() : full).parent_path().string());
+  fs::create_directory((*site)->db_dir(), ec);
+  if (ec) return Status::IOError(ctx + ": create " + (*site)->db_dir() + ": " + ec.message());
+  {
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db,
+                            OpenFamilies((*site)->db_dir(), o, false, /*create=*/true));
+  }  // closed: flushed and synced
+  Status s = (*site)->Install();
+  if (s.code() == StatusCode::kAlreadyExists) return Status::OK();
+  return s.WithContext(ctx);
 }
 
 }  // namespace
@@ -367,10 +314,6 @@ Db::~Db() {
     for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
     db->Close().PermitUncheckedError();
     delete db;
-  }
-  if (!secondary_dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(secondary_dir, ec);
   }
 }
 
@@ -519,42 +462,11 @@ Status SyncDir(const std::string& dir) {
   return Status::OK();
 }
 
-StatusOr<std::string> MakeWorkDir(const std::string& parent, const std::string& prefix) {
-  std::error_code ec;
-  fs::create_directories(parent, ec);
-  if (ec) return Status::IOError("create " + parent + ": " + ec.message());
-  // Remove what creators that died left: their names carry their pid.
-  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-      std::error_code ignored;
-      fs::remove_all(it->path(), ignored);
-    }
-  }
-  std::string tmpl =
-      (fs::path(parent) / (prefix + std::to_string(::getpid()) + "-XXXXXX")).string();
-  if (!::mkdtemp(tmpl.data())) {
-    return Status::IOError("create a working directory in " + parent + ": " + std::strerror(errno));
-  }
-  return tmpl;
-}
-
-StatusOr<std::string> MakeSiblingDir(const std::string& target, std::string_view purpose) {
-  std::error_code ec;
-  fs::path t = fs::absolute(target, ec).lexically_normal();
-  if (ec) return Status::InvalidArgument("bad path " + target + ": " + ec.message());
-  if (t.filename().empty()) t = t.parent_path();
-  return MakeWorkDir(t.parent_path().string(),
-                     "." + t.filename().string() + "." + std::string(purpose) + "-");
-}
-
 StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& o,
                                      bool read_only) {
   const std::string ctx = "open cache " + dir;
   std::string why;
-  switch (Inspect(dir, &why)) {
+  switch (InspectDir(dir, &why)) {
     case DirState::kForeign:
       return Status::FailedPrecondition(ctx + ": " + why);
     case DirState::kAbsent:
@@ -563,6 +475,7 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
       KCACHE_RETURN_IF_ERROR(CreateCache(dir, o));
       break;
     case DirState::kCache:
+      if (!read_only) TidyCacheDir(dir);
       break;
   }
   return OpenFamilies(dir, o, read_only, /*create=*/false);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kcache/cache.h"
+#include "persist/work_dir.h"
 
 // Whether ThreadSanitizer instruments this build: GCC defines
 // __SANITIZE_THREAD__, clang answers __has_feature(thread_sanitizer).
@@ -41,7 +42,9 @@ struct Db {
   rocksdb::WriteOptions write_options;
   bool read_only = false;
   std::string dir;
-  std::string secondary_dir;  // read-only caches: removed on close
+  // A reader's own files (its info log), in $TMPDIR; removed on close, or
+  // after a kill by the next reader.
+  std::unique_ptr<WorkDir> secondary_dir;
   CacheOptions options;
 
   // The wall-clock time to record with a commit: decimal Unix milliseconds.
@@ -131,14 +134,6 @@ StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions&
 
 // fsyncs the directory `dir` (so that a rename in it is durable).
 Status SyncDir(const std::string& dir);
-
-// Creates the directory PARENT/PREFIX + PID + "-XXXXXX" (and PARENT if
-// needed); first removes such directories whose creator has died.
-StatusOr<std::string> MakeWorkDir(const std::string& parent, const std::string& prefix);
-
-// A work directory beside `target`, ".NAME.PURPOSE-PID-XXXXXX", for
-// building something that is then renamed to `target`.
-StatusOr<std::string> MakeSiblingDir(const std::string& target, std::string_view purpose);
 
 // The options a plain RocksDB database would need to store objects the way
 // a cache's objects column family does (for benchmarks that compare).

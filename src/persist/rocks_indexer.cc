@@ -490,10 +490,7 @@ class RocksReplaceSession final : public ReplaceSession {
     }
     ingester_.reset();  // stops it: what it had not ingested is dropped
     segment_.reset();   // closes its files before they go
-    if (!work_dir_.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(work_dir_, ignored);
-    }
+    work_dir_.reset();
   }
 
   // Writes a seen mark for every stored key, and marks from then on.
@@ -710,10 +707,11 @@ class RocksReplaceSession final : public ReplaceSession {
 
   // The path of the session's next table file for `family`.
   StatusOr<std::string> NextTablePath(std::string_view family) {
-    if (work_dir_.empty()) {
-      KCACHE_ASSIGN_OR_RETURN(work_dir_, MakeWorkDir(ix_->db_->dir, ".relist-"));
+    if (!work_dir_) {
+      KCACHE_ASSIGN_OR_RETURN(work_dir_, WorkDir::Create(ix_->db_->dir, ".relist-"));
     }
-    return work_dir_ + "/" + std::to_string(next_table_++) + "-" + std::string(family) + ".sst";
+    return work_dir_->path() + "/" + std::to_string(next_table_++) + "-" + std::string(family) +
+           ".sst";
   }
 
   // Adds `chunk` (keys ascending, none stored) to the segment, and ingests
@@ -1003,7 +1001,7 @@ class RocksReplaceSession final : public ReplaceSession {
   rocksdb::WriteBatch batch_;         // Flush's, kept for its buffer
   std::unique_ptr<Segment> segment_;  // the ingester's, not yet ingested
   std::unique_ptr<Ingester> ingester_;
-  std::string work_dir_;  // of the segments' table files
+  std::unique_ptr<WorkDir> work_dir_;  // of the segments' table files
   int next_table_ = 0;
   size_t chunk_bytes_ = 0;   // JSON bytes of chunk_
   size_t listed_bytes_ = 0;  // JSON bytes of the chunks written, unchanged objects included

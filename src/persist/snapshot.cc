@@ -15,7 +15,6 @@
 #include "persist/encoding.h"
 #include "persist/rocks_status.h"
 #include "persist/snapshot_format.h"
-#include "util/scope_guard.h"
 
 namespace kcache {
 namespace {
@@ -291,11 +290,13 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
     m.resources.push_back(std::move(r));
   }
 
-  // Written beside `path`, renamed over it once complete.
-  const std::string tmp = path + ".partial-" + std::to_string(getpid());
+  // Written in a working directory beside `path`, renamed over it once
+  // complete.
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::WorkDir> work,
+                          storage::WorkDir::Beside(path, "partial"));
+  const std::string tmp = work->path() + "/snapshot";
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<snapshot::FileWriter> out,
                           snapshot::FileWriter::Create(tmp, options.zstd_level));
-  util::ScopeGuard cleanup([&tmp] { std::remove(tmp.c_str()); });
   KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kManifest, snapshot::EncodeManifest(m)));
 
   uint64_t blocks = 1;
@@ -337,7 +338,6 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) return Status::IOError("rename " + tmp + " to " + path + ": " + ec.message());
-  cleanup.Dismiss();
   return m;
 }
 

@@ -801,40 +801,6 @@ TEST(RocksStoreTest, ADirectoryThatIsNotAWholeCacheIsRefusedAndLeftAlone) {
   EXPECT_THAT(std::string(file.status().message()), HasSubstr("not a directory"));
 }
 
-// Creating a cache is atomic: a process killed at any instant of it leaves
-// no cache or a whole one, and the next open succeeds (before, a kill in
-// the first fraction of a second left "column family 'rindex' is missing"
-// forever). Working directories the killed creators left are removed.
-TEST(RocksStoreTest, KillsWhileCreatingACacheNeverLeaveItUnusable) {
-  TempDir dir;
-  std::mt19937 rng(7);
-  int whole = 0;
-  for (int round = 0; round < 30; ++round) {
-    const std::string path = dir.Sub("c" + std::to_string(round));
-    pid_t child = fork();
-    if (child == 0) {
-      auto c = Cache::Open(path);
-      _exit(c.ok() ? 0 : 1);
-    }
-    usleep(std::uniform_int_distribution<useconds_t>(0, 60000)(rng));
-    kill(child, SIGKILL);
-    int status = 0;
-    waitpid(child, &status, 0);
-    if (WIFEXITED(status)) ++whole;
-    auto reopened = Cache::Open(path);
-    ASSERT_OK(reopened) << "round " << round << ": " << reopened.status();
-    EXPECT_OK((*reopened)->Verify());
-    auto pods = (*reopened)->OpenKeyspace("pods");
-    ASSERT_OK(pods);
-    EXPECT_OK((*pods)->Add(Pod("p", "ns", "1")));
-  }
-  // Some kills came after the creation, most during it.
-  EXPECT_LT(whole, 30);
-  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
-    EXPECT_EQ(e.path().filename().string().find(".creating-"), std::string::npos) << e.path();
-  }
-}
-
 // A reader of a cache whose table file is gone, cut short or has a damaged
 // footer is refused at open, naming the file, instead of answering as if
 // the objects in it did not exist (a RocksDB secondary instance tolerates

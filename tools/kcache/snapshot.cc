@@ -85,8 +85,6 @@ Status RunSnapshotCreate(const SnapshotOptions& options, std::ostream& out, std:
   if (options.target.empty())
     return Status::InvalidArgument(
         "name the directory to create, e.g. kcache snapshot create --cache DIR OUTDIR");
-  if (std::filesystem::exists(options.target))
-    return Status::AlreadyExists(options.target + " already exists");
   auto start = Clock::now();
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, OpenToCopy(options.cache_dir));
   KCACHE_RETURN_IF_ERROR(cache->Checkpoint(options.target));
