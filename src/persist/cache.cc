@@ -158,7 +158,7 @@ class CacheImpl final : public Cache {
   Status Verify() const override {
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, ListKeyspaces());
     for (const std::string& ks : names) KCACHE_RETURN_IF_ERROR(storage::VerifyKeyspace(db_, ks));
-    return Status::OK();
+    return storage::VerifyRowsHaveKeyspaces(db_);
   }
 
   StatusOr<JournalRead> ReadJournal(std::string_view keyspace, std::string_view after,

@@ -2,6 +2,7 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/sst_file_reader.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_buffer_manager.h>
 
@@ -128,18 +129,74 @@ std::shared_ptr<rocksdb::Cache> MakeBlockCache(const CacheOptions& o) {
   return rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
 }
 
-// A secondary instance opens with table files missing (its writer may have
-// just deleted them) and then reads as if their rows did not exist. So a
-// reader first reads the list of live table files through a plain
-// read-only instance (which opens no table file: its table cache is lazy)
-// and checks that each is there with its recorded size. A writer's
-// compaction can delete a file meanwhile; a failure is therefore retried
-// before it counts. (A damaged file of the right size fails the reads that
-// reach it, with RocksDB's checksums.)
-Status CheckTableFiles(const std::string& dir, rocksdb::DBOptions options,
-                       const std::vector<rocksdb::ColumnFamilyDescriptor>& families,
-                       const std::string& ctx) {
-  options.max_open_files = 20;  // open table files on demand only
+// Drops RocksDB's messages: a check writes no file in the cache.
+class NullLog final : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
+};
+
+// The keyspaces with a resume point in the table files of the meta family
+// in `dir` that are not among `live`, each with the file it is in.
+std::map<std::string, std::string> ResumePointsInUnlistedTables(const std::string& dir,
+                                                                const rocksdb::DBOptions& options,
+                                                                const std::set<std::string>& live) {
+  std::map<std::string, std::string> found;
+  const std::string prefix = MetaKey("rv", "");
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".sst") != 0 || live.count(name)) {
+      continue;
+    }
+    rocksdb::SstFileReader reader(rocksdb::Options(options, rocksdb::ColumnFamilyOptions()));
+    // A file cut short by a crash is what RocksDB deletes at open: no
+    // resume point in it was ever committed.
+    if (!reader.Open(it->path().string()).ok()) continue;
+    auto props = reader.GetTableProperties();
+    if (!props || props->column_family_name != kMetaCF) continue;
+    std::unique_ptr<rocksdb::Iterator> rows(reader.NewIterator(rocksdb::ReadOptions()));
+    for (rows->Seek(prefix); rows->Valid() && rows->key().starts_with(prefix); rows->Next()) {
+      found.emplace(rows->key().ToString().substr(prefix.size()), name);
+    }
+  }
+  return found;
+}
+
+// The end of an error about a cache whose MANIFEST lacks what every cache
+// has: names the MANIFEST (from CURRENT) and the ways out.
+std::string DamagedManifest(const std::string& dir) {
+  std::ifstream current(dir + "/CURRENT");
+  std::string name;
+  std::getline(current, name);
+  return " in " + (name.empty() ? std::string("its MANIFEST") : dir + "/" + name) +
+         ", which may be damaged or cut short: restore a snapshot (kcache snapshot import) or "
+         "sync into a new cache";
+}
+
+// Checks a cache's files through a plain read-only instance (which opens no
+// table file: its table cache is lazy) before the real open:
+//
+// - every table file the MANIFEST lists is there with its recorded size. A
+//   secondary instance opens with table files missing (its writer may have
+//   just deleted them) and then reads as if their rows did not exist. (A
+//   damaged file of the right size fails the reads that reach it, with
+//   RocksDB's checksums.)
+// - no table file that the MANIFEST does not list holds the resume point of
+//   a keyspace the database lacks. Resume points are only ever written
+//   through the WAL, which RocksDB deletes once the table holding them is in
+//   the MANIFEST; a MANIFEST that lost its last records therefore opens as
+//   an older, often empty, cache, and a writer's open would delete the
+//   evidence with the unlisted files.
+//
+// A writer's compaction or flush can change the files meanwhile; a failure
+// is therefore retried before it counts.
+Status CheckFiles(const std::string& dir, rocksdb::DBOptions options,
+                  const std::vector<rocksdb::ColumnFamilyDescriptor>& families,
+                  const std::string& ctx) {
+  options.max_open_files = 20;                     // open table files on demand only
+  options.info_log = std::make_shared<NullLog>();  // and write nothing
+
   std::string problem;
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -153,34 +210,42 @@ Status CheckTableFiles(const std::string& dir, rocksdb::DBOptions options,
     }
     std::vector<rocksdb::LiveFileMetaData> files;
     raw->GetLiveFilesMetaData(&files);
+    std::set<std::string> recorded;  // keyspaces with a resume point
+    {
+      const std::string prefix = MetaKey("rv", "");
+      std::unique_ptr<rocksdb::Iterator> it(raw->NewIterator(rocksdb::ReadOptions(), handles[4]));
+      for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+        recorded.insert(it->key().ToString().substr(prefix.size()));
+      }
+    }
     for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
     delete raw;
     problem.clear();
+    std::set<std::string> live;
     for (const rocksdb::LiveFileMetaData& f : files) {
+      const std::string name = fs::path(f.relative_filename).filename().string();
+      live.insert(name);
       std::error_code ec;
       const uintmax_t size = fs::file_size(f.directory + "/" + f.relative_filename, ec);
       if (ec) {
-        problem = "table file " + f.relative_filename + " is missing";
+        problem = "table file " + name + " is missing";
       } else if (size != f.size) {
-        problem = "table file " + f.relative_filename + " has " + std::to_string(size) +
-                  " bytes, not " + std::to_string(f.size);
+        problem = "table file " + name + " has " + std::to_string(size) + " bytes, not " +
+                  std::to_string(f.size);
       }
       if (!problem.empty()) break;
+    }
+    if (problem.empty()) {
+      for (const auto& [ks, file] : ResumePointsInUnlistedTables(dir, options, live)) {
+        if (recorded.count(ks)) continue;
+        problem = "keyspace " + ks + " is missing, though table file " + file +
+                  " holds its resume point: that file is not listed" + DamagedManifest(dir);
+        break;
+      }
     }
     if (problem.empty()) return Status::OK();
   }
   return Status::Corruption(ctx + ": " + problem);
-}
-
-// The end of an error about a cache whose MANIFEST lacks what every cache
-// has: names the MANIFEST (from CURRENT) and the ways out.
-std::string DamagedManifest(const std::string& dir) {
-  std::ifstream current(dir + "/CURRENT");
-  std::string name;
-  std::getline(current, name);
-  return " in " + (name.empty() ? std::string("its MANIFEST") : dir + "/" + name) +
-         ", which may be damaged or cut short: restore a snapshot (kcache snapshot import) or "
-         "sync into a new cache";
 }
 
 // Opens the database at `dir` with kcache's column families, checking its
@@ -198,6 +263,7 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
   std::shared_ptr<rocksdb::Cache> cache = MakeBlockCache(o);
 
   bool has_journal = !exists || !read_only;
+  bool journal_present = false;
   if (exists) {
     std::vector<std::string> have;
     rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, dir, &have);
@@ -209,13 +275,19 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
                                   DamagedManifest(dir));
       }
     }
-    has_journal = has_journal || present.count(kJournalCF);
+    journal_present = present.count(kJournalCF) > 0;
+    has_journal = has_journal || journal_present;
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const std::string& name : RequiredFamilies()) {
     families.emplace_back(name, FamilyOptions(name, o, cache));
   }
   if (has_journal) families.emplace_back(kJournalCF, FamilyOptions(kJournalCF, o, cache));
+  if (exists) {
+    std::vector<rocksdb::ColumnFamilyDescriptor> there = families;
+    if (!journal_present && has_journal) there.pop_back();  // a writer adds it to version 1
+    KCACHE_RETURN_IF_ERROR(CheckFiles(dir, db_options, there, ctx));
+  }
 
   auto db = std::make_shared<Db>();
   db->dir = dir;
@@ -229,7 +301,6 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     const char* tmp = std::getenv("TMPDIR");
     KCACHE_ASSIGN_OR_RETURN(db->secondary_dir,
                             WorkDir::Create(tmp && *tmp ? tmp : "/tmp", "kcache-reader-"));
-    KCACHE_RETURN_IF_ERROR(CheckTableFiles(dir, db_options, families, ctx));
     KCACHE_ASSIGN_OR_RETURN(db_options.info_log, NewInfoLog(db->secondary_dir->path()));
     s = rocksdb::DB::OpenAsSecondary(db_options, dir, db->secondary_dir->path(), families,
                                      &db->handles, &db->db);
@@ -537,6 +608,46 @@ DbSnapshot TakeSnapshot(const std::shared_ptr<Db>& db) {
   if (db->read_only) return nullptr;
   return DbSnapshot(db->db->GetSnapshot(),
                     [db](const rocksdb::Snapshot* s) { db->db->ReleaseSnapshot(s); });
+}
+
+Status VerifyRowsHaveKeyspaces(const std::shared_ptr<Db>& db_ptr) {
+  const Db& db = *db_ptr;
+  DbSnapshot snap = TakeSnapshot(db_ptr);
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  // A keyspace has metadata from its first write on: a relist's mark, then
+  // its count with every chunk, then its resume point.
+  std::set<std::string, std::less<>> known;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.meta));
+    for (const char* kind : {"rv", "count", "relist"}) {
+      const std::string prefix = MetaKey(kind, "");
+      for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+        known.insert(it->key().ToString().substr(prefix.size()));
+      }
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read the keyspaces of " + db.dir));
+  }
+  const std::pair<rocksdb::ColumnFamilyHandle*, const char*> families[] = {
+      {db.objects, "object"}, {db.rindex, "reverse index"}, {db.index, "index"}};
+  for (const auto& [family, what] : families) {
+    std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, family));
+    // One seek per keyspace: past each known one's rows to the next row.
+    for (it->SeekToFirst(); it->Valid();) {
+      const std::string_view key = View(it->key());
+      const std::string_view ks = key.substr(0, key.find('\0'));
+      if (!known.count(ks)) {
+        return Status::Corruption(
+            "keyspace " + std::string(ks) + " has " + what +
+            " rows (the first: " + std::string(key.substr(std::min(key.size(), ks.size() + 1))) +
+            ") but no metadata (no count, resume point or relist mark): rows left by a damaged "
+            "or cut MANIFEST, or written behind kcache's back");
+      }
+      it->Seek(KeyspaceRange(ks).limit);
+    }
+    KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read " + db.dir));
+  }
+  return Status::OK();
 }
 
 Status VerifyKeyspace(const std::shared_ptr<Db>& db_ptr, std::string_view ks) {

@@ -165,6 +165,10 @@ StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* 
 // file's).
 const std::shared_ptr<Db>& DbOf(const Cache& cache);
 
+// Every object, reverse index and index row belongs to a keyspace that has
+// metadata (Cache::Verify).
+Status VerifyRowsHaveKeyspaces(const std::shared_ptr<Db>& db);
+
 // Structural checks of one keyspace (Cache::Verify).
 Status VerifyKeyspace(const std::shared_ptr<Db>& db, std::string_view ks);
 

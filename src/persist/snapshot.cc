@@ -290,6 +290,9 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
     m.resources.push_back(std::move(r));
   }
 
+  std::set<std::string, std::less<>> listed;
+  for (const KeyspaceStats& r : m.resources) listed.insert(r.name);
+
   // Written in a working directory beside `path`, renamed over it once
   // complete.
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::WorkDir> work,
@@ -322,6 +325,14 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
       if (!excluded.empty() &&
           excluded.count(RowKeyspace(static_cast<Family>(f), storage::View(it->key())))) {
         continue;
+      }
+      if (f != static_cast<int>(Family::kMeta) &&
+          !listed.count(KeyspaceOf(storage::View(it->key())))) {
+        // A file its own verify would refuse is never written.
+        return Status::Corruption("export " + db.dir + ": keyspace " +
+                                  std::string(KeyspaceOf(storage::View(it->key()))) + " has " +
+                                  storage::FamilyName(static_cast<Family>(f)) +
+                                  " rows but no count or resume point (kcache verify says more)");
       }
       snapshot::AppendRow(&block, static_cast<Family>(f), storage::View(it->key()),
                           storage::View(it->value()));

@@ -19,6 +19,7 @@
 
 #include "kcache/cache.h"
 #include "kcache/lister.h"
+#include "kcache/snapshot.h"
 #include "persist/db.h"
 #include "persist/encoding.h"
 #include "testing/counting_indexer.h"
@@ -766,6 +767,88 @@ std::map<std::string, uintmax_t> Files(const std::string& dir) {
     out[e.path().filename().string()] = e.is_regular_file() ? e.file_size() : 0;
   }
   return out;
+}
+
+// A MANIFEST cut after its first records used to open as a valid, empty
+// cache (15 of 30 cuts of a synced cache's MANIFEST): Verify passed, exports
+// and readers saw no resources, and a writer's open deleted the table files
+// the lost records listed. Now every cut is refused with Corruption, by
+// readers and writers alike, or opens as the whole cache: a committed
+// keyspace is never silently gone (docs/reliability.md).
+TEST(RocksStoreTest, ACutManifestNeverOpensAsAnEmptyCache) {
+  TempDir dir;
+  const std::string whole = dir.Sub("whole");
+  {
+    auto c = Cache::Open(whole);
+    ASSERT_OK(c);
+    for (const char* ks : {"pods", "configmaps"}) {
+      auto store = (*c)->OpenKeyspace(ks);
+      ASSERT_OK(store);
+      Transaction txn;
+      for (int i = 0; i < 200; ++i) txn.Add(Pod("p" + std::to_string(i), "ns", std::to_string(i)));
+      txn.resource_version = "200";
+      ASSERT_OK((*store)->Commit(txn, nullptr));
+    }
+  }  // closed: flushed, the WAL gone
+  std::string manifest;
+  std::ifstream(whole + "/CURRENT") >> manifest;
+  const uintmax_t size = std::filesystem::file_size(whole + "/" + manifest);
+  int refused = 0, opened = 0;
+  for (uintmax_t cut = 40; cut < size + 40; cut += 40) {
+    SCOPED_TRACE("MANIFEST cut to " + std::to_string(std::min(cut, size)) + " of " +
+                 std::to_string(size) + " bytes");
+    const std::string copy = dir.Sub("cut" + std::to_string(cut));
+    std::filesystem::copy(whole, copy);
+    std::filesystem::resize_file(copy + "/" + manifest, std::min(cut, size));
+    const auto before = Files(copy);
+    auto reader = Cache::OpenReadOnly(copy);
+    auto writer = Cache::Open(copy);
+    EXPECT_EQ(reader.ok(), writer.ok()) << reader.status() << " / " << writer.status();
+    if (!writer.ok()) {
+      ++refused;
+      EXPECT_TRUE(writer.status().IsCorruption()) << writer.status();
+      EXPECT_TRUE(reader.status().IsCorruption()) << reader.status();
+      // Refused, the writer deleted nothing: it is refused again.
+      EXPECT_EQ(Files(copy).size(), before.size());
+      EXPECT_TRUE(Cache::Open(copy).status().IsCorruption());
+      continue;
+    }
+    ++opened;
+    EXPECT_OK((*writer)->Verify());
+    auto names = (*writer)->ListKeyspaces();
+    ASSERT_OK(names);
+    EXPECT_THAT(*names, ElementsAre("configmaps", "pods"));
+    for (const std::string& ks : *names) {
+      auto stats = (*writer)->Stats(ks);
+      ASSERT_OK(stats);
+      EXPECT_EQ(stats->objects, 200u) << ks;
+    }
+  }
+  EXPECT_GE(opened, 1);  // the whole MANIFEST
+  EXPECT_GE(refused, 5) << "of " << size / 40 << " cuts";
+}
+
+// Rows whose keyspace has no metadata (what a lost MANIFEST record or a
+// hand edit can leave) fail Verify, and an export refuses to write a file
+// that its own verify would refuse.
+TEST(RocksStoreTest, RowsOfAKeyspaceWithoutMetadataFailVerifyAndExport) {
+  TempDir dir;
+  auto c = Cache::Open(dir.Sub("c"));
+  ASSERT_OK(c);
+  auto pods = (*c)->OpenKeyspace("pods");
+  ASSERT_OK(pods);
+  ASSERT_OK((*pods)->Add(Pod("a", "ns", "5")));
+  ASSERT_OK((*c)->Verify());
+  const std::shared_ptr<storage::Db>& db = storage::DbOf(**c);
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->Put(db->objects, storage::ObjectKey("ghosts", "ns/g"), "x").ok());
+  Status verify = (*c)->Verify();
+  EXPECT_TRUE(verify.IsCorruption()) << verify;
+  EXPECT_THAT(std::string(verify.message()), HasSubstr("keyspace ghosts has object rows"));
+  auto exported = ExportSnapshot(**c, dir.Sub("s.kcs"));
+  EXPECT_TRUE(exported.status().IsCorruption()) << exported.status();
+  EXPECT_THAT(std::string(exported.status().message()), HasSubstr("keyspace ghosts"));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("s.kcs")));
 }
 
 // A directory that holds a damaged cache (its CURRENT file lost) or other
