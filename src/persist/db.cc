@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -118,6 +120,11 @@ rocksdb::DBOptions MakeDbOptions(const CacheOptions& o) {
   // families as one keeps what a crash leaves of them a prefix of the
   // writes, in every family alike.
   db_options.atomic_flush = true;
+  // One recovery policy for writers and readers (whose replay refuses any
+  // damaged record): a log cut short by a crash opens at its last whole
+  // record; damage before its end is Corruption, not commits silently
+  // dropped from the damage on.
+  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   return db_options;
 }
 
@@ -129,11 +136,25 @@ std::shared_ptr<rocksdb::Cache> MakeBlockCache(const CacheOptions& o) {
   return rocksdb::NewLRUCache(o.block_cache_bytes, shard_bits);
 }
 
-// Drops RocksDB's messages: a check writes no file in the cache.
-class NullLog final : public rocksdb::Logger {
+// Keeps, of RocksDB's messages, the name of the first write-ahead log it
+// found damaged ("PATH: dropping N bytes; ..."): a check writes no file in
+// the cache, and RocksDB's own error does not name the file.
+class DamagedLogFinder final : public rocksdb::Logger {
  public:
+  DamagedLogFinder() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
   using rocksdb::Logger::Logv;
-  void Logv(const char*, va_list) override {}
+  void Logv(const char* format, va_list ap) override {
+    if (!found_.empty() || std::strstr(format, ": dropping ") == nullptr) return;
+    char line[1024];
+    std::vsnprintf(line, sizeof line, format, ap);
+    const char* end = std::strstr(line, ": dropping ");
+    if (end) found_.assign(line, static_cast<size_t>(end - line));
+  }
+  // The damaged log's path; empty if none was reported.
+  const std::string& found() const { return found_; }
+
+ private:
+  std::string found_;
 };
 
 // The keyspaces with a resume point in the table files of the meta family
@@ -194,8 +215,9 @@ std::string DamagedManifest(const std::string& dir) {
 Status CheckFiles(const std::string& dir, rocksdb::DBOptions options,
                   const std::vector<rocksdb::ColumnFamilyDescriptor>& families,
                   const std::string& ctx) {
-  options.max_open_files = 20;                     // open table files on demand only
-  options.info_log = std::make_shared<NullLog>();  // and write nothing
+  options.max_open_files = 20;  // open table files on demand only
+  auto damaged_log = std::make_shared<DamagedLogFinder>();
+  options.info_log = damaged_log;  // and write nothing
 
   std::string problem;
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -206,6 +228,15 @@ Status CheckFiles(const std::string& dir, rocksdb::DBOptions options,
     if (!s.ok()) {
       const char* why = s.getState();
       problem = why ? why : s.ToString();
+      if (s.IsCorruption() && !damaged_log->found().empty()) {
+        // Writers and readers alike: a log cut short opens at its last whole
+        // record (a crash), damage before its end is refused.
+        problem = "write-ahead log " + fs::path(damaged_log->found()).filename().string() +
+                  " is damaged before its end (" + problem +
+                  "), so the commits logged after the damage cannot be read: restore a "
+                  "snapshot (kcache snapshot import) or sync into a new cache";
+        break;
+      }
       continue;
     }
     std::vector<rocksdb::LiveFileMetaData> files;

@@ -6,7 +6,18 @@ namespace kcache::storage {
 
 Status FromRocks(const rocksdb::Status& s, std::string_view context) {
   if (s.ok()) return Status::OK();
-  std::string msg = std::string(context) + ": " + s.ToString();
+  std::string text = s.ToString();
+  // RocksDB's wording: "Corruption: Corruption: ..." where one status wraps
+  // another, and a missing table file by its legacy name (it looks for
+  // NNNNNN.sst, then NNNNNN.ldb, and reports the last).
+  if (const size_t colon = text.find(": "); colon != std::string::npos) {
+    const std::string code = text.substr(0, colon + 2);
+    while (text.compare(code.size(), code.size(), code) == 0) text.erase(0, code.size());
+  }
+  for (size_t at = text.find(".ldb"); at != std::string::npos; at = text.find(".ldb", at)) {
+    text.replace(at, 4, ".sst");
+  }
+  std::string msg = std::string(context) + ": " + text;
   // RocksDB reports a LOCK file held by another process as an IOError whose
   // text names the lock.
   if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {

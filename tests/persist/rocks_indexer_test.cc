@@ -208,6 +208,53 @@ TEST(RocksStoreTest, AWalCutShortOpensAtTheLastWholeCommit) {
   EXPECT_GT(last, 0);
 }
 
+// 64 garbage bytes inside a write-ahead log used to get two answers: readers
+// refused with "Corruption: checksum mismatch" (no file named), while a
+// writer (sync, snapshot export) opened and silently dropped every commit
+// from the damage on. Now both refuse, naming the log and the ways out, and
+// leave it as it is; a log cut short (a crash) still opens
+// (AWalCutShortOpensAtTheLastWholeCommit).
+TEST(RocksStoreTest, DamageInsideAWalIsRefusedAlikeByReadersAndWriters) {
+  TempDir dir;
+  const std::string copy = dir.Sub("damaged");
+  {
+    auto store = OpenPods(dir.Sub("live"));
+    for (int c = 1; c <= 40; ++c) {
+      Transaction txn;
+      for (int i = 0; i < 10; ++i)
+        txn.Add(Pod("p" + std::to_string(c * 10 + i), "ns", std::to_string(c)));
+      txn.resource_version = std::to_string(c);
+      ASSERT_OK(store->Commit(txn, nullptr));
+    }
+    std::filesystem::copy(dir.Sub("live"), copy, std::filesystem::copy_options::recursive);
+  }
+  std::string wal;
+  for (const auto& e : std::filesystem::directory_iterator(copy)) {
+    if (e.path().extension() == ".log" &&
+        (wal.empty() || e.file_size() > std::filesystem::file_size(wal)))
+      wal = e.path();
+  }
+  ASSERT_FALSE(wal.empty());
+  const uintmax_t size = std::filesystem::file_size(wal);
+  {
+    std::fstream f(wal, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    std::mt19937 rng(3);
+    for (int i = 0; i < 64; ++i) f.put(static_cast<char>(rng()));
+  }
+  const std::string name = std::filesystem::path(wal).filename().string();
+  for (bool writer : {false, true, false}) {
+    SCOPED_TRACE(writer ? "writer" : "reader");
+    auto cache = writer ? Cache::Open(copy) : Cache::OpenReadOnly(copy);
+    EXPECT_TRUE(cache.status().IsCorruption()) << cache.status();
+    EXPECT_THAT(std::string(cache.status().message()),
+                HasSubstr("write-ahead log " + name + " is damaged before its end"));
+    EXPECT_THAT(std::string(cache.status().message()),
+                HasSubstr("restore a snapshot (kcache snapshot import) or sync into a new cache"));
+    EXPECT_EQ(std::filesystem::file_size(wal), size);
+  }
+}
+
 TEST(RocksStoreTest, KeyspacesAreSeparate) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());
