@@ -358,6 +358,7 @@ class Getter {
     }
     KCACHE_ASSIGN_OR_RETURN(targets_, ParseTargets(o_.args, source_, &single_item_));
     ns_ = o_.all_namespaces ? "" : o_.namespace_;
+    WarnOfIncompleteLists();
     std::set<std::string> names;
     for (const Target& t : targets_) {
       if (t.keyspace != targets_[0].keyspace) {
@@ -444,6 +445,7 @@ class Getter {
     sel_ = std::move(sel);
     KCACHE_ASSIGN_OR_RETURN(targets_, ParseTargets(o_.args, source_, &single_item_));
     ns_ = o_.all_namespaces ? "" : o_.namespace_;
+    WarnOfIncompleteLists();
     KCACHE_RETURN_IF_ERROR(CheckNamed());
     KCACHE_RETURN_IF_ERROR(LookUpNames());
     KCACHE_RETURN_IF_ERROR(MakeGroups());
@@ -619,6 +621,22 @@ class Getter {
         break;
     }
     return Status::OK();
+  }
+
+  // A keyspace whose last list was cut short holds only part of what the
+  // server had: said on stderr, as kubectl says its warnings, once each.
+  void WarnOfIncompleteLists() {
+    std::set<std::string> said;
+    for (const Target& t : targets_) {
+      for (const KeyspaceStats& ks : source_.keyspaces()) {
+        if (ks.name != t.keyspace || !ks.relist_in_progress || !said.insert(ks.name).second) {
+          continue;
+        }
+        err_ << "Warning: the cache's " << ks.name
+             << " may be incomplete: their last list was cut short (kcache stats says \"relist "
+                "incomplete\"); the next kcache sync lists them again\n";
+      }
+    }
   }
 
   // Named objects are looked up once: which exist decides the layout.

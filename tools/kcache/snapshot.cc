@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <iomanip>
@@ -66,6 +67,9 @@ void PrintManifest(const SnapshotManifest& m, std::ostream& out) {
 StatusOr<std::shared_ptr<Cache>> OpenToCopy(const std::string& dir) {
   CacheOptions o;
   o.create_if_missing = false;
+  // A cache on a read-only volume (a backup taken from one) is read as a
+  // reader does: a writer's open would write its LOG there.
+  if (::access(dir.c_str(), W_OK) != 0 && errno != ENOENT) return Cache::OpenReadOnly(dir, o);
   StatusOr<std::shared_ptr<Cache>> cache = Cache::Open(dir, o);
   if (cache.ok() || cache.status().code() != StatusCode::kBusy) return cache;
   return Cache::OpenReadOnly(dir, o);

@@ -3,7 +3,10 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "kcache/snapshot.h"
@@ -68,6 +71,9 @@ StatusOr<std::unique_ptr<Source>> Source::OpenPath(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return Open(path, "");
   if (!fs::exists(path, ec)) return Status::NotFound(path + ": no such file or directory");
+  if (std::ifstream probe(path, std::ios::binary); !probe) {
+    return Status::IOError("open " + path + ": " + std::strerror(errno));
+  }
   if (!LooksLikeSnapshot(path))
     return Status::InvalidArgument(path + " is neither a cache directory nor a snapshot file");
   return Open("", path);

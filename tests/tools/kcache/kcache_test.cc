@@ -808,3 +808,80 @@ TEST(KcacheToolTest, TreeShowsOwnersAndDependents) {
 }
 
 }  // namespace
+
+#include <sys/mount.h>
+
+#include "testing/temp_dir.h"
+
+namespace {
+
+// A cache whose last list was cut short is read with a warning on stderr,
+// as kubectl says its warnings (before: exit 0 with part of the pods and no
+// word); a snapshot that cannot be read is refused with the system's reason
+// (before: "is neither a cache directory nor a snapshot file").
+TEST(KcacheToolTest, AnIncompleteCacheIsReadWithAWarningAndAnUnreadableFileSaysWhy) {
+  kcache::testing::TempDir dir;
+  const std::string cache_dir = dir.Sub("c");
+  {
+    auto cache = kcache::Cache::Open(cache_dir);
+    ASSERT_OK(cache);
+    auto pods = (*cache)->OpenKeyspace("pods");
+    ASSERT_OK(pods);
+    kcache::Transaction txn;
+    for (int i = 0; i < 5; ++i) txn.Add(kcache::testing::Pod("p" + std::to_string(i), "ns", "7"));
+    txn.resource_version = "7";
+    ASSERT_OK((*pods)->Commit(txn, nullptr));
+    auto session = (*pods)->BeginReplace([](std::vector<kcache::StoreChange>) {});
+    ASSERT_OK(session);
+    ASSERT_OK((*session)->Put(kcache::testing::Pod("p0", "ns", "8")));
+  }  // the session dropped: the relist was cut short
+  const std::string get = kcache::testing::KcacheBin() + " get pods -A --cache " + cache_dir;
+  Result err = kcache::testing::RunCommand(get + " 2>&1 >/dev/null");
+  EXPECT_EQ(err.exit_code, 0) << err.output;
+  EXPECT_NE(err.output.find("Warning: the cache's pods may be incomplete: their last list was "
+                            "cut short"),
+            std::string::npos)
+      << err.output;
+  Result out = kcache::testing::RunCommand(get + " 2>/dev/null");
+  EXPECT_NE(out.output.find("p4"), std::string::npos) << out.output;
+
+  ASSERT_EQ(Kcache("snapshot export --cache " + cache_dir + " " + dir.Sub("s.kcs")).exit_code, 0);
+  ASSERT_EQ(::chmod(dir.Sub("s.kcs").c_str(), 0), 0);
+  // Root reads any file: drop to nobody for the read.
+  const std::string as =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  ::chmod(dir.path().c_str(), 0755);
+  Result diff = kcache::testing::RunCommand(as + kcache::testing::KcacheBin() + " diff " +
+                                            dir.Sub("s.kcs") + " " + dir.Sub("s.kcs") + " 2>&1");
+  EXPECT_NE(diff.exit_code, 0) << diff.output;
+  EXPECT_NE(diff.output.find("Permission denied"), std::string::npos) << diff.output;
+  EXPECT_EQ(diff.output.find("neither"), std::string::npos) << diff.output;
+}
+
+// A backup taken from a read-only volume: the export reads the cache as a
+// reader does (before: "open .../LOG: Read-only file system"). Needs root to
+// mount a tmpfs, as .ci/run has.
+TEST(KcacheToolTest, ACacheOnAReadOnlyVolumeIsExported) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  kcache::testing::TempDir dir;
+  const std::string vol = dir.Sub("vol");
+  std::filesystem::create_directory(vol);
+  ASSERT_EQ(::mount("tmpfs", vol.c_str(), "tmpfs", 0, "size=32m"), 0) << std::strerror(errno);
+  {
+    auto cache = kcache::Cache::Open(vol);
+    ASSERT_OK(cache);
+    auto pods = (*cache)->OpenKeyspace("pods");
+    ASSERT_OK(pods);
+    ASSERT_OK((*pods)->Add(kcache::testing::Pod("a", "ns", "3")));
+  }
+  ASSERT_EQ(::mount("tmpfs", vol.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, "size=32m"), 0)
+      << std::strerror(errno);
+  Result r = Kcache("snapshot export --cache " + vol + " " + dir.Sub("backup.kcs"));
+  ::umount2(vol.c_str(), MNT_DETACH);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("exported " + vol), std::string::npos) << r.output;
+  Result verify = Kcache("snapshot verify " + dir.Sub("backup.kcs"));
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+}
+
+}  // namespace
