@@ -209,6 +209,9 @@ struct KCACHE_EXPORT ReflectorStats {
   uint64_t bytes = 0;           // JSON bytes of listed objects and events
   uint64_t listed_bytes = 0;    // JSON bytes of listed objects alone
   uint64_t skipped = 0;         // watch events not applied (kSkipped)
+  // Watches given up as stalled: nothing received for the client's idle
+  // timeout (RestClientOptions::watch_idle_timeout) or by their deadline.
+  uint64_t stalled_watches = 0;
   // The full list in progress, counted as its items arrive (a streamed or
   // paged list of 100,000 objects takes a while); both 0 between lists.
   // When it is applied they move to listed_objects and bytes.

@@ -55,6 +55,12 @@ struct KCACHE_EXPORT RestClientOptions {
   // is timeoutSeconds itself; the grace lets the server's close come
   // first). A watch without timeoutSeconds has no deadline. Default: 30 s.
   std::chrono::milliseconds watch_deadline_grace{30000};
+  // A watch that asks for bookmarks (ListOptions::allow_watch_bookmarks)
+  // fails with DeadlineExceeded after this long with nothing received, no
+  // event and no bookmark: a stalled stream, noticed long before its
+  // deadline. kube-apiserver sends a bookmark about every minute to such a
+  // watch served from its watch cache. Zero: no limit. Default: 3 minutes.
+  std::chrono::milliseconds watch_idle_timeout{180000};
   // Watch bytes read ahead of the consumer before the transfer pauses.
   // Default: 4 MiB.
   size_t watch_read_ahead_bytes = 4 << 20;

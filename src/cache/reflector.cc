@@ -550,9 +550,14 @@ class ReflectorImpl final : public Reflector {
       stream.reset();
       if (stop.stop_requested() || st.code() == StatusCode::kCancelled) return Status::OK();
       if (IsClientDeadline(st)) {
-        // Neither events nor the server's close by the watch's deadline: a
-        // stalled connection. Watch again from where the store is.
+        // Nothing received for the client's idle timeout (no event, no
+        // bookmark), or no close by the watch's deadline: a stalled
+        // connection. Watch again from where the store is.
         check_identity_ = o_.server_identity != nullptr;
+        {
+          std::lock_guard l(mu_);
+          ++stats_.stalled_watches;
+        }
         Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": the watch from resourceVersion " +
                                                LastSyncResourceVersion() + " stalled (" +
                                                std::string(st.message()) + "): watching again");

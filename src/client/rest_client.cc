@@ -271,6 +271,7 @@ class CurlRestClient final : public RestClient {
                                                   options_.watch_deadline_grace
                                             : std::chrono::milliseconds(0);
       req.max_buffered = options_.watch_read_ahead_bytes;
+      if (options.allow_watch_bookmarks) req.idle_timeout = options_.watch_idle_timeout;
       auto transfer = transport_->Start(std::move(req));
       StatusOr<int> code = [&] {
         // Until the headers; then the stream's own Cancel() is the way.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace kcache::rest {
 namespace {
@@ -84,6 +85,7 @@ size_t Transfer::OnBody(char* data, size_t size, size_t n, void* self) {
     return CURL_WRITEFUNC_PAUSE;
   }
   t->body_.append(data, size * n);
+  t->last_bytes_ = std::chrono::steady_clock::now();
   t->cv_.notify_all();
   return size * n;
 }
@@ -110,9 +112,26 @@ Status Transfer::Read(std::string* out, bool* eof) {
   bool unpause = false;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !body_.empty() || done_ || cancelled_; });
+    auto ready = [&] { return !body_.empty() || done_ || cancelled_; };
+    const auto idle = request_.idle_timeout;
+    if (idle.count() == 0) {
+      cv_.wait(lock, ready);
+    } else {
+      if (last_bytes_ == std::chrono::steady_clock::time_point{}) {
+        last_bytes_ = std::chrono::steady_clock::now();
+      }
+      if (!cv_.wait_until(lock, last_bytes_ + idle, ready)) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%.3g", idle.count() / 1000.0);
+        return Status::DeadlineExceeded(what_ + ": nothing received for " + seconds +
+                                        " s: the stream stalled");
+      }
+    }
     if (cancelled_) return Status::Cancelled(what_ + ": cancelled");
     if (!body_.empty()) {
+      // Bytes the caller takes now were waiting for it: the server is
+      // idle only from here on.
+      if (idle.count() != 0) last_bytes_ = std::chrono::steady_clock::now();
       if (out->empty()) {
         out->swap(body_);
       } else {

@@ -48,6 +48,10 @@ struct Request {
   std::shared_ptr<const TlsSettings> tls;  // null: curl's defaults
   // Ask for a gzip-compressed body (Accept-Encoding: gzip); curl inflates it.
   bool accept_gzip = false;
+  // Read() fails with DeadlineExceeded after waiting this long with no
+  // body bytes since the last ones (or since its caller last took bytes);
+  // zero for no limit.
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 class Transfer : public std::enable_shared_from_this<Transfer> {
@@ -65,7 +69,8 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
 
   // Blocks until body bytes arrive, then moves them into `*out` (appended).
   // Sets `*eof` at the end of a complete response. Errors: a broken
-  // transfer (Unavailable, DeadlineExceeded, ...), Cancelled.
+  // transfer (Unavailable, DeadlineExceeded, ...), Cancelled, and
+  // DeadlineExceeded once Request::idle_timeout passes with no bytes.
   Status Read(std::string* out, bool* eof);
 
   // Reads the whole body.
@@ -100,6 +105,8 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   bool done_ = false;
   bool cancelled_ = false;
   Status result_;
+  // When body bytes last arrived or were taken; set by the first Read.
+  std::chrono::steady_clock::time_point last_bytes_{};
 };
 
 class Transport : public std::enable_shared_from_this<Transport> {

@@ -727,6 +727,7 @@ TEST(ReflectorTest, StalledWatchPastItsDeadlineIsWatchedAgain) {
   auto errors = r.Events(ReflectorEvent::Type::kError);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].message.find("stalled"), std::string::npos) << errors[0].message;
+  EXPECT_EQ(r.reflector->stats().stalled_watches, 1u);
 }
 
 // "Too large resource version" in each of the three forms servers have

@@ -226,6 +226,54 @@ TEST(RestClientTest, StalledWatchFailsAtItsDeadline) {
   EXPECT_GE(waited, std::chrono::milliseconds(1200));
 }
 
+// A watch that asked for bookmarks and then receives nothing, no event and
+// no bookmark, is given up after the client's idle timeout, not at its
+// deadline: before, a resumed pods watch whose stream hung went unnoticed
+// for 7.1 minutes (docs/reliability.md). Bytes that waited for a slow
+// reader do not count as the server's silence.
+TEST(RestClientTest, AWatchThatReceivesNothingForItsIdleTimeoutStalls) {
+  FakeHttpServer server([&](const FakeRequest&) {
+    return FakeResponse{.chunks = {PodEvent("ADDED", "a", 1), PodEvent("ADDED", "b", 2)},
+                        .stall = true};
+  });
+  RestClientOptions o;
+  o.watch_idle_timeout = std::chrono::milliseconds(300);
+  ListOptions lo;
+  lo.timeout_seconds = 600;
+  lo.allow_watch_bookmarks = true;
+  const auto start = std::chrono::steady_clock::now();
+  auto watch = Client(server.url(), o)->Watch(kPods, lo);
+  ASSERT_OK(watch);
+  ASSERT_OK((*watch)->Next());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a slow reader
+  auto second = (*watch)->Next();
+  ASSERT_OK(second);
+  ASSERT_TRUE(second->has_value());
+  auto ev = (*watch)->Next();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.status().code(), StatusCode::kDeadlineExceeded) << ev.status();
+  EXPECT_EQ(ev.status().http_error(), nullptr);
+  EXPECT_NE(ev.status().message().find("nothing received for 0.3 s: the stream stalled"),
+            std::string::npos)
+      << ev.status();
+  EXPECT_LT(waited, std::chrono::seconds(10));
+
+  // A watch without bookmarks has no idle limit: its deadline is the bound.
+  lo.allow_watch_bookmarks = false;
+  lo.timeout_seconds = 1;
+  o.watch_deadline_grace = std::chrono::milliseconds(200);
+  auto plain = Client(server.url(), o)->Watch(kPods, lo);
+  ASSERT_OK(plain);
+  ASSERT_OK((*plain)->Next());
+  ASSERT_OK((*plain)->Next());
+  const auto plain_start = std::chrono::steady_clock::now();
+  auto end = (*plain)->Next();
+  EXPECT_EQ(end.status().code(), StatusCode::kDeadlineExceeded) << end.status();
+  EXPECT_EQ(end.status().message().find("nothing received"), std::string::npos) << end.status();
+  EXPECT_GE(std::chrono::steady_clock::now() - plain_start, std::chrono::milliseconds(500));
+}
+
 // A stop requested on ListOptions::cancel ends a LIST whose body stalls,
 // a wait for a Retry-After, and a watch whose headers never come, long
 // before the request timeout (60 s here) would.

@@ -96,6 +96,10 @@ std::string RenderPrometheus(
   each(Family(&out, "kcache_reflector_skipped_events_total", "counter",
               "Watch events not applied: not of the expected kind."),
        [](const InformerMetrics& m) { return m.reflector.skipped; });
+  each(Family(&out, "kcache_reflector_stalled_watches_total", "counter",
+              "Watches given up as stalled: nothing received for the idle timeout, or no "
+              "close by their deadline."),
+       [](const InformerMetrics& m) { return m.reflector.stalled_watches; });
   each(Family(&out, "kcache_reflector_bytes_total", "counter",
               "JSON bytes of listed objects and watch events."),
        [](const InformerMetrics& m) { return m.reflector.bytes; });
