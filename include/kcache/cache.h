@@ -199,6 +199,10 @@ class KCACHE_EXPORT Cache {
   virtual StatusOr<std::vector<std::string>> ListKeyspaces() const = 0;
 
   // Read-only caches: catch up with the writer. No-op for writable caches.
+  // Expired, for good, once the cache directory was removed or replaced by
+  // another cache since opening (its IDENTITY file or the directory itself
+  // differs): the reader keeps its last view, and must be reopened to read
+  // the new cache.
   virtual Status Refresh() = 0;
 
   // Flushes memtables and compacts every column family completely, so that

@@ -46,6 +46,7 @@ class CacheImpl final : public Cache {
 
   Status Refresh() override {
     if (!db_->read_only) return Status::OK();
+    KCACHE_RETURN_IF_ERROR(db_->SameCache().WithContext("refresh"));
     return storage::FromRocks(db_->db->TryCatchUpWithPrimary(), "refresh " + db_->dir);
   }
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -184,6 +185,14 @@ std::map<std::string, std::string> ResumePointsInUnlistedTables(const std::strin
   return found;
 }
 
+// The database's identity, a uuid RocksDB writes at creation; "" if none.
+std::string ReadIdentity(const std::string& dir) {
+  std::ifstream in(dir + "/IDENTITY");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
 // The end of an error about a cache whose MANIFEST lacks what every cache
 // has: names the MANIFEST (from CURRENT) and the ways out.
 std::string DamagedManifest(const std::string& dir) {
@@ -333,6 +342,12 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     KCACHE_ASSIGN_OR_RETURN(db->secondary_dir,
                             WorkDir::Create(tmp && *tmp ? tmp : "/tmp", "kcache-reader-"));
     KCACHE_ASSIGN_OR_RETURN(db_options.info_log, NewInfoLog(db->secondary_dir->path()));
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0) {
+      db->dir_device = st.st_dev;
+      db->dir_inode = st.st_ino;
+    }
+    db->identity = ReadIdentity(dir);
     s = rocksdb::DB::OpenAsSecondary(db_options, dir, db->secondary_dir->path(), families,
                                      &db->handles, &db->db);
   } else {
@@ -417,6 +432,26 @@ Db::~Db() {
     db->Close().PermitUncheckedError();
     delete db;
   }
+}
+
+Status Db::SameCache() {
+  if (!gone_.ok()) return gone_;
+  struct stat st;
+  std::string what;
+  if (::stat(dir.c_str(), &st) != 0) {
+    what = "was removed (" + std::string(std::strerror(errno)) + ")";
+  } else if (st.st_dev != dir_device || st.st_ino != dir_inode) {
+    what = "was removed, and another directory now has its name";
+  } else if (const std::string now = ReadIdentity(dir); now != identity) {
+    what = now.empty()
+               ? "was removed or is being replaced (its IDENTITY file is gone)"
+               : "was replaced by another cache (IDENTITY " + now + ", not " + identity + ")";
+  } else {
+    return Status::OK();
+  }
+  gone_ = Status::Expired("the cache " + dir + " " + what +
+                          " since this reader opened it; reopen it to read the one there now");
+  return gone_;
 }
 
 int64_t Db::NowMs() const {

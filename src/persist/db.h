@@ -5,6 +5,7 @@
 #define KCACHE_SRC_PERSIST_DB_H_
 
 #include <rocksdb/db.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <memory>
@@ -42,6 +43,16 @@ struct Db {
   rocksdb::WriteOptions write_options;
   bool read_only = false;
   std::string dir;
+  // Readers: what the cache directory was when opened, to tell it from a
+  // cache removed or replaced since (SameCache).
+  std::string identity;  // the IDENTITY file RocksDB writes at creation
+  dev_t dir_device = 0;
+  ino_t dir_inode = 0;
+  // OK while `dir` holds the cache this reader opened; Expired, for good,
+  // once it was removed or replaced. A secondary instance must not catch
+  // up with another database's files: librocksdb 7.8 asserts.
+  Status SameCache();
+
   // A reader's own files (its info log), in $TMPDIR; removed on close, or
   // after a kill by the next reader.
   std::unique_ptr<WorkDir> secondary_dir;
@@ -107,6 +118,8 @@ struct Db {
   rocksdb::Status StopWrites(const rocksdb::Status& s);
 
   void ReleaseIndexCompactions();
+
+  Status gone_;  // SameCache's verdict once the cache is gone
 
   std::mutex index_holds_mu_;
   int index_holds_ = 0;  // guarded by index_holds_mu_

@@ -255,6 +255,54 @@ TEST(RocksStoreTest, DamageInsideAWalIsRefusedAlikeByReadersAndWriters) {
   }
 }
 
+// A reader following a cache that is removed and created again (a new
+// sync after `rm -rf`, or into the same emptied directory) used to abort the
+// process: the secondary instance caught up with another database's
+// MANIFEST and librocksdb 7.8 asserted. Now Refresh notices the cache is
+// another one (its directory or IDENTITY differs) and is Expired for good;
+// the reader keeps answering from its last view until it is reopened.
+TEST(RocksStoreTest, ARefreshOfARemovedOrReplacedCacheIsExpiredNotACrash) {
+  TempDir dir;
+  for (bool same_directory : {false, true}) {
+    SCOPED_TRACE(same_directory ? "replaced inside its directory" : "removed and created again");
+    const std::string path = dir.Sub(same_directory ? "inplace" : "moved");
+    {
+      auto store = OpenPods(path);
+      ASSERT_OK(store->Add(Pod("old", "ns", "1")));
+    }
+    auto reader = Cache::OpenReadOnly(path);
+    ASSERT_OK(reader);
+    auto pods = (*reader)->OpenKeyspace("pods");
+    ASSERT_OK(pods);
+    ASSERT_OK((*reader)->Refresh());
+    if (same_directory) {
+      for (const auto& e : std::filesystem::directory_iterator(path)) {
+        std::filesystem::remove_all(e.path());
+      }
+    } else {
+      std::filesystem::remove_all(path);
+      Status gone = (*reader)->Refresh();
+      EXPECT_EQ(gone.code(), StatusCode::kExpired) << gone;
+      EXPECT_THAT(std::string(gone.message()), HasSubstr("was removed"));
+    }
+    {
+      auto store = OpenPods(path);
+      ASSERT_OK(store->Add(Pod("new", "ns", "2")));
+    }
+    Status replaced = (*reader)->Refresh();
+    EXPECT_EQ(replaced.code(), StatusCode::kExpired) << replaced;
+    EXPECT_THAT(std::string(replaced.message()), HasSubstr("the cache " + path));
+    EXPECT_THAT(std::string(replaced.message()), HasSubstr("reopen it"));
+    auto old = (*pods)->GetByKey("ns/old");
+    ASSERT_OK(old);
+    EXPECT_NE(*old, nullptr) << "the last view stays";
+    EXPECT_EQ(*(*pods)->GetByKey("ns/new"), nullptr) << "never a mix of the two caches";
+    auto reopened = Cache::OpenReadOnly(path);
+    ASSERT_OK(reopened);
+    EXPECT_OK((*reopened)->Refresh());
+  }
+}
+
 TEST(RocksStoreTest, KeyspacesAreSeparate) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());

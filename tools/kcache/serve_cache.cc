@@ -1,5 +1,8 @@
 #include "tools/kcache/serve_cache.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -320,7 +323,16 @@ class CacheServer::Impl : public serve::ApiSource {
   std::condition_variable refreshed_;
   uint64_t generation_ = 0;  // guarded by refresh_mu_
   bool stopping_ = false;    // guarded by refresh_mu_
+  // Expired once the cache directory holds another cache, or none: nothing
+  // is served from then on.
+  Status gone_;  // guarded by refresh_mu_
   std::thread refresher_;
+
+ public:
+  Status Gone() const {
+    std::lock_guard<std::mutex> lock(refresh_mu_);
+    return gone_;
+  }
 };
 
 Status CacheServer::Impl::Load() {
@@ -401,6 +413,16 @@ void CacheServer::Impl::RefreshLoop() {
       st = source_->cache().Refresh();
     }
     lock.lock();
+    if (st.code() == StatusCode::kExpired) {
+      // The cache was removed or replaced: serving its last view would be
+      // serving a cache that is no more. Watches end; requests get 503.
+      gone_ = st;
+      stopping_ = true;
+      refreshed_.notify_all();
+      lock.unlock();
+      if (options_.on_cache_gone) options_.on_cache_gone(st);
+      return;
+    }
     // A failed catch-up is retried on the next tick; until then requests
     // see the last good view.
     if (st.ok()) ++generation_;
@@ -429,6 +451,9 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
       for (const std::string& t : tokens_) ok |= ConstantTimeEquals(token, t);
     }
     if (!ok) return SendReply(w, {401, "Unauthorized", "Unauthorized", ""});
+  }
+  if (Status gone = Gone(); !gone.ok()) {
+    return SendReply(w, {503, "ServiceUnavailable", std::string(gone.message()), ""});
   }
   const std::string& path = req.path;
   const http::Headers json = {{"Content-Type", "application/json"}};
@@ -676,6 +701,8 @@ const std::vector<ResourceType>& CacheServer::types() const { return impl_->type
 
 const std::vector<std::string>& CacheServer::skipped() const { return impl_->skipped_; }
 
+Status CacheServer::Gone() const { return impl_->Gone(); }
+
 void CacheServer::Stop() {
   if (impl_) impl_->Stop();
 }
@@ -683,8 +710,11 @@ void CacheServer::Stop() {
 Status RunServeCache(const std::string& cache_dir, const std::string& snapshot,
                      const CacheServeOptions& options, std::ostream& out) {
   serve::StopSignals signals;
+  CacheServeOptions o = options;
+  // Ends the wait below: the signals are blocked in every thread.
+  o.on_cache_gone = [](const Status&) { ::kill(::getpid(), SIGTERM); };
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<CacheServer> server,
-                          CacheServer::Start(cache_dir, snapshot, options));
+                          CacheServer::Start(cache_dir, snapshot, o));
   out << "kcache serve: " << (snapshot.empty() ? "cache " + cache_dir : "snapshot " + snapshot)
       << ", " << server->types().size() << " resources, read-only"
       << (options.tls_cert_file.empty() ? "" : ", TLS")
@@ -693,6 +723,10 @@ Status RunServeCache(const std::string& cache_dir, const std::string& snapshot,
   out << serve::ServingLine(server->url());
   out.flush();
   const char* sig = signals.Wait();
+  if (Status gone = server->Gone(); !gone.ok()) {
+    server->Stop();
+    return gone;
+  }
   out << "kcache serve: " << sig << ", stopping\n";
   out.flush();
   server->Stop();

@@ -13,6 +13,7 @@
 #define KCACHE_TOOLS_KCACHE_SERVE_CACHE_H_
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -45,6 +46,10 @@ struct CacheServeOptions {
   // A watch without timeoutSeconds ends after this long (the apiserver's
   // --min-request-timeout).
   std::chrono::seconds default_watch_timeout{1800};
+  // Called once, on the refresher's thread, when the cache directory was
+  // removed or replaced by another cache (Cache::Refresh's Expired): from
+  // then on watches end and every request is answered 503.
+  std::function<void(const Status&)> on_cache_gone;
 };
 
 class CacheServer {
@@ -68,6 +73,9 @@ class CacheServer {
 
   // Ends every watch and connection. Idempotent.
   void Stop();
+  // OK, or why nothing is served any more (the cache was removed or
+  // replaced).
+  Status Gone() const;
 
   class Impl;
 

@@ -884,4 +884,46 @@ TEST(KcacheToolTest, ACacheOnAReadOnlyVolumeIsExported) {
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
 }
 
+// A served cache removed and created again by a new sync or import: before,
+// `serve --cache` aborted (a RocksDB assertion in the secondary instance's
+// catch-up) and `get -w` failed with "Failed to open wal_dir". Both now stop
+// with an error that says what happened, and serve nothing of the old view
+// meanwhile.
+TEST(KcacheToolTest, AServedOrWatchedCacheThatIsReplacedEndsTheReaderWithAClearError) {
+  kcache::testing::TempDir dir;
+  const std::string cache_dir = dir.Sub("c");
+  auto fill = [&](const char* name) {
+    auto cache = kcache::Cache::Open(cache_dir);
+    ASSERT_OK(cache);
+    auto pods = (*cache)->OpenKeyspace("pods");
+    ASSERT_OK(pods);
+    ASSERT_OK((*pods)->Add(kcache::testing::Pod(name, "ns", "3")));
+    kcache::ResourceInfo info;
+    info.version = "v1";
+    info.kind = "Pod";
+    info.resource = "pods";
+    info.namespaced = true;
+    ASSERT_OK((*cache)->SetResourceInfo("pods", info));
+  };
+  fill("old");
+  kcache::testing::ServeProcess serve =
+      kcache::testing::StartServe("--cache " + cache_dir + " --listen 127.0.0.1:0");
+  ASSERT_FALSE(serve.url.empty()) << serve.banner;
+  kcache::testing::Background watch = kcache::testing::StartCommand(
+      kcache::testing::KcacheBin() + " get pods -A -w --cache " + cache_dir + " 2>&1");
+  EXPECT_NE(kcache::testing::ReadLines(watch.out, 2).find("old"), std::string::npos);
+  std::filesystem::remove_all(cache_dir);
+  fill("new");
+  int status = 0;
+  ASSERT_EQ(::waitpid(serve.process.pid, &status, 0), serve.process.pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  std::string said = kcache::testing::Drain(serve.process.out);
+  EXPECT_NE(said.find("the cache " + cache_dir + " was removed"), std::string::npos) << said;
+  ASSERT_EQ(::waitpid(watch.pid, &status, 0), watch.pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  said = kcache::testing::Drain(watch.out);
+  EXPECT_NE(said.find("since this reader opened it; reopen it"), std::string::npos) << said;
+  EXPECT_EQ(said.find("new"), std::string::npos) << said;
+}
+
 }  // namespace
