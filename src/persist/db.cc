@@ -185,6 +185,38 @@ std::map<std::string, std::string> ResumePointsInUnlistedTables(const std::strin
   return found;
 }
 
+// Whether another process holds the database's LOCK file (RocksDB locks it
+// with fcntl for as long as a writer has it open).
+bool HeldByAnotherProcess(const std::string& dir) {
+  const int fd = ::open((dir + "/LOCK").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock probe = {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
+// The directories this process has open for writing (RocksDB's LOCK is
+// held by the process, so HeldByAnotherProcess cannot see them).
+std::mutex writers_mu;
+std::set<std::string>& Writers() {
+  static std::set<std::string>* writers = new std::set<std::string>();
+  return *writers;
+}
+
+std::string Canonical(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(dir, ec);
+  return ec ? dir : p.string();
+}
+
+bool OpenForWriting(const std::string& dir) {
+  std::lock_guard l(writers_mu);
+  return Writers().count(Canonical(dir)) > 0;
+}
+
 // The database's identity, a uuid RocksDB writes at creation; "" if none.
 std::string ReadIdentity(const std::string& dir) {
   std::ifstream in(dir + "/IDENTITY");
@@ -223,7 +255,7 @@ std::string DamagedManifest(const std::string& dir) {
 // is therefore retried before it counts.
 Status CheckFiles(const std::string& dir, rocksdb::DBOptions options,
                   const std::vector<rocksdb::ColumnFamilyDescriptor>& families,
-                  const std::string& ctx) {
+                  const std::string& ctx, bool check_unlisted) {
   options.max_open_files = 20;  // open table files on demand only
   auto damaged_log = std::make_shared<DamagedLogFinder>();
   options.info_log = damaged_log;  // and write nothing
@@ -275,7 +307,7 @@ Status CheckFiles(const std::string& dir, rocksdb::DBOptions options,
       }
       if (!problem.empty()) break;
     }
-    if (problem.empty()) {
+    if (problem.empty() && check_unlisted) {
       for (const auto& [ks, file] : ResumePointsInUnlistedTables(dir, options, live)) {
         if (recorded.count(ks)) continue;
         problem = "keyspace " + ks + " is missing, though table file " + file +
@@ -323,10 +355,17 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     families.emplace_back(name, FamilyOptions(name, o, cache));
   }
   if (has_journal) families.emplace_back(kJournalCF, FamilyOptions(kJournalCF, o, cache));
+  if (exists && !read_only && HeldByAnotherProcess(dir)) {
+    // Said before any check, which a running writer's files could fail.
+    return Status::Busy(ctx + ": the cache is in use by another process (its LOCK file is held)");
+  }
   if (exists) {
     std::vector<rocksdb::ColumnFamilyDescriptor> there = families;
     if (!journal_present && has_journal) there.pop_back();  // a writer adds it to version 1
-    KCACHE_RETURN_IF_ERROR(CheckFiles(dir, db_options, there, ctx));
+    // Beside a live writer, unlisted tables are its flushes and ingestions
+    // in flight; the writer's own open checked them.
+    const bool writer_open = read_only && (HeldByAnotherProcess(dir) || OpenForWriting(dir));
+    KCACHE_RETURN_IF_ERROR(CheckFiles(dir, db_options, there, ctx, !writer_open));
   }
 
   auto db = std::make_shared<Db>();
@@ -357,6 +396,11 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     s = rocksdb::DB::Open(db_options, dir, families, &db->handles, &db->db);
   }
   if (!s.ok()) return FromRocks(s, ctx);
+  if (!read_only) {
+    std::lock_guard l(writers_mu);
+    db->registered_writer = Canonical(dir);
+    Writers().insert(db->registered_writer);
+  }
   db->objects = db->handles[1];
   db->index = db->handles[2];
   db->rindex = db->handles[3];
@@ -431,6 +475,10 @@ Db::~Db() {
     for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
     db->Close().PermitUncheckedError();
     delete db;
+  }
+  if (!registered_writer.empty()) {
+    std::lock_guard l(writers_mu);
+    Writers().erase(registered_writer);
   }
 }
 

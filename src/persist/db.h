@@ -43,6 +43,7 @@ struct Db {
   rocksdb::WriteOptions write_options;
   bool read_only = false;
   std::string dir;
+  std::string registered_writer;  // as listed open for writing (db.cc); "" if not
   // Readers: what the cache directory was when opened, to tell it from a
   // cache removed or replaced since (SameCache).
   std::string identity;  // the IDENTITY file RocksDB writes at creation

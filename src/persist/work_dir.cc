@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+
+#include "persist/snapshot_format.h"
 
 namespace kcache::storage {
 namespace {
@@ -38,17 +41,26 @@ bool CreatorIsDead(const std::string& path, long pid) {
   return unlocked;
 }
 
+// The snapshot files exports wrote before 2026-11-27: "NAME.partial-PID".
+bool IsLegacyPartial(std::string_view name, long* pid) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string_view::npos) return false;
+  const std::string_view tail = name.substr(dash + 1);
+  if (!AllDigits(tail) || !EndsWith(name.substr(0, dash), ".partial")) return false;
+  *pid = std::strtol(std::string(tail).c_str(), nullptr, 10);
+  return *pid > 0;
+}
+
+bool IsSnapshotStart(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof snapshot::kMagic];
+  return in.read(magic, sizeof magic) && std::memcmp(magic, snapshot::kMagic, sizeof magic) == 0;
+}
+
 }  // namespace
 
 bool IsWorkDirName(std::string_view name, long* pid) {
-  // The legacy snapshot file: "NAME.partial-PID".
-  if (size_t dash = name.rfind('-'); dash != std::string_view::npos) {
-    const std::string_view tail = name.substr(dash + 1);
-    if (AllDigits(tail) && EndsWith(name.substr(0, dash), ".partial")) {
-      *pid = std::strtol(std::string(tail).c_str(), nullptr, 10);
-      return *pid > 0;
-    }
-  }
+  if (IsLegacyPartial(name, pid)) return true;
   // "...PURPOSE-PID-XXXXXX".
   if (name.size() < 9 || name[name.size() - 7] != '-') return false;
   std::string_view rest = name.substr(0, name.size() - 7);
@@ -68,7 +80,11 @@ void RemoveDeadWorkDirs(const std::string& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     long pid = 0;
-    if (!IsWorkDirName(it->path().filename().string(), &pid)) continue;
+    const std::string name = it->path().filename().string();
+    if (!IsWorkDirName(name, &pid)) continue;
+    // A file of the legacy form must be a snapshot's beginning too: the
+    // name alone could be a user's.
+    if (long p = 0; IsLegacyPartial(name, &p) && !IsSnapshotStart(it->path().string())) continue;
     if (CreatorIsDead(it->path().string(), pid)) {
       std::error_code ignored;
       fs::remove_all(it->path(), ignored);

@@ -1055,7 +1055,7 @@ TEST(RocksStoreTest, ReadersCleanUpTheirWorkingDirectoriesInTmpdir) {
     std::vector<std::string> mine;
     for (const auto& e : std::filesystem::directory_iterator(tmp.path()))
       mine.push_back(e.path().filename().string());
-    ASSERT_EQ(mine.size(), 1u);
+    ASSERT_EQ(mine.size(), 1u) << ::testing::PrintToString(mine);
     EXPECT_EQ(mine[0].rfind("kcache-reader-" + std::to_string(getpid()) + "-", 0), 0u) << mine[0];
   }
   EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));

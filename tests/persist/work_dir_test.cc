@@ -16,6 +16,7 @@
 #include <fstream>
 #include <set>
 
+#include "persist/snapshot_format.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -81,13 +82,16 @@ TEST(WorkDirTest, DeadProcessesWorkDirsAreRemovedWhateverTheirTarget) {
   const std::set<std::string> kept = {
       ".e.partial-" + live + "-abcdef",   // its process lives
       ".f.creating-" + dead + "-lockd1",  // its lock is held (another machine's)
-      "notes.partial-x", ".g.partial-" + dead + "-abc", "h.kcs"};
+      "notes.partial-x",
+      ".g.partial-" + dead + "-abc",
+      "h.kcs",
+      "report.partial-" + dead};  // the legacy form, but no snapshot's start
   for (const std::string& n : gone) {
     if (n[0] == '.') {
       fs::create_directory(tmp.Sub(n));
       std::ofstream(tmp.Sub(n) + "/table.sst") << "rows";
     } else {
-      std::ofstream(tmp.Sub(n)) << "rows";
+      std::ofstream(tmp.Sub(n)) << std::string(snapshot::kMagic, sizeof snapshot::kMagic) << "rows";
     }
   }
   for (const std::string& n : kept) {
