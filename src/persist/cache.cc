@@ -15,7 +15,6 @@
 #include "persist/new_db.h"
 #include "persist/rocks_indexer.h"
 #include "persist/rocks_status.h"
-#include "util/scope_guard.h"
 
 namespace kcache {
 namespace {
@@ -127,7 +126,8 @@ class CacheImpl final : public Cache {
       std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
       // Made in a private (0700) working directory and installed at once,
       // so that no other user can read its files (RocksDB creates them
-      // 0644) at any instant; the copy is 0700, as a cache is.
+      // 0644) at any instant; a new directory is 0700, as a cache is (an
+      // existing one keeps its mode).
       StatusOr<std::unique_ptr<storage::NewDbSite>> site =
           storage::NewDbSite::Prepare(out_dir, "checkpoint");
       if (site.status().code() == StatusCode::kAlreadyExists) {
