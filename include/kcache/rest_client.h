@@ -58,8 +58,10 @@ struct KCACHE_EXPORT RestClientOptions {
   // A watch that asks for bookmarks (ListOptions::allow_watch_bookmarks)
   // fails with DeadlineExceeded after this long with nothing received, no
   // event and no bookmark: a stalled stream, noticed long before its
-  // deadline. kube-apiserver sends a bookmark about every minute to such a
-  // watch served from its watch cache. Zero: no limit. Default: 3 minutes.
+  // deadline. kube-apiserver's watch cache sends such a watch a bookmark
+  // about every minute once its resource has an event past the watch's
+  // start; a quiet resource's watch is therefore given up and watched again
+  // at this period. Zero: no limit. Default: 3 minutes.
   std::chrono::milliseconds watch_idle_timeout{180000};
   // Watch bytes read ahead of the consumer before the transfer pauses.
   // Default: 4 MiB.

@@ -558,11 +558,20 @@ class ReflectorImpl final : public Reflector {
           std::lock_guard l(mu_);
           ++stats_.stalled_watches;
         }
-        Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": the watch from resourceVersion " +
-                                               LastSyncResourceVersion() + " stalled (" +
-                                               std::string(st.message()) + "): watching again");
+        // A quiet resource stalls each idle timeout: kube-apiserver sends
+        // it no bookmark until an event of it passes the watch's start.
+        // Said once until a watch receives something again.
+        if (events > 0) stall_said_ = false;
+        if (!stall_said_) {
+          stall_said_ = true;
+          Emit(ReflectorEvent::Type::kError,
+               lw_->Describe() + ": the watch from resourceVersion " + LastSyncResourceVersion() +
+                   " stalled (" + std::string(st.message()) +
+                   "): watching again (said again once a watch receives something)");
+        }
         continue;
       }
+      if (events > 0) stall_said_ = false;
       const bool very_short = events == 0 && clock_->Now() - start < std::chrono::seconds(1);
       if (st.ok()) {
         if (very_short) {
@@ -807,6 +816,8 @@ class ReflectorImpl final : public Reflector {
   std::string listed_rv_;
   // A watch could not be opened since the last one that could (said once).
   bool watch_failing_ = false;
+  // A stall was said, and no watch has received anything since.
+  bool stall_said_ = false;
   // server_identity: asked first; the last answer; to be asked before the
   // next watch (an outage).
   bool identity_asked_ = false;

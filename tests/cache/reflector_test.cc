@@ -730,6 +730,31 @@ TEST(ReflectorTest, StalledWatchPastItsDeadlineIsWatchedAgain) {
   EXPECT_EQ(r.reflector->stats().stalled_watches, 1u);
 }
 
+// A quiet resource's watch stalls at each idle timeout (kube-apiserver
+// sends no bookmark until an event passes the watch's start): every stall
+// is counted and watched again, but said once until a watch receives
+// something; a stall after that is said again.
+TEST(ReflectorTest, StallsOfAQuietWatchAreSaidOnceUntilItReceivesSomething) {
+  Rig r;
+  r.lw->QueueList(ListOf({}, "10"));
+  std::vector<std::shared_ptr<testing::FakeWatchStream>> w;
+  for (int i = 0; i < 5; ++i) w.push_back(r.lw->QueueWatch());
+  r.Start();
+  const Status stalled(StatusCode::kDeadlineExceeded, "nothing received for 180 s");
+  r.lw->WaitForCalls(1, 1);
+  w[0]->Fail(stalled);
+  r.lw->WaitForCalls(1, 2);
+  w[1]->Fail(stalled);
+  r.lw->WaitForCalls(1, 3);
+  w[2]->Push(Bookmark("12"));
+  w[2]->Fail(stalled);
+  r.lw->WaitForCalls(1, 4);
+  EXPECT_EQ(r.lw->watch_calls()[3].resource_version, "12");
+  EXPECT_EQ(r.lw->list_calls().size(), 1u);
+  EXPECT_EQ(r.reflector->stats().stalled_watches, 3u);
+  EXPECT_EQ(r.Events(ReflectorEvent::Type::kError).size(), 2u);
+}
+
 // "Too large resource version" in each of the three forms servers have
 // used: client-go relists at "" for all of them.
 TEST(ReflectorTest, TooLargeResourceVersionInEveryFormRelistsFromEmpty) {
