@@ -157,27 +157,35 @@ TEST(RocksStoreTest, CleanCloseLeavesNoLogToReplay) {
 // record, so the cache opens, for readers and the writer, at a commit as
 // committed: its objects and its resume point together (invariant 1), never
 // half a commit, and never further back than a shorter cut.
-TEST(RocksStoreTest, AWalCutShortOpensAtTheLastWholeCommit) {
-  TempDir dir;
-  const std::string source = dir.Sub("crashed");
-  {  // 40 commits of 10 new pods each; the files copied before any close,
-     // as a crash leaves them (no fork: RocksDB's threads would not follow).
-    auto store = OpenPods(dir.Sub("live"));
+// A cache whose 40 commits of 10 new pods each are in its write-ahead log,
+// copied to `copy` before any close, as a crash leaves it (no fork:
+// RocksDB's threads would not follow). Returns the largest log's path.
+std::string CrashedWithLoggedCommits(const TempDir& dir, const std::string& copy) {
+  {
+    auto store = OpenPods(dir.Sub("live-" + std::filesystem::path(copy).filename().string()));
     for (int c = 1; c <= 40; ++c) {
       Transaction txn;
       for (int i = 0; i < 10; ++i)
         txn.Add(Pod("p" + std::to_string(c * 10 + i), "ns", std::to_string(c)));
       txn.resource_version = std::to_string(c);
-      ASSERT_OK(store->Commit(txn, nullptr));
+      EXPECT_OK(store->Commit(txn, nullptr));
     }
-    std::filesystem::copy(dir.Sub("live"), source, std::filesystem::copy_options::recursive);
+    std::filesystem::copy(dir.Sub("live-" + std::filesystem::path(copy).filename().string()), copy,
+                          std::filesystem::copy_options::recursive);
   }
   std::string wal;
-  for (const auto& e : std::filesystem::directory_iterator(source)) {
+  for (const auto& e : std::filesystem::directory_iterator(copy)) {
     if (e.path().extension() == ".log" &&
         (wal.empty() || e.file_size() > std::filesystem::file_size(wal)))
       wal = e.path();
   }
+  return wal;
+}
+
+TEST(RocksStoreTest, AWalCutShortOpensAtTheLastWholeCommit) {
+  TempDir dir;
+  const std::string source = dir.Sub("crashed");
+  const std::string wal = CrashedWithLoggedCommits(dir, source);
   ASSERT_FALSE(wal.empty());
   const uintmax_t size = std::filesystem::file_size(wal);
   ASSERT_GT(size, 40u * 10 * 100) << "the commits are in the log, not in tables";
@@ -217,23 +225,7 @@ TEST(RocksStoreTest, AWalCutShortOpensAtTheLastWholeCommit) {
 TEST(RocksStoreTest, DamageInsideAWalIsRefusedAlikeByReadersAndWriters) {
   TempDir dir;
   const std::string copy = dir.Sub("damaged");
-  {
-    auto store = OpenPods(dir.Sub("live"));
-    for (int c = 1; c <= 40; ++c) {
-      Transaction txn;
-      for (int i = 0; i < 10; ++i)
-        txn.Add(Pod("p" + std::to_string(c * 10 + i), "ns", std::to_string(c)));
-      txn.resource_version = std::to_string(c);
-      ASSERT_OK(store->Commit(txn, nullptr));
-    }
-    std::filesystem::copy(dir.Sub("live"), copy, std::filesystem::copy_options::recursive);
-  }
-  std::string wal;
-  for (const auto& e : std::filesystem::directory_iterator(copy)) {
-    if (e.path().extension() == ".log" &&
-        (wal.empty() || e.file_size() > std::filesystem::file_size(wal)))
-      wal = e.path();
-  }
+  const std::string wal = CrashedWithLoggedCommits(dir, copy);
   ASSERT_FALSE(wal.empty());
   const uintmax_t size = std::filesystem::file_size(wal);
   {
