@@ -56,6 +56,13 @@ class KCACHE_EXPORT ListPager {
                       std::string* resource_version, bool* paginated = nullptr,
                       const std::function<Status()>& restart = nullptr) const;
 
+  // Hands every page to `fn` as it arrives, holding one at a time; the last
+  // has an empty continue_token. `options` may carry a continue token: the
+  // walk then starts at that page. An expired continue token is handled as
+  // by EachListItem: after `restart()`, the unpaginated list is one page.
+  Status EachListPage(ListOptions options, const std::function<Status(ObjectList&)>& fn,
+                      const std::function<Status()>& restart = nullptr) const;
+
  private:
   ListPageFunc page_fn_;
   ListPagerOptions options_;

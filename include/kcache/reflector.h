@@ -6,6 +6,13 @@
 // - With no resume point, or after the watch expired: a streaming list
 //   (sendInitialEvents) where the server offers one, else a paginated LIST,
 //   written into the sink as it arrives and diffed against what it holds.
+// - A sink that holds a relist cut short (a crash, a lost connection) is
+//   listed with a paginated LIST, each page committed with its continue
+//   token (ReplaceSession::Checkpoint): the next attempt continues from the
+//   last committed page of the same server and query while the server still
+//   honours the token, and otherwise lists from the start, diffing what the
+//   cut-short one wrote. Invariant 3 holds: until a list finishes, the sink
+//   has no resume point.
 // - With a resume point: no LIST. One limit=1 probe learns the collection's
 //   current resourceVersion, and the watch starts from the resume point.
 // - A streaming list that fails (other than for 429, a connection failure
@@ -35,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -81,6 +89,15 @@ class KCACHE_EXPORT ReflectorSink {
   virtual Status Apply(std::vector<WatchEvent> events, std::string resource_version) = 0;
   // Starts a relist; see Store::BeginReplace.
   virtual StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() = 0;
+  // A relist cut short, and a session that goes on with it; see
+  // Store::GetCutShortRelist and Store::ContinueReplace. Defaults: none,
+  // and Unimplemented.
+  virtual StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const {
+    return std::optional<CutShortRelist>();
+  }
+  virtual StatusOr<std::unique_ptr<ReplaceSession>> ContinueReplace() {
+    return Status::Unimplemented("this sink cannot continue a relist");
+  }
   // The committed resume point; "" if none (or a relist was cut short).
   virtual std::string ResumeResourceVersion() const = 0;
   // Called once, when the sink first holds the server's state (see
@@ -200,7 +217,10 @@ struct KCACHE_EXPORT ReflectorOptions {
 
 // Counters since the reflector was created.
 struct KCACHE_EXPORT ReflectorStats {
-  uint64_t lists = 0;           // full lists (LIST or streaming), each counted once
+  uint64_t lists = 0;  // full lists (LIST or streaming), each counted once
+  // Full lists that went on from a cut-short one's last committed page
+  // instead of starting over (counted in `lists` too).
+  uint64_t continued_lists = 0;
   uint64_t list_requests = 0;   // LIST requests of full lists (pages)
   uint64_t probes = 0;          // limit=1 LIST probes
   uint64_t watches = 0;         // watch requests opened

@@ -107,6 +107,23 @@ class KCACHE_EXPORT ReplaceSession {
   // Deletes the stored objects that were not put, commits `resource_version`
   // as the resume point, and returns how many objects were unchanged.
   virtual StatusOr<size_t> Finish(std::string resource_version) = 0;
+  // Records `progress`, an opaque string of the lister's (for a paginated
+  // LIST: where its next page starts), as the relist's position after every
+  // object put so far. It is committed with those objects, no sooner and
+  // no later, so that a store that outlives the session (a crash, or the
+  // session abandoned) can go on from there: Store::ContinueReplace.
+  // Default: does nothing (a store that keeps nothing across sessions).
+  virtual Status Checkpoint(std::string progress) {
+    (void)progress;
+    return Status::OK();
+  }
+};
+
+// A relist that began and did not finish (Store::CutShortRelist).
+struct KCACHE_EXPORT CutShortRelist {
+  // What its last committed Checkpoint recorded; empty if none was, or if
+  // what it wrote cannot be continued (the relist must start over).
+  std::string progress;
 };
 
 // Receives a relist's changes as they are committed, chunk by chunk, on the
@@ -144,6 +161,21 @@ class KCACHE_EXPORT Store {
   // `sink` may be null; without one, a persistent store writes a list into
   // an empty store by its cheapest path (table files it ingests).
   virtual StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) = 0;
+
+  // The relist the store holds cut short, if any: one begun in an earlier
+  // session that did not finish. Default: none (a store that keeps nothing
+  // across sessions).
+  virtual StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const {
+    return std::optional<CutShortRelist>();
+  }
+  // Begins a session that goes on with that relist from its progress: what
+  // it wrote stays, and Finish deletes the stored objects that neither put.
+  // FailedPrecondition if there is no progress to go on from. Default:
+  // Unimplemented.
+  virtual StatusOr<std::unique_ptr<ReplaceSession>> ContinueReplace(ChangeSink sink) {
+    (void)sink;
+    return Status::Unimplemented("this store cannot continue a relist");
+  }
 
   // Null if no object has that key.
   virtual StatusOr<ObjectPtr> Get(const Object& object) const = 0;

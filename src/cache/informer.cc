@@ -192,6 +192,8 @@ class InformerSink final : public ReflectorSink {
   explicit InformerSink(Informer* informer) : informer_(informer) {}
   Status Apply(std::vector<WatchEvent> events, std::string rv) override;
   StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() override;
+  StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const override;
+  StatusOr<std::unique_ptr<ReplaceSession>> ContinueReplace() override;
   std::string ResumeResourceVersion() const override;
   void Synced() override;
 
@@ -385,8 +387,12 @@ class Informer final : public SharedIndexInformer {
     return Status::OK();
   }
 
-  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace();
+  // A relist, or (`continuing`) the relist the store holds cut short.
+  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(bool continuing);
 
+  StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const {
+    return indexer_->GetCutShortRelist();
+  }
   std::string ResumeResourceVersion() const { return indexer_->LastSyncResourceVersion(); }
 
   void Synced() {
@@ -572,7 +578,7 @@ class InformerReplaceSession final : public ReplaceSession {
     // committed (reported changes are committed ones).
     if (!finished_) Announce();
   }
-  Status Open() {
+  Status Open(bool continuing) {
     std::lock_guard l(informer_->mu());
     if (first_) {
       informer_->set_first_list(true);
@@ -598,13 +604,19 @@ class InformerReplaceSession final : public ReplaceSession {
         }
       };
     }
-    KCACHE_ASSIGN_OR_RETURN(inner_, informer_->GetIndexer()->BeginReplace(std::move(sink)));
+    Indexer& store = *informer_->GetIndexer();
+    KCACHE_ASSIGN_OR_RETURN(inner_, continuing ? store.ContinueReplace(std::move(sink))
+                                               : store.BeginReplace(std::move(sink)));
     return Status::OK();
   }
   Status Put(ObjectPtr object) override {
     KCACHE_ASSIGN_OR_RETURN(object, informer_->Transform(std::move(object)));
     std::lock_guard l(informer_->mu());
     return inner_->Put(std::move(object));
+  }
+  Status Checkpoint(std::string progress) override {
+    std::lock_guard l(informer_->mu());
+    return inner_->Checkpoint(std::move(progress));
   }
   StatusOr<size_t> Finish(std::string resource_version) override {
     std::lock_guard l(informer_->mu());
@@ -639,7 +651,7 @@ class InformerReplaceSession final : public ReplaceSession {
   std::vector<StoreChange> last_chunk_, deletions_;
 };
 
-StatusOr<std::unique_ptr<ReplaceSession>> Informer::BeginReplace() {
+StatusOr<std::unique_ptr<ReplaceSession>> Informer::BeginReplace(bool continuing) {
   bool first;
   {
     std::lock_guard l(mu_);
@@ -647,7 +659,7 @@ StatusOr<std::unique_ptr<ReplaceSession>> Informer::BeginReplace() {
     first = !synced_ && (size == 0 || first_list_pending_);
   }
   auto session = std::make_unique<InformerReplaceSession>(this, first);
-  KCACHE_RETURN_IF_ERROR(session->Open());
+  KCACHE_RETURN_IF_ERROR(session->Open(continuing));
   return std::unique_ptr<ReplaceSession>(std::move(session));
 }
 
@@ -655,7 +667,13 @@ Status InformerSink::Apply(std::vector<WatchEvent> events, std::string rv) {
   return informer_->Apply(std::move(events), std::move(rv));
 }
 StatusOr<std::unique_ptr<ReplaceSession>> InformerSink::BeginReplace() {
-  return informer_->BeginReplace();
+  return informer_->BeginReplace(false);
+}
+StatusOr<std::optional<CutShortRelist>> InformerSink::GetCutShortRelist() const {
+  return informer_->GetCutShortRelist();
+}
+StatusOr<std::unique_ptr<ReplaceSession>> InformerSink::ContinueReplace() {
+  return informer_->BeginReplace(true);
 }
 std::string InformerSink::ResumeResourceVersion() const {
   return informer_->ResumeResourceVersion();

@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "cache/backoff.h"
 #include "cache/events.h"
 #include "cache/read_ahead.h"
@@ -63,6 +65,12 @@ class StoreSink final : public ReflectorSink {
   }
   StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() override {
     return store_->BeginReplace(nullptr);
+  }
+  StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const override {
+    return store_->GetCutShortRelist();
+  }
+  StatusOr<std::unique_ptr<ReplaceSession>> ContinueReplace() override {
+    return store_->ContinueReplace(nullptr);
   }
   std::string ResumeResourceVersion() const override { return store_->LastSyncResourceVersion(); }
 
@@ -304,15 +312,32 @@ class ReflectorImpl final : public Reflector {
   // A full list into a replace session, following client-go's ladder:
   // the last resourceVersion seen, then "" once that is unavailable. A
   // streaming list that fails for another reason than 429 or a lost
-  // connection is followed by a paginated LIST at once. Returns the open
-  // watch stream when the list was a streaming one.
+  // connection is followed by a paginated LIST at once. A sink holding a
+  // list cut short gets a paginated LIST, continued from its last
+  // committed page where that can be. Returns the open watch stream when
+  // the list was a streaming one.
   StatusOr<std::unique_ptr<WatchStream>> ListAll(std::stop_token stop) {
     quiet_rule_closed_ = true;
     bool fall_back = false;
+    KCACHE_ASSIGN_OR_RETURN(std::optional<CutShortRelist> cut, sink_->GetCutShortRelist());
+    std::optional<ListProgress> from;
+    if (cut) from = Continuable(cut->progress);
     for (;;) {
       std::string rv = unavailable_ ? "" : LastSyncResourceVersion();
       StatusOr<std::unique_ptr<WatchStream>> result = Status::OK();
-      if (streaming_ && !fall_back) {
+      if (from) {
+        bool refused = false;
+        Status st = PagedList("", stop, &*from, &refused);
+        if (refused) {
+          Emit(ReflectorEvent::Type::kRelist,
+               lw_->Describe() + ": the server would not continue the LIST cut short (" +
+                   std::string(st.message()) + "): listing from the start");
+          from.reset();
+          continue;
+        }
+        result = st.ok() ? StatusOr<std::unique_ptr<WatchStream>>(nullptr)
+                         : StatusOr<std::unique_ptr<WatchStream>>(st);
+      } else if (streaming_ && !fall_back && !cut) {
         bool refused = false;
         result = StreamingList(rv, stop, &refused);
         if (!result.ok() && !stop.stop_requested()) {
@@ -353,20 +378,86 @@ class ReflectorImpl final : public Reflector {
     }
   }
 
-  // A paginated LIST. At a resourceVersion it asks for NotOlderThan: the
-  // server's state at or after it (without the match, a paginated LIST at a
-  // resourceVersion is Exact, the old state itself). A first page that is
-  // not newer than the expired watch's resourceVersion shows a server that
-  // ignored the match (before 1.19): Expired, so that "" follows.
-  Status PagedList(const std::string& rv, std::stop_token stop) {
+  // Where a paginated LIST stands: what ReplaceSession::Checkpoint records
+  // with each page, as JSON.
+  struct ListProgress {
+    std::string continue_token;    // the next page's
+    std::string resource_version;  // the list's
+    std::string server;            // the server's identity ("" if unknown)
+    std::string list;              // what was listed: lw_->Describe()
+    uint64_t objects = 0;          // listed before the next page
+    uint64_t bytes = 0;            // their JSON bytes
+  };
+
+  static std::string Encode(const ListProgress& p) {
+    return nlohmann::json{{"continue", p.continue_token}, {"resourceVersion", p.resource_version},
+                          {"server", p.server},           {"list", p.list},
+                          {"objects", p.objects},         {"bytes", p.bytes}}
+        .dump();
+  }
+
+  // The progress of a list cut short, if this reflector may continue it:
+  // one of the same query, from the same server (as far as its identity
+  // tells). Says why not, otherwise.
+  std::optional<ListProgress> Continuable(const std::string& progress) {
+    std::string why;
+    ListProgress p;
+    if (progress.empty()) {
+      why = "no page of it was committed";
+    } else {
+      nlohmann::json j = nlohmann::json::parse(progress, nullptr, false);
+      if (!j.is_object() || !j.value("continue", nlohmann::json()).is_string()) {
+        why = "its progress record is not one this version wrote";
+      } else {
+        p.continue_token = j.value("continue", "");
+        p.resource_version = j.value("resourceVersion", "");
+        p.server = j.value("server", "");
+        p.list = j.value("list", "");
+        p.objects = j.value("objects", uint64_t{0});
+        p.bytes = j.value("bytes", uint64_t{0});
+        if (p.continue_token.empty()) {
+          why = "its progress record has no continue token";
+        } else if (p.list != lw_->Describe()) {
+          why = "it listed " + p.list;
+        } else if (p.server != identity_) {
+          why = "it listed the server whose identity is " +
+                (p.server.empty() ? std::string("unknown") : p.server) + ", not " +
+                (identity_.empty() ? std::string("this unknown one") : identity_);
+        }
+      }
+    }
+    if (!why.empty()) {
+      Emit(ReflectorEvent::Type::kRelist,
+           lw_->Describe() + ": the last list was cut short and cannot be continued (" + why +
+               "): listing again page by page, keeping what it wrote where it is unchanged");
+      return std::nullopt;
+    }
+    Emit(ReflectorEvent::Type::kRelist,
+         lw_->Describe() + ": continuing the LIST cut short at resourceVersion " +
+             p.resource_version + " after " + std::to_string(p.objects) + " objects");
+    return p;
+  }
+
+  // A paginated LIST, each page checkpointed with its continue token. At a
+  // resourceVersion it asks for NotOlderThan: the server's state at or after
+  // it (without the match, a paginated LIST at a resourceVersion is Exact,
+  // the old state itself). A first page that is not newer than the expired
+  // watch's resourceVersion shows a server that ignored the match (before
+  // 1.19): Expired, so that "" follows. With `from`, it continues that list
+  // instead; `*refused` tells a server that would not (the token expired or
+  // is not its own).
+  Status PagedList(const std::string& rv, std::stop_token stop, const ListProgress* from = nullptr,
+                   bool* refused = nullptr) {
+    Status failed;  // the last page request's error
     ListPager pager(
-        [this, &stop, &rv](const ListOptions& o) -> StatusOr<ObjectList> {
+        [this, &stop, &rv, &failed](const ListOptions& o) -> StatusOr<ObjectList> {
           if (stop.stop_requested()) return Status::Cancelled("stopped");
           {
             std::lock_guard l(mu_);
             ++stats_.list_requests;
           }
           StatusOr<ObjectList> page = lw_->List(o);
+          failed = page.status();
           if (page.ok() && o.continue_token.empty() && !expired_.empty() && rv == expired_) {
             std::optional<int> cmp = Compare(page->resource_version, expired_);
             if (cmp && *cmp <= 0) {
@@ -378,35 +469,71 @@ class ReflectorImpl final : public Reflector {
           return page;
         },
         ListPagerOptions{o_.page_size, true});
-    KCACHE_ASSIGN_OR_RETURN(auto session, sink_->BeginReplace());
+    std::unique_ptr<ReplaceSession> session;
     ListOptions o;
-    o.resource_version = rv;
-    if (!rv.empty() && rv != "0") o.resource_version_match = "NotOlderThan";
     o.limit = o_.page_size;
     o.cancel = stop;
+    // Objects and bytes listed: by this request (n, bytes) and in all
+    // (before the cut plus n, for the checkpoints).
+    uint64_t n = 0, bytes = 0, n0 = 0, bytes0 = 0;
+    if (from) {
+      KCACHE_ASSIGN_OR_RETURN(session, sink_->ContinueReplace());
+      o.continue_token = from->continue_token;
+      n0 = from->objects;
+      bytes0 = from->bytes;
+    } else {
+      KCACHE_ASSIGN_OR_RETURN(session, sink_->BeginReplace());
+      o.resource_version = rv;
+      if (!rv.empty() && rv != "0") o.resource_version_match = "NotOlderThan";
+    }
     std::string list_rv;
-    uint64_t n = 0, bytes = 0;
-    Listing(0, 0);
-    KCACHE_RETURN_IF_ERROR(pager.EachListItem(
+    bool first = true, continued = from != nullptr;
+    Listing(n0, bytes0);
+    Status st = pager.EachListPage(
         o,
-        [&](const ObjectPtr& obj) {
-          ++n;
-          bytes += obj->byte_size();
-          Listing(n, bytes);
-          return session->Put(obj);
+        [&](ObjectList& page) -> Status {
+          if (first) list_rv = page.resource_version;
+          first = false;
+          for (ObjectPtr& obj : page.items) {
+            ++n;
+            bytes += obj->byte_size();
+            KCACHE_RETURN_IF_ERROR(session->Put(std::move(obj)));
+          }
+          Listing(n0 + n, bytes0 + bytes);
+          if (page.continue_token.empty()) return Status::OK();
+          return session->Checkpoint(Encode(
+              {page.continue_token, list_rv, identity_, lw_->Describe(), n0 + n, bytes0 + bytes}));
         },
-        &list_rv, nullptr,
         [&]() -> Status {
+          // The token of the first page asked for: the list cut short
+          // cannot go on.
+          if (from && first) {
+            *refused = true;
+            return failed;
+          }
           // A continue token expired: the pager lists everything again in
           // one request, into a new session (the old one is dropped unfinished).
           session.reset();
-          n = bytes = 0;
+          n = bytes = n0 = bytes0 = 0;
+          first = true;
+          continued = false;
           Listing(0, 0);
           KCACHE_ASSIGN_OR_RETURN(session, sink_->BeginReplace());
           return Status::OK();
-        }));
+        });
+    if (!st.ok()) {
+      // A token the server cannot read (400) or will not honour (422).
+      if (from && first && IsStreamingListRefused(st)) *refused = true;
+      return st;
+    }
     KCACHE_ASSIGN_OR_RETURN(size_t unchanged, session->Finish(list_rv));
-    Listed("LIST", n, bytes, unchanged, list_rv);
+    if (continued) {
+      std::lock_guard l(mu_);
+      ++stats_.continued_lists;
+    }
+    const std::string how = continued ? "LIST (continued after " + std::to_string(n0) + " objects)"
+                                      : std::string("LIST");
+    Listed(how, n, bytes, unchanged, list_rv);
     return Status::OK();
   }
 
@@ -471,7 +598,7 @@ class ReflectorImpl final : public Reflector {
     stats_.listing_bytes = bytes;
   }
 
-  void Listed(const char* how, uint64_t n, uint64_t bytes, size_t unchanged,
+  void Listed(const std::string& how, uint64_t n, uint64_t bytes, size_t unchanged,
               const std::string& rv) {
     {
       std::lock_guard l(mu_);

@@ -40,11 +40,33 @@ Status ListPager::EachListItem(ListOptions options,
                                const std::function<Status(const ObjectPtr&)>& fn,
                                std::string* resource_version, bool* paginated,
                                const std::function<Status()>& restart) const {
+  bool first = true;
+  if (paginated) *paginated = false;
+  std::function<Status()> again;
+  if (restart) {
+    again = [&]() -> Status {
+      first = true;
+      if (paginated) *paginated = false;
+      return restart();
+    };
+  }
+  return EachListPage(
+      std::move(options),
+      [&](ObjectList& page) -> Status {
+        if (first) *resource_version = page.resource_version;
+        if (!first && paginated) *paginated = true;
+        first = false;
+        for (const ObjectPtr& item : page.items) KCACHE_RETURN_IF_ERROR(fn(item));
+        return Status::OK();
+      },
+      again);
+}
+
+Status ListPager::EachListPage(ListOptions options, const std::function<Status(ObjectList&)>& fn,
+                               const std::function<Status()>& restart) const {
   if (options.limit == 0) options.limit = options_.page_size;
   const std::string requested_rv = options.resource_version;
   const std::string requested_match = options.resource_version_match;
-  bool first = true;
-  if (paginated) *paginated = false;
   while (true) {
     StatusOr<ObjectList> page = page_fn_(options);
     if (!page.ok() && page.status().IsExpired() && options_.full_list_if_expired && restart &&
@@ -57,21 +79,16 @@ Status ListPager::EachListItem(ListOptions options,
       options.resource_version = requested_rv;
       options.resource_version_match = requested_match;
       KCACHE_ASSIGN_OR_RETURN(ObjectList full, page_fn_(options));
-      *resource_version = full.resource_version;
-      for (const ObjectPtr& item : full.items) KCACHE_RETURN_IF_ERROR(fn(item));
-      return Status::OK();
+      full.continue_token.clear();
+      return fn(full);
     }
     if (!page.ok()) return page.status();
-    if (first) {
-      *resource_version = page->resource_version;
-      first = false;
-    }
-    for (const ObjectPtr& item : page->items) KCACHE_RETURN_IF_ERROR(fn(item));
-    if (page->continue_token.empty()) return Status::OK();
-    options.continue_token = std::move(page->continue_token);
+    std::string next = page->continue_token;
+    KCACHE_RETURN_IF_ERROR(fn(*page));
+    if (next.empty()) return Status::OK();
+    options.continue_token = std::move(next);
     options.resource_version.clear();
     options.resource_version_match.clear();
-    if (paginated) *paginated = true;
   }
 }
 

@@ -81,6 +81,34 @@ Status MultiGetEach(const Db& db, rocksdb::ColumnFamilyHandle* cf, std::string_v
   return Status::OK();
 }
 
+// The meta record "progress\0ks": where a relist cut short may go on from,
+// committed with the objects it had put (ReplaceSession::Checkpoint).
+struct RelistProgress {
+  // Whether the relist wrote no seen marks: every stored key is one it
+  // listed, in ascending order, and keys past `last_key` were written after
+  // the checkpoint (they are listed again).
+  bool markless = false;
+  std::string last_key;  // its greatest key at the checkpoint (markless only)
+  std::string progress;  // the lister's
+};
+
+// One byte, 'm' (markless) or 's' (seen marks), the last key, \0, the
+// lister's progress. Keys hold no \0.
+std::string EncodeRelistProgress(const RelistProgress& p) {
+  std::string out(1, p.markless ? 'm' : 's');
+  out.append(p.markless ? p.last_key : std::string()).push_back('\0');
+  return out.append(p.progress);
+}
+
+std::optional<RelistProgress> DecodeRelistProgress(std::string_view v) {
+  size_t zero = v.find('\0');
+  if (v.empty() || (v[0] != 'm' && v[0] != 's') || zero == std::string_view::npos) {
+    return std::nullopt;
+  }
+  return RelistProgress{v[0] == 'm', std::string(v.substr(1, zero - 1)),
+                        std::string(v.substr(zero + 1))};
+}
+
 }  // namespace
 
 RocksIndexer::RocksIndexer(std::shared_ptr<Db> db, std::string ks, KeyFunc key_func, Defs defs)
@@ -472,6 +500,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     rocksdb::WriteBatch mark;
     mark.Put(ix_->db_->meta, MetaKey("relist", ix_->ks_), "1");
+    mark.Delete(ix_->db_->meta, MetaKey("progress", ix_->ks_));
     KeyRange seen = SeenRange();
     mark.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
     KCACHE_RETURN_IF_ERROR(ix_->Write(&mark, "start relist of"));
@@ -480,6 +509,36 @@ class RocksReplaceSession final : public ReplaceSession {
     ix_->relist_incomplete_ = true;
     none_stored_ = ix_->count_ == 0;
     if (none_stored_) ix_->markless_ = this;
+    return Status::OK();
+  }
+
+  // Goes on with the relist cut short at `from`, keeping what it wrote
+  // and its seen marks. A markless one first removes the keys written past
+  // its checkpoint: they are listed again, and a markless session must not
+  // meet a key it stored.
+  Status Continue() {
+    std::lock_guard w(ix_->write_mu_);
+    KCACHE_ASSIGN_OR_RETURN(std::optional<std::string> record, ix_->ReadMeta("progress"));
+    std::optional<RelistProgress> progress;
+    if (record) progress = DecodeRelistProgress(*record);
+    {
+      std::lock_guard l(ix_->state_mu_);
+      if (!ix_->relist_incomplete_) progress.reset();
+    }
+    if (!progress) {
+      return Status::FailedPrecondition("keyspace " + ix_->ks_ +
+                                        " holds no relist cut short with progress to go on from");
+    }
+    const RelistProgress& from = *progress;
+    if (from.markless) KCACHE_RETURN_IF_ERROR(DeleteStored(&from.last_key));
+    writes_seen_ = ix_->writes_;
+    std::lock_guard l(ix_->state_mu_);
+    ix_->relist_incomplete_ = true;
+    none_stored_ = from.markless;
+    if (from.markless) {
+      last_key_ = from.last_key;
+      ix_->markless_ = this;
+    }
     return Status::OK();
   }
 
@@ -507,6 +566,9 @@ class RocksReplaceSession final : public ReplaceSession {
     ro.fill_cache = false;
     std::unique_ptr<rocksdb::Iterator> it(db->db->NewIterator(ro, db->rindex));
     rocksdb::WriteBatch batch;
+    // The progress says markless: from now on, not every stored key need be
+    // the relist's, so a crash must start it over.
+    batch.Delete(db->meta, MetaKey("progress", ix_->ks_));
     for (it->Seek(prefix); it->Valid(); it->Next()) {
       batch.Put(db->meta, seen + std::string(View(it->key()).substr(prefix.size())), "");
       if (static_cast<size_t>(batch.Count()) == kChunk) {
@@ -540,6 +602,15 @@ class RocksReplaceSession final : public ReplaceSession {
     return ChunkFull(chunk_.size(), chunk_bytes_) ? Flush() : Status::OK();
   }
 
+  // Ends the chunk here, so that the progress goes into the cache with it.
+  Status Checkpoint(std::string progress) override {
+    KCACHE_RETURN_IF_ERROR(failed_);
+    progress_ = std::move(progress);
+    checkpointed_ = true;
+    if (Status st = Flush(); !st.ok()) return Fail(st);
+    return Status::OK();
+  }
+
   StatusOr<size_t> Finish(std::string resource_version) override {
     KCACHE_RETURN_IF_ERROR(failed_);
     if (Status st = Flush(); !st.ok()) return Fail(st);
@@ -556,7 +627,7 @@ class RocksReplaceSession final : public ReplaceSession {
       // Into an empty keyspace, in key order, with nothing else writing:
       // every stored key was written by this session.
       ix_->markless_ = nullptr;
-    } else if (Status st = DeleteUnseen(); !st.ok()) {
+    } else if (Status st = DeleteStored(); !st.ok()) {
       return Fail(st);
     }
     rocksdb::WriteBatch done;
@@ -564,6 +635,7 @@ class RocksReplaceSession final : public ReplaceSession {
     done.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
     done.Put(ix_->db_->meta, MetaKey("rv", ix_->ks_), resource_version);
     done.Delete(ix_->db_->meta, MetaKey("relist", ix_->ks_));
+    done.Delete(ix_->db_->meta, MetaKey("progress", ix_->ks_));
     const int64_t now_ms = ix_->db_->NowMs();
     done.Put(ix_->db_->meta, MetaKey("time", ix_->ks_), std::to_string(now_ms));
     // A list says what is, not what happened: the journal starts over at it.
@@ -600,7 +672,7 @@ class RocksReplaceSession final : public ReplaceSession {
   // Writes the pending chunk: changed objects, every key's seen mark, and
   // the count the chunk leaves, so that a relist cut short has a true count.
   Status Flush() {
-    if (chunk_.empty()) return Status::OK();
+    if (chunk_.empty() && !progress_) return Status::OK();
     std::lock_guard w(ix_->write_mu_);
     const size_t n = chunk_.size();
     std::vector<std::string> okeys(n);
@@ -612,10 +684,17 @@ class RocksReplaceSession final : public ReplaceSession {
     none_stored_ = none_stored_ && NoOtherWrites() && AscendingChunk();
     if (!none_stored_ && Markless()) KCACHE_RETURN_IF_ERROR(MarkStored());
     const bool marking = !Markless();
+    // A checkpoint goes with the chunk that ends at it.
+    std::optional<std::string> record;
+    if (progress_) {
+      record = EncodeRelistProgress({!marking, last_key_, *std::move(progress_)});
+      progress_.reset();
+    }
     if (!marking && !sink_ && !Logged()) {
       if (!ingester_) ingester_ = std::make_unique<Ingester>(this);
       listed_bytes_ += chunk_bytes_;
-      Chunk chunk{std::move(chunk_), std::move(okeys), chunk_bytes_};
+      Chunk chunk{std::move(chunk_), std::move(okeys), chunk_bytes_, std::move(record),
+                  checkpointed_};
       chunk_.clear();
       in_chunk_.clear();
       chunk_bytes_ = 0;
@@ -627,7 +706,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::vector<rocksdb::PinnableSlice> records(n), reverse(n);
     std::vector<rocksdb::Status> s1(n, rocksdb::Status::NotFound()), s2 = s1;
     const std::shared_ptr<Db>& db = ix_->db_;
-    if (!none_stored_) {
+    if (!none_stored_ && n > 0) {
       db->db->MultiGet({}, db->objects, n, slices.data(), records.data(), s1.data());
       db->db->MultiGet({}, db->rindex, n, slices.data(), reverse.data(), s2.data());
     }
@@ -671,6 +750,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::sort(index_puts.begin(), index_puts.end());
     for (const std::string& k : index_puts) batch.Put(db->index, k, "");
     batch.Put(db->meta, MetaKey("count", ix_->ks_), std::to_string(count));
+    if (record) batch.Put(db->meta, MetaKey("progress", ix_->ks_), *record);
     KCACHE_RETURN_IF_ERROR(ix_->Write(&batch, "relist", Logged(), this));
     writes_seen_ = ix_->writes_;
     listed_bytes_ += chunk_bytes_;
@@ -692,6 +772,8 @@ class RocksReplaceSession final : public ReplaceSession {
     std::unordered_map<std::string, std::vector<std::string>> index_keys;
     size_t added = 0;  // objects in it
     size_t bytes = 0;  // their JSON bytes
+    // The last checkpoint's progress record among its chunks, if any.
+    std::optional<std::string> record;
     Segment(const rocksdb::Options& objects_options, const rocksdb::Options& rindex_options,
             rocksdb::ColumnFamilyHandle* objects_cf, rocksdb::ColumnFamilyHandle* rindex_cf)
         : objects(rocksdb::EnvOptions(), objects_options, objects_cf),
@@ -703,6 +785,10 @@ class RocksReplaceSession final : public ReplaceSession {
     std::vector<Item> items;
     std::vector<std::string> okeys;  // the items' object keys
     size_t bytes = 0;                // their JSON bytes
+    // The progress record of the checkpoint it ends at, if it does.
+    std::optional<std::string> record;
+    // Whether the session checkpoints: its segments then end at one.
+    bool paged = false;
   };
 
   // The path of the session's next table file for `family`.
@@ -748,7 +834,12 @@ class RocksReplaceSession final : public ReplaceSession {
     }
     seg.added += chunk.items.size();
     seg.bytes += chunk.bytes;
-    if (seg.bytes >= db->options.memtable_bytes) return IngestPending();
+    if (chunk.record) seg.record = chunk.record;
+    // A segment of a list that checkpoints ends at a checkpoint, so that
+    // what the cache holds is what its progress says.
+    if (seg.bytes >= db->options.memtable_bytes && (chunk.record || !chunk.paged)) {
+      return IngestPending();
+    }
     return Status::OK();
   }
 
@@ -766,11 +857,13 @@ class RocksReplaceSession final : public ReplaceSession {
     const std::shared_ptr<Db>& db = ix_->db_;
     const std::string what = "relist " + ix_->ks_;
     const size_t count = Count() + seg->added;
-    KCACHE_RETURN_IF_ERROR(FromRocks(seg->objects.Finish(), what));
-    KCACHE_RETURN_IF_ERROR(FromRocks(seg->rindex.Finish(), what));
     std::vector<rocksdb::IngestExternalFileArg> args;
-    args.push_back(MovedTableFiles(db->objects, {seg->objects_path}));
-    args.push_back(MovedTableFiles(db->rindex, {seg->rindex_path}));
+    if (seg->added > 0) {  // else a checkpoint alone
+      KCACHE_RETURN_IF_ERROR(FromRocks(seg->objects.Finish(), what));
+      KCACHE_RETURN_IF_ERROR(FromRocks(seg->rindex.Finish(), what));
+      args.push_back(MovedTableFiles(db->objects, {seg->objects_path}));
+      args.push_back(MovedTableFiles(db->rindex, {seg->rindex_path}));
+    }
     auto write_table = [&](rocksdb::ColumnFamilyHandle* cf, const char* family,
                            auto&& put_all) -> Status {
       KCACHE_ASSIGN_OR_RETURN(std::string path, NextTablePath(family));
@@ -799,13 +892,16 @@ class RocksReplaceSession final : public ReplaceSession {
       }
       return Status::OK();
     };
-    auto put_count = [&](rocksdb::SstFileWriter& w) -> Status {
-      return FromRocks(w.Put(MetaKey("count", ix_->ks_), std::to_string(count)), what);
+    auto put_meta = [&](rocksdb::SstFileWriter& w) -> Status {
+      KCACHE_RETURN_IF_ERROR(
+          FromRocks(w.Put(MetaKey("count", ix_->ks_), std::to_string(count)), what));
+      if (!seg->record) return Status::OK();
+      return FromRocks(w.Put(MetaKey("progress", ix_->ks_), *seg->record), what);
     };
     if (!seg->index_keys.empty()) {
       KCACHE_RETURN_IF_ERROR(write_table(db->index, kIndexCF, put_index));
     }
-    KCACHE_RETURN_IF_ERROR(write_table(db->meta, kMetaCF, put_count));
+    KCACHE_RETURN_IF_ERROR(write_table(db->meta, kMetaCF, put_meta));
     KCACHE_RETURN_IF_ERROR(FromRocks(db->Ingest(args), "ingest " + what));
     SetCount(count);
     return Status::OK();
@@ -942,12 +1038,13 @@ class RocksReplaceSession final : public ReplaceSession {
     ix_->count_ = count;
   }
 
-  // Deletes the stored objects without a seen mark, a chunk at a time. It
-  // walks the reverse records (one small record per object) beside the seen
-  // marks and reads only the objects it deletes: a walk of the objects would
-  // decompress every one of them, as long as a whole scan.
+  // Deletes stored objects, a chunk at a time: those without a seen mark,
+  // or (`past` set) all whose keys follow `*past`. It walks the reverse
+  // records (one small record per object) beside the seen marks and reads
+  // only the objects it deletes: a walk of the objects would decompress
+  // every one of them, as long as a whole scan.
   // REQUIRES: the writer lock held.
-  Status DeleteUnseen() {
+  Status DeleteStored(const std::string* past = nullptr) {
     size_t count = Count();
     const std::shared_ptr<Db>& db = ix_->db_;
     const auto [prefix, end] = KeyspaceRange(ix_->ks_);
@@ -972,10 +1069,14 @@ class RocksReplaceSession final : public ReplaceSession {
       changes.clear();
       return Status::OK();
     };
-    for (reverse->Seek(prefix); reverse->Valid(); reverse->Next()) {
+    // Keys hold no \0: the first one after `*past` is not below *past + \0.
+    for (reverse->Seek(past ? prefix + *past + std::string(1, '\0') : prefix); reverse->Valid();
+         reverse->Next()) {
       std::string_view key = View(reverse->key()).substr(prefix.size());
-      while (seen->Valid() && View(seen->key()).substr(sprefix.size()) < key) seen->Next();
-      if (seen->Valid() && View(seen->key()).substr(sprefix.size()) == key) continue;
+      if (!past) {
+        while (seen->Valid() && View(seen->key()).substr(sprefix.size()) < key) seen->Next();
+        if (seen->Valid() && View(seen->key()).substr(sprefix.size()) == key) continue;
+      }
       KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> old, DecodeEntries(View(reverse->value())));
       std::string k(key);
       KCACHE_ASSIGN_OR_RETURN(ObjectPtr old_obj, ix_->GetByKey(k));
@@ -1006,9 +1107,11 @@ class RocksReplaceSession final : public ReplaceSession {
   size_t chunk_bytes_ = 0;   // JSON bytes of chunk_
   size_t listed_bytes_ = 0;  // JSON bytes of the chunks written, unchanged objects included
   size_t unchanged_ = 0;
-  bool none_stored_ = false;  // no key this session writes is stored yet
-  uint64_t writes_seen_ = 0;  // the keyspace's writes after the session's last
-  std::string last_key_;      // the greatest key written so far
+  std::optional<std::string> progress_;  // the checkpoint the next chunk ends at
+  bool checkpointed_ = false;            // whether Checkpoint was called
+  bool none_stored_ = false;             // no key this session writes is stored yet
+  uint64_t writes_seen_ = 0;             // the keyspace's writes after the session's last
+  std::string last_key_;                 // the greatest key written so far
   Status failed_;
 };
 
@@ -1018,6 +1121,33 @@ StatusOr<std::unique_ptr<ReplaceSession>> RocksIndexer::BeginReplace(ChangeSink 
   KCACHE_RETURN_IF_ERROR(CheckWritable());
   auto session = std::make_unique<RocksReplaceSession>(this, std::move(sink));
   KCACHE_RETURN_IF_ERROR(session->Begin());
+  return std::unique_ptr<ReplaceSession>(std::move(session));
+}
+
+StatusOr<std::optional<CutShortRelist>> RocksIndexer::GetCutShortRelist() const {
+  bool incomplete;
+  if (db_->read_only) {
+    KCACHE_ASSIGN_OR_RETURN(std::optional<std::string> relist, ReadMeta("relist"));
+    incomplete = relist.has_value();
+  } else {
+    std::lock_guard l(state_mu_);
+    incomplete = relist_incomplete_;
+  }
+  if (!incomplete) return std::optional<CutShortRelist>();
+  KCACHE_ASSIGN_OR_RETURN(std::optional<std::string> record, ReadMeta("progress"));
+  CutShortRelist out;
+  if (record) {
+    if (std::optional<RelistProgress> p = DecodeRelistProgress(*record)) {
+      out.progress = std::move(p->progress);
+    }
+  }
+  return std::optional<CutShortRelist>(std::move(out));
+}
+
+StatusOr<std::unique_ptr<ReplaceSession>> RocksIndexer::ContinueReplace(ChangeSink sink) {
+  KCACHE_RETURN_IF_ERROR(CheckWritable());
+  auto session = std::make_unique<RocksReplaceSession>(this, std::move(sink));
+  KCACHE_RETURN_IF_ERROR(session->Continue());
   return std::unique_ptr<ReplaceSession>(std::move(session));
 }
 

@@ -42,6 +42,8 @@ class RocksIndexer final : public StoredIndexer {
   StatusOr<ReplaceResult> Replace(std::vector<ObjectPtr> objects,
                                   std::string resource_version) override;
   StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) override;
+  StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const override;
+  StatusOr<std::unique_ptr<ReplaceSession>> ContinueReplace(ChangeSink sink) override;
   StatusOr<size_t> Size() const override;
   std::string LastSyncResourceVersion() const override;
   Status Resync() override { return Status::OK(); }

@@ -6,12 +6,14 @@
 #include <thread>
 
 #include "cache/backoff.h"
+#include "kcache/cache.h"
 #include "kcache/indexer.h"
 #include "testing/eventually.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_lister_watcher.h"
 #include "testing/objects.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace kcache {
 namespace {
@@ -834,6 +836,196 @@ TEST(ReflectorTest, ExpiredContinueTokenFallsBackToOneFullList) {
   EXPECT_EQ(*r.store->GetByKey("ns/a"), nullptr);
   EXPECT_EQ(r.store->LastSyncResourceVersion(), "20");
   EXPECT_EQ(r.lw->watch_calls()[0].resource_version, "20");
+}
+
+// A page of a paginated LIST, with its continue token.
+ObjectList Page(std::vector<ObjectPtr> items, std::string rv, std::string next) {
+  ObjectList l = ListOf(std::move(items), std::move(rv));
+  l.continue_token = std::move(next);
+  return l;
+}
+
+// A rig whose store is a cache's keyspace, which keeps a relist's progress.
+struct CacheRig : Rig {
+  CacheRig() {
+    cache = *Cache::Open(dir.path());
+    store = *cache->OpenKeyspace("pods");
+    options.page_size = 1;
+  }
+  ~CacheRig() {  // before the cache goes
+    thread.request_stop();
+    if (thread.joinable()) thread.join();
+  }
+  testing::TempDir dir;
+  std::shared_ptr<Cache> cache;
+};
+
+std::vector<std::string> Keys(const Indexer& store) {
+  auto keys = store.ListKeys();
+  EXPECT_OK(keys);
+  return keys.ok() ? *keys : std::vector<std::string>{};
+}
+
+// Invariant 3 with the progress kept: a paginated LIST cut short (the
+// connection lost on its third page) has committed each page with its
+// continue token; the next list goes on from the last page committed,
+// without a resourceVersion (the token carries the list's), and writes
+// only the pages it had not.
+TEST(ReflectorTest, AListCutShortContinuesFromItsLastCommittedPage) {
+  CacheRig r;
+  r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
+  r.lw->QueueList(Page({testing::Pod("b", "ns", "6")}, "10", "c2"));
+  r.lw->QueueList(Status::Unavailable("connection reset by peer"));
+  r.lw->QueueList(Page({testing::Pod("c", "ns", "7")}, "10", ""));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(3, 0);
+  r.clock->WaitForSleepers(1);
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "") << "invariant 3: no resume point yet";
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(4, 1);
+  auto calls = r.lw->list_calls();
+  ASSERT_EQ(calls.size(), 4u);
+  EXPECT_EQ(calls[2].continue_token, "c2");
+  EXPECT_EQ(calls[3].continue_token, "c2");
+  EXPECT_EQ(calls[3].resource_version, "");
+  EXPECT_EQ(calls[3].resource_version_match, "");
+  EXPECT_EQ(calls[3].limit, 1);
+  EXPECT_EQ(Keys(*r.store), (std::vector<std::string>{"ns/a", "ns/b", "ns/c"}));
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "10");
+  EXPECT_EQ(r.lw->watch_calls()[0].resource_version, "10");
+  ReflectorStats stats = r.reflector->stats();
+  EXPECT_EQ(stats.lists, 1u);
+  EXPECT_EQ(stats.continued_lists, 1u);
+  EXPECT_EQ(stats.listed_objects, 1u) << "only the page the continued list received";
+  auto relists = r.Events(ReflectorEvent::Type::kRelist);
+  ASSERT_EQ(relists.size(), 1u);
+  EXPECT_EQ(relists[0].message,
+            "fakes: continuing the LIST cut short at resourceVersion 10 after 2 objects");
+  auto listed = r.Events(ReflectorEvent::Type::kListed);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].message,
+            "fakes: LIST (continued after 2 objects) of 1 objects at resourceVersion 10 applied "
+            "(1 written, 0 unchanged)");
+  auto cut = r.store->GetCutShortRelist();
+  ASSERT_OK(cut);
+  EXPECT_FALSE(cut->has_value());
+  w->End();
+}
+
+// A continue token the server no longer honours (410: etcd compacted past
+// the list's resourceVersion while the process was down) or cannot read
+// (400: another server's): the list starts over from the first page, and
+// what the cut-short one wrote is compared, not rewritten; what is gone
+// since is deleted.
+TEST(ReflectorTest, AContinueTokenTheServerRefusesListsFromTheStart) {
+  for (Status refusal : {Status::Expired("The provided continue parameter is too old"),
+                         Status(StatusCode::kInvalidArgument, "continue key is not valid")
+                             .WithHttpError(HttpError{.http_code = 400, .reason = "BadRequest"})}) {
+    SCOPED_TRACE(refusal.ToString());
+    CacheRig r;
+    r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
+    r.lw->QueueList(Page({testing::Pod("b", "ns", "6")}, "10", "c2"));
+    r.lw->QueueList(Status::Unavailable("connection reset by peer"));
+    r.lw->QueueList(refusal);
+    r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "30", "d1"));
+    r.lw->QueueList(Page({testing::Pod("c", "ns", "25")}, "30", ""));
+    auto w = r.lw->QueueWatch();
+    r.Start();
+    r.lw->WaitForCalls(3, 0);
+    r.clock->WaitForSleepers(1);
+    r.clock->Advance(std::chrono::seconds(2));
+    r.lw->WaitForCalls(6, 1);
+    auto calls = r.lw->list_calls();
+    ASSERT_EQ(calls.size(), 6u);
+    EXPECT_EQ(calls[3].continue_token, "c2");
+    EXPECT_EQ(calls[4].continue_token, "");
+    EXPECT_EQ(calls[4].resource_version, "");
+    EXPECT_EQ(calls[4].limit, 1) << "paginated again: its pages keep their progress";
+    EXPECT_EQ(calls[5].continue_token, "d1");
+    EXPECT_EQ(Keys(*r.store), (std::vector<std::string>{"ns/a", "ns/c"}));
+    EXPECT_EQ(r.store->LastSyncResourceVersion(), "30");
+    EXPECT_EQ(r.reflector->stats().continued_lists, 0u);
+    auto listed = r.Events(ReflectorEvent::Type::kListed);
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0].message,
+              "fakes: LIST of 2 objects at resourceVersion 30 applied (1 written, 1 unchanged)");
+    auto relists = r.Events(ReflectorEvent::Type::kRelist);
+    ASSERT_EQ(relists.size(), 2u);
+    EXPECT_EQ(relists[1].message, "fakes: the server would not continue the LIST cut short (" +
+                                      std::string(refusal.message()) + "): listing from the start");
+    w->End();
+  }
+}
+
+// A streaming list keeps no continue token: one cut short is followed by a
+// paginated LIST (whose pages keep their progress), not by another
+// streaming list that a crash loop would cut short again and again. Later
+// relists stream again.
+TEST(ReflectorTest, AStreamingListCutShortIsFollowedByAPaginatedOne) {
+  CacheRig r;
+  r.options.streaming_list = true;
+  r.options.page_size = 500;
+  auto stream = r.lw->QueueWatch();
+  stream->Push(Event(WatchEventType::kAdded, testing::Pod("a", "ns", "5")));
+  stream->Fail(Status::Unavailable("connection reset by peer"));
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5"), testing::Pod("b", "ns", "6")}, "10"));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(1, 2);
+  EXPECT_TRUE(r.lw->watch_calls()[0].send_initial_events);
+  EXPECT_EQ(r.lw->list_calls()[0].limit, 500);
+  EXPECT_FALSE(r.lw->watch_calls()[1].send_initial_events);
+  EXPECT_EQ(r.lw->watch_calls()[1].resource_version, "10");
+  EXPECT_EQ(Keys(*r.store), (std::vector<std::string>{"ns/a", "ns/b"}));
+  auto relists = r.Events(ReflectorEvent::Type::kRelist);
+  ASSERT_EQ(relists.size(), 1u);
+  EXPECT_EQ(relists[0].message,
+            "fakes: the last list was cut short and cannot be continued (no page of it was "
+            "committed): listing again page by page, keeping what it wrote where it is unchanged");
+  auto again = r.lw->QueueWatch();
+  w->Fail(Status::Expired("too old resource version: 10 (11)"));
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+  r.lw->WaitForCalls(1, 3);
+  EXPECT_TRUE(r.lw->watch_calls()[2].send_initial_events);
+  again->End();
+}
+
+// A continue token is another server's when the identity differs: the
+// list starts over rather than mix two clusters' pages.
+TEST(ReflectorTest, AListCutShortOnAnotherServerIsNotContinued) {
+  testing::TempDir dir;
+  {
+    CacheRig r;
+    r.options.server_identity = [] { return StatusOr<std::string>(std::string("uid-1")); };
+    r.cache = *Cache::Open(dir.path());
+    r.store = *r.cache->OpenKeyspace("pods");
+    r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
+    r.lw->QueueList(Status::Unavailable("connection reset by peer"));
+    r.Start();
+    r.lw->WaitForCalls(2, 0);
+    r.clock->WaitForSleepers(1);
+  }
+  CacheRig r;
+  r.options.server_identity = [] { return StatusOr<std::string>(std::string("uid-2")); };
+  r.cache = *Cache::Open(dir.path());
+  r.store = *r.cache->OpenKeyspace("pods");
+  r.lw->QueueList(Page({testing::Pod("b", "ns", "50")}, "60", ""));
+  auto w = r.lw->QueueWatch();
+  r.Start();
+  r.lw->WaitForCalls(1, 1);
+  EXPECT_EQ(r.lw->list_calls()[0].continue_token, "");
+  EXPECT_EQ(Keys(*r.store), (std::vector<std::string>{"ns/b"}));
+  auto relists = r.Events(ReflectorEvent::Type::kRelist);
+  ASSERT_EQ(relists.size(), 1u);
+  EXPECT_EQ(relists[0].message,
+            "fakes: the last list was cut short and cannot be continued (it listed the server "
+            "whose identity is uid-1, not uid-2): listing again page by page, keeping what it "
+            "wrote where it is unchanged");
+  w->End();
 }
 
 // A streaming list that fails (here a 500) is followed at once by a LIST,

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <random>
@@ -400,6 +402,191 @@ TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
   EXPECT_GE(prefixes[0], 1);
   EXPECT_GE(prefixes[1], 1);
   EXPECT_GE(whole, 4);
+}
+
+// A relist killed again and again keeps its progress: every page is
+// checkpointed (as a paginated LIST does with its continue token), and each
+// new child continues from the progress the killed one left. After every
+// kill the cache passes Verify, holds every object the progress claims
+// (a checkpoint is never committed before its objects), and no resume point
+// (invariant 3); the relist ends as one never cut, in far fewer pages than
+// starting over would write. Over an empty keyspace (no seen marks: what
+// follows the checkpoint is dropped) and over an older list (seen marks:
+// what neither child listed is deleted at the end); children with and
+// without a change sink take turns (batches, or ingested table files).
+constexpr int kPageSize = 500;
+constexpr int kPages = kRelistPods / kPageSize;
+
+[[noreturn]] void CheckpointedRelist(const std::string& dir, int to_parent, bool sink) {
+  CacheOptions options;
+  options.memtable_bytes = size_t{2} << 20;
+  auto cache = Cache::Open(dir, options);
+  if (!cache.ok()) Die(cache.status());
+  auto store = (*cache)->OpenKeyspace("pods");
+  if (!store.ok()) Die(store.status());
+  ChangeSink changes;
+  if (sink) changes = [](std::vector<StoreChange>) {};
+  auto cut = (*store)->GetCutShortRelist();
+  if (!cut.ok()) Die(cut.status());
+  int page = 0;
+  StatusOr<std::unique_ptr<ReplaceSession>> session = Status::OK();
+  if (*cut && !(*cut)->progress.empty()) {
+    page = std::atoi((*cut)->progress.c_str());
+    session = (*store)->ContinueReplace(std::move(changes));
+  } else {
+    session = (*store)->BeginReplace(std::move(changes));
+  }
+  if (!session.ok()) Die(session.status());
+  const char first = static_cast<char>(page);
+  if (write(to_parent, &first, 1) != 1) _exit(3);
+  const std::string pad(3000, 'x');
+  for (int p = page; p < kPages; ++p) {
+    for (int i = p * kPageSize; i < (p + 1) * kPageSize; ++i) {
+      if (Status st = (*session)->Put(Pod(PrefixPodName(i), "ns", "7",
+                                          {{"app", "a" + std::to_string(i % 3)}}, {{"pad", pad}}));
+          !st.ok()) {
+        Die(st);
+      }
+    }
+    if (p + 1 == kPages) break;
+    if (Status st = (*session)->Checkpoint(std::to_string(p + 1)); !st.ok()) Die(st);
+  }
+  if (auto done = (*session)->Finish("7"); !done.ok()) Die(done.status());
+  if (write(to_parent, "f", 1) != 1) _exit(3);
+  pause();  // wait to be killed
+  _exit(0);
+}
+
+constexpr char kContinueDir[] = "KCACHE_CRASH_TEST_CONTINUE_DIR";
+
+TEST(RocksCrashTest, SigkillAgainAndAgainInACheckpointedRelistContinuesIt) {
+  if (const char* child_dir = std::getenv(kContinueDir)) {
+    CheckpointedRelist(child_dir, std::atoi(std::getenv(kChildFd)),
+                       std::string_view(std::getenv(kChildSink)) == "1");
+  }
+  std::mt19937_64 rng(20261127);
+  for (bool over_older : {false, true}) {
+    SCOPED_TRACE(over_older ? "over an older list" : "into an empty keyspace");
+    TempDir dir;
+    if (over_older) {  // 300 keys the relist lacks, and every tenth of its own
+      auto cache = Cache::Open(dir.path());
+      ASSERT_OK(cache);
+      auto store = (*cache)->OpenKeyspace("pods");
+      ASSERT_OK(store);
+      std::vector<ObjectPtr> older;
+      for (int i = 0; i < kRelistPods; i += 10) older.push_back(Pod(PrefixPodName(i), "ns", "3"));
+      for (int i = 0; i < 300; ++i) older.push_back(Pod("q" + std::to_string(i), "ns", "3"));
+      ASSERT_OK((*store)->Replace(older, "3"));
+    }
+    std::string target;  // the children's cache
+    auto spawn = [&](int round, int* from_child) {
+      return Spawn(
+          [&](int to_parent) {
+            setenv(kContinueDir, target.c_str(), 1);
+            setenv(kChildFd, std::to_string(to_parent).c_str(), 1);
+            setenv(kChildSink, round % 2 == 1 ? "1" : "0", 1);
+            const int quiet = open("/dev/null", O_WRONLY);
+            if (quiet < 0 || dup2(quiet, STDOUT_FILENO) < 0) return;
+            execl("/proc/self/exe", "/proc/self/exe",
+                  "--gtest_filter=RocksCrashTest."
+                  "SigkillAgainAndAgainInACheckpointedRelistContinuesIt",
+                  static_cast<char*>(nullptr));
+          },
+          from_child);
+    };
+    // Time a whole relist in a copy, then kill each child a random part
+    // of that time after it starts: kills land inside the relist however
+    // fast the machine, and each child gets further than the one before.
+    double relist_us = 0;
+    {
+      TempDir copy;
+      target = copy.Sub("cache");
+      std::filesystem::copy(dir.path(), target, std::filesystem::copy_options::recursive);
+      int from_child;
+      pid_t child = spawn(0, &from_child);
+      ASSERT_GE(child, 0);
+      char byte;
+      ASSERT_EQ(read(from_child, &byte, 1), 1);
+      const auto start = std::chrono::steady_clock::now();
+      ASSERT_EQ(read(from_child, &byte, 1), 1) << "the relist failed";
+      relist_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
+      close(from_child);
+      kill(child, SIGKILL);
+      waitpid(child, nullptr, 0);
+    }
+    target = dir.path();
+    int progress = 0, pages_started = 0, continued = 0, round = 0;
+    // Pages a child started from (kPages less its first): the whole list
+    // each time if nothing were kept.
+    bool finished = false;
+    for (; round < 40 && !finished; ++round) {
+      int from_child;
+      pid_t child = spawn(round, &from_child);
+      ASSERT_GE(child, 0);
+      char first;
+      ASSERT_EQ(read(from_child, &first, 1), 1) << "round " << round;
+      ASSERT_EQ(first, progress) << "round " << round << ": a child starts where the last left";
+      pages_started += kPages - first;
+      continued += first > 0;
+      usleep(static_cast<useconds_t>(std::uniform_real_distribution<double>(0.1, 0.6)(rng) *
+                                     relist_us));
+      close(from_child);
+      std::shared_ptr<Cache> cache;
+      ASSERT_NO_FATAL_FAILURE(KillThenReopen(child, dir.path(), round, &cache));
+      auto store = cache->OpenKeyspace("pods");
+      ASSERT_OK(store) << store.status();
+      if ((*store)->LastSyncResourceVersion() == "7") {
+        finished = true;
+        break;
+      }
+      ASSERT_EQ((*store)->LastSyncResourceVersion(), "") << "round " << round;
+      auto cut = (*store)->GetCutShortRelist();
+      ASSERT_OK(cut);
+      ASSERT_TRUE(cut->has_value()) << "round " << round;
+      const int now = (*cut)->progress.empty() ? 0 : std::atoi((*cut)->progress.c_str());
+      // A child that is cut before its first checkpoint leaves none only
+      // if it began afresh: once there is progress, it stays or grows.
+      ASSERT_GE(now, progress) << "round " << round;
+      progress = now;
+      for (int i = 0; i < progress * kPageSize; ++i) {
+        auto obj = (*store)->GetByKey("ns/" + PrefixPodName(i));
+        ASSERT_OK(obj);
+        ASSERT_NE(*obj, nullptr) << "round " << round << ": progress " << progress << " without "
+                                 << PrefixPodName(i);
+        ASSERT_EQ((*obj)->resource_version(), "7") << "round " << round;
+      }
+      auto keys = (*store)->ListKeys();
+      ASSERT_OK(keys);
+      ASSERT_EQ(*(*store)->Size(), keys->size()) << "round " << round;
+    }
+    ASSERT_TRUE(finished) << "not finished after " << round << " kills";
+    auto cache = Cache::Open(dir.path());
+    ASSERT_OK(cache);
+    auto store = (*cache)->OpenKeyspace("pods");
+    ASSERT_OK(store);
+    auto keys = (*store)->ListKeys();
+    ASSERT_OK(keys);
+    ASSERT_EQ(keys->size(), static_cast<size_t>(kRelistPods));
+    for (int i = 0; i < kRelistPods; ++i) ASSERT_EQ((*keys)[i], "ns/" + PrefixPodName(i));
+    EXPECT_EQ(*(*store)->Size(), static_cast<size_t>(kRelistPods));
+    size_t labelled = 0;
+    for (const char* app : {"app=a0", "app=a1", "app=a2"}) {
+      labelled += (*store)->IndexKeys(kLabelIndex, app)->size();
+    }
+    EXPECT_EQ(labelled, static_cast<size_t>(kRelistPods));
+    auto cut = (*store)->GetCutShortRelist();
+    ASSERT_OK(cut);
+    EXPECT_FALSE(cut->has_value());
+    std::printf(
+        "%s: finished after %d kills; its children started %d pages in all (every "
+        "kill lands before a whole list's time: starting over, %d and never done)\n",
+        over_older ? "over an older list" : "into an empty keyspace", round, pages_started,
+        (round + 1) * kPages);
+    EXPECT_GE(round, 1) << "no kill landed inside the relist";
+    EXPECT_EQ(continued, round) << "every child after a kill continued";
+  }
 }
 
 }  // namespace

@@ -376,6 +376,211 @@ TEST(RocksStoreTest, StreamedRelistInChunks) {
   EXPECT_OK((*cache)->Verify());
 }
 
+// Pod "ns/c<i>", `i` zero-padded so that keys ascend with it.
+ObjectPtr Numbered(int i, const std::string& rv = "1") {
+  char name[16];
+  std::snprintf(name, sizeof name, "c%05d", i);
+  return Pod(name, "ns", rv, {{"app", "a" + std::to_string(i % 3)}});
+}
+
+// The progress of the keyspace's relist cut short ("-" if none).
+std::string CutShort(const Indexer& store) {
+  auto cut = store.GetCutShortRelist();
+  EXPECT_OK(cut);
+  return cut.ok() && cut->has_value() ? (*cut)->progress : "-";
+}
+
+void ExpectVerified(const std::string& dir) {
+  auto cache = Cache::OpenReadOnly(dir);
+  ASSERT_OK(cache) << cache.status();
+  Status verified = (*cache)->Verify();
+  EXPECT_OK(verified) << verified;
+}
+
+// Invariant 3 with the progress kept: a checkpoint is committed with the
+// objects put before it (those put after it and not yet written are lost
+// with the session); a session reopened after the cache is continues from
+// it, and the relist ends as one that was never cut.
+TEST(RocksStoreTest, ARelistCutShortContinuesFromItsLastCheckpoint) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path());
+    EXPECT_EQ(CutShort(*store), "-");
+    auto session = store->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    for (int i = 0; i < 10; ++i) ASSERT_OK((*session)->Put(Numbered(i)));
+    ASSERT_OK((*session)->Checkpoint("page 2"));
+    for (int i = 10; i < 15; ++i) ASSERT_OK((*session)->Put(Numbered(i)));
+  }  // abandoned: as a crash after the checkpoint
+  auto store = OpenPods(dir.path());
+  EXPECT_EQ(CutShort(*store), "page 2");
+  EXPECT_EQ(store->LastSyncResourceVersion(), "");
+  EXPECT_EQ(*store->Size(), 10u);
+  std::vector<StoreChange> changes;
+  auto session = store->ContinueReplace(
+      [&](std::vector<StoreChange> c) { changes.insert(changes.end(), c.begin(), c.end()); });
+  ASSERT_OK(session) << session.status();
+  for (int i = 10; i < 20; ++i) ASSERT_OK((*session)->Put(Numbered(i)));
+  auto unchanged = (*session)->Finish("9");
+  ASSERT_OK(unchanged);
+  EXPECT_EQ(*unchanged, 0u);
+  EXPECT_EQ(changes.size(), 10u) << "the ten it added, nothing deleted";
+  EXPECT_EQ(store->LastSyncResourceVersion(), "9");
+  EXPECT_EQ(*store->Size(), 20u);
+  EXPECT_EQ(store->IndexKeys(kLabelIndex, "app=a0")->size(), 7u);
+  EXPECT_EQ(CutShort(*store), "-");
+  auto again = store->ContinueReplace(nullptr);
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status();
+  ExpectVerified(dir.path());
+}
+
+// A relist into an empty keyspace writes no seen marks, so it must never
+// meet a key it stored: keys written after its last checkpoint (a chunk
+// that filled mid-page) are removed, and reported deleted, before it goes
+// on; listed again, they are counted once.
+TEST(RocksStoreTest, AContinuedFirstListDropsWhatFollowsItsCheckpoint) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path());
+    auto session = store->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    for (int i = 0; i < 10; ++i) ASSERT_OK((*session)->Put(Numbered(i)));
+    ASSERT_OK((*session)->Checkpoint("after 10"));
+    for (int i = 10; i < 1010; ++i) ASSERT_OK((*session)->Put(Numbered(i)));  // one chunk written
+  }
+  auto store = OpenPods(dir.path());
+  EXPECT_EQ(*store->Size(), 1010u);
+  EXPECT_EQ(CutShort(*store), "after 10");
+  std::map<StoreChange::Type, size_t> by_type;
+  auto session = store->ContinueReplace([&](std::vector<StoreChange> changes) {
+    for (auto& c : changes) ++by_type[c.type];
+  });
+  ASSERT_OK(session);
+  EXPECT_EQ(*store->Size(), 10u);
+  for (int i = 10; i < 1500; ++i) ASSERT_OK((*session)->Put(Numbered(i)));
+  ASSERT_OK((*session)->Finish("9"));
+  EXPECT_EQ(by_type[StoreChange::Type::kDeleted], 1000u);
+  EXPECT_EQ(by_type[StoreChange::Type::kAdded], 1490u);
+  EXPECT_EQ(*store->Size(), 1500u);
+  EXPECT_EQ(store->ListKeys()->size(), 1500u);
+  EXPECT_EQ(store->IndexKeys(kLabelIndex, "app=a1")->size(), 500u);
+  ExpectVerified(dir.path());
+}
+
+// A relist over a full keyspace marks what it listed: continued, it keeps
+// its marks, so that Finish deletes exactly what neither session listed.
+TEST(RocksStoreTest, AContinuedRelistDeletesWhatNeitherSessionListed) {
+  TempDir dir;
+  {
+    auto store = OpenPods(dir.path());
+    std::vector<ObjectPtr> old;
+    for (int i = 0; i < 30; ++i) old.push_back(Numbered(i));
+    ASSERT_OK(store->Replace(old, "5"));
+    auto session = store->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    for (int i = 0; i < 10; i += 2) ASSERT_OK((*session)->Put(Numbered(i, i == 4 ? "8" : "1")));
+    ASSERT_OK((*session)->Checkpoint("half"));
+  }
+  auto store = OpenPods(dir.path());
+  EXPECT_EQ(CutShort(*store), "half");
+  EXPECT_EQ(*store->Size(), 30u);
+  auto session = store->ContinueReplace(nullptr);
+  ASSERT_OK(session);
+  for (int i = 10; i < 20; i += 2) ASSERT_OK((*session)->Put(Numbered(i)));
+  ASSERT_OK((*session)->Put(Numbered(40)));
+  auto unchanged = (*session)->Finish("9");
+  ASSERT_OK(unchanged);
+  EXPECT_EQ(*unchanged, 5u) << "this session's unchanged objects";
+  std::vector<std::string> want;
+  for (int i = 0; i < 20; i += 2) want.push_back("ns/" + Numbered(i)->name());
+  want.push_back("ns/c00040");
+  EXPECT_EQ(*store->ListKeys(), want);
+  EXPECT_EQ((*store->GetByKey("ns/c00004"))->resource_version(), "8");
+  ExpectVerified(dir.path());
+}
+
+// A relist begun afresh drops the progress of the one cut short; one cut
+// short before any checkpoint leaves none, and cannot be continued.
+TEST(RocksStoreTest, AFreshRelistDropsTheProgressOfTheOneCutShort) {
+  TempDir dir;
+  auto store = OpenPods(dir.path());
+  {
+    auto session = store->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    ASSERT_OK((*session)->Put(Numbered(0)));
+    ASSERT_OK((*session)->Checkpoint("one"));
+  }
+  EXPECT_EQ(CutShort(*store), "one");
+  {
+    auto session = store->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    ASSERT_OK((*session)->Put(Numbered(1)));
+  }
+  EXPECT_EQ(CutShort(*store), "");
+  EXPECT_EQ(store->ContinueReplace(nullptr).status().code(), StatusCode::kFailedPrecondition);
+  auto result = store->Replace({Numbered(1)}, "3");
+  ASSERT_OK(result);
+  EXPECT_EQ(CutShort(*store), "-");
+  EXPECT_EQ(*store->ListKeys(), std::vector<std::string>{"ns/c00001"});
+}
+
+// A first list written as ingested table files ends each segment at a
+// checkpoint: what a cut leaves is exactly what its progress says, so the
+// continued list stays on the ingesting path with nothing to drop.
+TEST(RocksStoreTest, AnIngestedFirstListEndsItsSegmentsAtCheckpoints) {
+  TempDir dir;
+  CacheOptions options;
+  options.memtable_bytes = size_t{1} << 20;  // logged up to 256 KiB, then segments of 1 MiB
+  // Pages of 1,200 objects: each is two chunks (1,000 and 200), and a
+  // segment fills up at the first chunk of a page.
+  constexpr int kPage = 1200, kPages = 10;
+  auto padded = [](int i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "c%05d", i);
+    return MakeObject(R"({"metadata":{"name":")" + std::string(name) +
+                      R"(","namespace":"ns","resourceVersion":"1","labels":{"app":"a"}},"pad":")" +
+                      std::string(600, 'x') + R"("})");
+  };
+  int cut_at = 7;  // pages put before the cut, the last one half
+  {
+    auto cache = Cache::Open(dir.path(), options);
+    ASSERT_OK(cache);
+    auto store = (*cache)->OpenKeyspace("pods");
+    ASSERT_OK(store);
+    auto session = (*store)->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    for (int p = 0; p < cut_at; ++p) {
+      for (int i = 0; i < kPage; ++i) ASSERT_OK((*session)->Put(padded(p * kPage + i)));
+      ASSERT_OK((*session)->Checkpoint(std::to_string(p + 1)));
+    }
+    for (int i = 0; i < kPage / 2; ++i) ASSERT_OK((*session)->Put(padded(cut_at * kPage + i)));
+  }
+  auto cache = Cache::Open(dir.path(), options);
+  ASSERT_OK(cache);
+  auto store = (*cache)->OpenKeyspace("pods");
+  ASSERT_OK(store);
+  const int from = std::atoi(CutShort(**store).c_str());
+  EXPECT_GT(from, 2) << "some segments went in";
+  EXPECT_LE(from, cut_at);
+  EXPECT_EQ(*(*store)->Size(), static_cast<size_t>(from * kPage)) << "nothing past the checkpoint";
+  auto session = (*store)->ContinueReplace(nullptr);
+  ASSERT_OK(session);
+  for (int p = from; p < kPages; ++p) {
+    for (int i = 0; i < kPage; ++i) ASSERT_OK((*session)->Put(padded(p * kPage + i)));
+    if (p + 1 < kPages) {
+      ASSERT_OK((*session)->Checkpoint(std::to_string(p + 1)));
+    }
+  }
+  ASSERT_OK((*session)->Finish("9"));
+  session->reset();  // a session must not outlive its store
+  EXPECT_EQ(*(*store)->Size(), static_cast<size_t>(kPages * kPage));
+  EXPECT_EQ((*store)->ListKeys()->size(), static_cast<size_t>(kPages * kPage));
+  EXPECT_EQ((*store)->IndexKeys(kLabelIndex, "app=a")->size(), static_cast<size_t>(kPages * kPage));
+  cache->reset();
+  store->reset();
+  ExpectVerified(dir.path());
+}
+
 // The memtable budget is shared out among the families, so that the objects
 // family alone cannot grow past it while another family's memtable is the
 // one the write-buffer manager flushes.

@@ -34,6 +34,12 @@ class CountingIndexer final : public Indexer {
   StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) override {
     return inner_->BeginReplace(std::move(sink));
   }
+  StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const override {
+    return inner_->GetCutShortRelist();
+  }
+  StatusOr<std::unique_ptr<ReplaceSession>> ContinueReplace(ChangeSink sink) override {
+    return inner_->ContinueReplace(std::move(sink));
+  }
   StatusOr<ObjectPtr> Get(const Object& o) const override { return inner_->Get(o); }
   StatusOr<ObjectPtr> GetByKey(std::string_view k) const override {
     ++fetched_;
