@@ -156,7 +156,8 @@ class ReflectorImpl final : public Reflector {
                  rng_()),
         streaming_(o_.streaming_list),
         need_list_(!o_.resume),
-        unavailable_(!o_.resume) {}
+        unavailable_(!o_.resume),
+        sink_trusted_(o_.resume) {}
 
   void Run(std::stop_token stop) override {
     std::stop_callback cancel(stop, [this] {
@@ -370,6 +371,7 @@ class ReflectorImpl final : public Reflector {
       if (result.ok()) {
         need_list_ = false;
         unavailable_ = false;
+        sink_trusted_ = true;
         expired_.clear();
         listed_rv_ = LastSyncResourceVersion();
         MarkSynced();
@@ -402,7 +404,9 @@ class ReflectorImpl final : public Reflector {
   std::optional<ListProgress> Continuable(const std::string& progress) {
     std::string why;
     ListProgress p;
-    if (progress.empty()) {
+    if (!sink_trusted_) {
+      why = "the reflector was asked not to build on what the sink holds";
+    } else if (progress.empty()) {
       why = "no page of it was committed";
     } else {
       nlohmann::json j = nlohmann::json::parse(progress, nullptr, false);
@@ -935,7 +939,10 @@ class ReflectorImpl final : public Reflector {
   // Reflector thread only.
   bool streaming_;
   bool need_list_;
-  bool unavailable_;    // the next list is from ""
+  bool unavailable_;  // the next list is from ""
+  // Whether what the sink holds may be built on: not before a first list
+  // when ReflectorOptions::resume is false.
+  bool sink_trusted_;
   std::string target_;  // the probe's resourceVersion
   // The resourceVersion a watch expired at, until a list succeeds.
   std::string expired_;

@@ -847,8 +847,9 @@ ObjectList Page(std::vector<ObjectPtr> items, std::string rv, std::string next) 
 
 // A rig whose store is a cache's keyspace, which keeps a relist's progress.
 struct CacheRig : Rig {
-  CacheRig() {
-    cache = *Cache::Open(dir.path());
+  // In a directory of its own, or `path`.
+  explicit CacheRig(const std::string& path = "") {
+    cache = *Cache::Open(path.empty() ? dir.path() : path);
     store = *cache->OpenKeyspace("pods");
     options.page_size = 1;
   }
@@ -994,38 +995,49 @@ TEST(ReflectorTest, AStreamingListCutShortIsFollowedByAPaginatedOne) {
   again->End();
 }
 
-// A continue token is another server's when the identity differs: the
-// list starts over rather than mix two clusters' pages.
-TEST(ReflectorTest, AListCutShortOnAnotherServerIsNotContinued) {
-  testing::TempDir dir;
-  {
-    CacheRig r;
-    r.options.server_identity = [] { return StatusOr<std::string>(std::string("uid-1")); };
-    r.cache = *Cache::Open(dir.path());
-    r.store = *r.cache->OpenKeyspace("pods");
-    r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
-    r.lw->QueueList(Status::Unavailable("connection reset by peer"));
-    r.Start();
-    r.lw->WaitForCalls(2, 0);
-    r.clock->WaitForSleepers(1);
+// A list cut short after one page, in the cache at `dir`, by a reflector
+// whose server has the identity `identity` ("": none asked).
+void CutAfterOnePage(const std::string& dir, const std::string& identity) {
+  CacheRig r(dir);
+  if (!identity.empty()) {
+    r.options.server_identity = [identity] { return StatusOr<std::string>(identity); };
   }
-  CacheRig r;
-  r.options.server_identity = [] { return StatusOr<std::string>(std::string("uid-2")); };
-  r.cache = *Cache::Open(dir.path());
-  r.store = *r.cache->OpenKeyspace("pods");
-  r.lw->QueueList(Page({testing::Pod("b", "ns", "50")}, "60", ""));
-  auto w = r.lw->QueueWatch();
+  r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
+  r.lw->QueueList(Status::Unavailable("connection reset by peer"));
   r.Start();
-  r.lw->WaitForCalls(1, 1);
-  EXPECT_EQ(r.lw->list_calls()[0].continue_token, "");
-  EXPECT_EQ(Keys(*r.store), (std::vector<std::string>{"ns/b"}));
-  auto relists = r.Events(ReflectorEvent::Type::kRelist);
-  ASSERT_EQ(relists.size(), 1u);
-  EXPECT_EQ(relists[0].message,
-            "fakes: the last list was cut short and cannot be continued (it listed the server "
-            "whose identity is uid-1, not uid-2): listing again page by page, keeping what it "
-            "wrote where it is unchanged");
-  w->End();
+  r.lw->WaitForCalls(2, 0);
+  r.clock->WaitForSleepers(1);
+}
+
+// A continue token is another server's when the identity differs, and a
+// store is not built on without resume (it is known to hold another
+// history): the list starts over rather than mix two clusters' pages.
+TEST(ReflectorTest, AListCutShortOnAnotherServerOrWithoutResumeIsNotContinued) {
+  for (bool other_server : {true, false}) {
+    SCOPED_TRACE(other_server ? "another server" : "without resume");
+    testing::TempDir dir;
+    ASSERT_NO_FATAL_FAILURE(CutAfterOnePage(dir.path(), other_server ? "uid-1" : ""));
+    CacheRig r(dir.path());
+    if (other_server) {
+      r.options.server_identity = [] { return StatusOr<std::string>(std::string("uid-2")); };
+    } else {
+      r.options.resume = false;
+    }
+    r.lw->QueueList(Page({testing::Pod("b", "ns", "50")}, "60", ""));
+    auto w = r.lw->QueueWatch();
+    r.Start();
+    r.lw->WaitForCalls(1, 1);
+    EXPECT_EQ(r.lw->list_calls()[0].continue_token, "");
+    EXPECT_EQ(Keys(*r.store), (std::vector<std::string>{"ns/b"}));
+    auto relists = r.Events(ReflectorEvent::Type::kRelist);
+    ASSERT_EQ(relists.size(), 1u);
+    EXPECT_EQ(relists[0].message,
+              std::string("fakes: the last list was cut short and cannot be continued (") +
+                  (other_server ? "it listed the server whose identity is uid-1, not uid-2"
+                                : "the reflector was asked not to build on what the sink holds") +
+                  "): listing again page by page, keeping what it wrote where it is unchanged");
+    w->End();
+  }
 }
 
 // A streaming list that fails (here a 500) is followed at once by a LIST,
