@@ -38,6 +38,7 @@ class RestListWatch final : public ListerWatcher {
     if (resource_.namespaced && !resource_.namespace_.empty())
       d += " in namespace " + resource_.namespace_;
     if (!labels_.empty()) d += " (-l " + labels_ + ")";
+    if (!fields_.empty()) d += " (--field-selector " + fields_ + ")";
     return d;
   }
   GroupResource Resource() const override { return resource_.gvr.group_resource(); }
@@ -409,25 +410,31 @@ class ReflectorImpl final : public Reflector {
     } else if (progress.empty()) {
       why = "no page of it was committed";
     } else {
-      nlohmann::json j = nlohmann::json::parse(progress, nullptr, false);
-      if (!j.is_object() || !j.value("continue", nlohmann::json()).is_string()) {
-        why = "its progress record is not one this version wrote";
-      } else {
-        p.continue_token = j.value("continue", "");
-        p.resource_version = j.value("resourceVersion", "");
-        p.server = j.value("server", "");
-        p.list = j.value("list", "");
-        p.objects = j.value("objects", uint64_t{0});
-        p.bytes = j.value("bytes", uint64_t{0});
-        if (p.continue_token.empty()) {
-          why = "its progress record has no continue token";
-        } else if (p.list != lw_->Describe()) {
-          why = "it listed " + p.list;
-        } else if (p.server != identity_) {
-          why = "it listed the server whose identity is " +
-                (p.server.empty() ? std::string("unknown") : p.server) + ", not " +
-                (identity_.empty() ? std::string("this unknown one") : identity_);
-        }
+      // Read field by field, type checked: a damaged record is no reason
+      // to stop (nlohmann's value() throws on a type it did not expect).
+      const nlohmann::json j = nlohmann::json::parse(progress, nullptr, false);
+      auto text = [&](const char* k) {
+        auto it = j.is_object() ? j.find(k) : j.end();
+        return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+      };
+      auto number = [&](const char* k) {
+        auto it = j.is_object() ? j.find(k) : j.end();
+        return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : uint64_t{0};
+      };
+      p.continue_token = text("continue");
+      p.resource_version = text("resourceVersion");
+      p.server = text("server");
+      p.list = text("list");
+      p.objects = number("objects");
+      p.bytes = number("bytes");
+      if (p.continue_token.empty()) {
+        why = "its progress record has no continue token, or is not one this version wrote";
+      } else if (p.list != lw_->Describe()) {
+        why = "it listed " + p.list;
+      } else if (p.server != identity_) {
+        why = "it listed the server whose identity is " +
+              (p.server.empty() ? std::string("unknown") : p.server) + ", not " +
+              (identity_.empty() ? std::string("this unknown one") : identity_);
       }
     }
     if (!why.empty()) {

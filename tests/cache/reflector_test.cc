@@ -1009,20 +1009,33 @@ void CutAfterOnePage(const std::string& dir, const std::string& identity) {
   r.clock->WaitForSleepers(1);
 }
 
-// A continue token is another server's when the identity differs, and a
-// store is not built on without resume (it is known to hold another
-// history): the list starts over rather than mix two clusters' pages.
-TEST(ReflectorTest, AListCutShortOnAnotherServerOrWithoutResumeIsNotContinued) {
-  for (bool other_server : {true, false}) {
-    SCOPED_TRACE(other_server ? "another server" : "without resume");
+// A continue token is another server's when the identity differs; a store
+// is not built on without resume (it is known to hold another history);
+// a damaged progress record is no token. In each case the list starts over
+// rather than mix two lists' pages.
+TEST(ReflectorTest, AListCutShortIsNotContinuedOnAnotherServerWithoutResumeOrWhenDamaged) {
+  enum Case { kOtherServer, kNoResume, kDamaged };
+  for (Case c : {kOtherServer, kNoResume, kDamaged}) {
+    SCOPED_TRACE(c);
     testing::TempDir dir;
-    ASSERT_NO_FATAL_FAILURE(CutAfterOnePage(dir.path(), other_server ? "uid-1" : ""));
-    CacheRig r(dir.path());
-    if (other_server) {
-      r.options.server_identity = [] { return StatusOr<std::string>(std::string("uid-2")); };
+    if (c == kDamaged) {
+      auto cache = Cache::Open(dir.path());
+      ASSERT_OK(cache);
+      auto store = (*cache)->OpenKeyspace("pods");
+      ASSERT_OK(store);
+      auto session = (*store)->BeginReplace(nullptr);
+      ASSERT_OK(session);
+      ASSERT_OK((*session)->Put(testing::Pod("a", "ns", "5")));
+      ASSERT_OK((*session)->Checkpoint(R"({"continue":7,"objects":"x","list":"fakes"})"));
+      session->reset();
     } else {
-      r.options.resume = false;
+      ASSERT_NO_FATAL_FAILURE(CutAfterOnePage(dir.path(), c == kOtherServer ? "uid-1" : ""));
     }
+    CacheRig r(dir.path());
+    if (c == kOtherServer) {
+      r.options.server_identity = [] { return StatusOr<std::string>(std::string("uid-2")); };
+    }
+    if (c == kNoResume) r.options.resume = false;
     r.lw->QueueList(Page({testing::Pod("b", "ns", "50")}, "60", ""));
     auto w = r.lw->QueueWatch();
     r.Start();
@@ -1031,10 +1044,12 @@ TEST(ReflectorTest, AListCutShortOnAnotherServerOrWithoutResumeIsNotContinued) {
     EXPECT_EQ(Keys(*r.store), (std::vector<std::string>{"ns/b"}));
     auto relists = r.Events(ReflectorEvent::Type::kRelist);
     ASSERT_EQ(relists.size(), 1u);
+    const char* why[] = {
+        "it listed the server whose identity is uid-1, not uid-2",
+        "the reflector was asked not to build on what the sink holds",
+        "its progress record has no continue token, or is not one this version wrote"};
     EXPECT_EQ(relists[0].message,
-              std::string("fakes: the last list was cut short and cannot be continued (") +
-                  (other_server ? "it listed the server whose identity is uid-1, not uid-2"
-                                : "the reflector was asked not to build on what the sink holds") +
+              std::string("fakes: the last list was cut short and cannot be continued (") + why[c] +
                   "): listing again page by page, keeping what it wrote where it is unchanged");
     w->End();
   }
