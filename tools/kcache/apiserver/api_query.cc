@@ -181,8 +181,9 @@ std::optional<Reply> PlanList(const Query& q, ListPlan* plan) {
                    ""};
     }
     plan->read = ListPlan::Read::kExact;
-    plan->rv = token->first;
-    plan->start = token->second;
+    plan->rv = token->rv;
+    plan->start = token->start;
+    plan->remaining = token->remaining;
     plan->continuing = true;
     return std::nullopt;
   }
@@ -233,15 +234,18 @@ bool ParseBool(std::string_view v) {
   return lower != "false";
 }
 
-std::string EncodeContinue(uint64_t rv, const std::string& start) {
-  std::string b = Base64Encode(ojson{{"v", "meta.k8s.io/v1"}, {"rv", rv}, {"start", start}}.dump());
+std::string EncodeContinue(uint64_t rv, const std::string& start,
+                           std::optional<int64_t> remaining) {
+  ojson j{{"v", "meta.k8s.io/v1"}, {"rv", rv}, {"start", start}};
+  if (remaining) j["remaining"] = *remaining;
+  std::string b = Base64Encode(j.dump());
   while (!b.empty() && b.back() == '=') b.pop_back();
   std::replace(b.begin(), b.end(), '+', '-');
   std::replace(b.begin(), b.end(), '/', '_');
   return b;
 }
 
-std::optional<std::pair<uint64_t, std::string>> DecodeContinue(std::string token) {
+std::optional<ContinueToken> DecodeContinue(std::string token) {
   std::replace(token.begin(), token.end(), '-', '+');
   std::replace(token.begin(), token.end(), '_', '/');
   while (token.size() % 4 != 0) token += '=';
@@ -252,7 +256,11 @@ std::optional<std::pair<uint64_t, std::string>> DecodeContinue(std::string token
       !j["rv"].is_number_unsigned() || !j.contains("start") || !j["start"].is_string()) {
     return std::nullopt;
   }
-  return std::make_pair(j["rv"].get<uint64_t>(), j["start"].get<std::string>());
+  ContinueToken out{j["rv"].get<uint64_t>(), j["start"].get<std::string>(), std::nullopt};
+  if (j.contains("remaining") && j["remaining"].is_number_integer()) {
+    out.remaining = j["remaining"].get<int64_t>();
+  }
+  return out;
 }
 
 }  // namespace kcache::serve

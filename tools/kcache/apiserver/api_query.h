@@ -79,6 +79,10 @@ struct ListPlan {
   std::string start;        // the first key to list, from a continue token
   size_t limit = 0;         // objects per page; 0: the whole list
   bool continuing = false;  // from a continue token (kExact at its version)
+  // From the continue token, where the page before counted them: the
+  // objects from `start` on, so that remainingItemCount is not counted
+  // again on every page (a million objects, page by page, is quadratic).
+  std::optional<int64_t> remaining;
 };
 
 // Checks the list options (CheckListOptions) and resolves them into
@@ -96,8 +100,17 @@ bool ParseBool(std::string_view v);
 
 // Continue tokens carry the list's resourceVersion and the next key, as
 // the apiserver's: URL-safe unpadded base64 of {"v":..,"rv":..,"start":..}.
-std::string EncodeContinue(uint64_t rv, const std::string& start);
-std::optional<std::pair<uint64_t, std::string>> DecodeContinue(std::string token);
+// A continue token of kcache serve: the apiserver's fields (the list's
+// version and the next key), and the objects left from that key on when
+// the page counted them.
+struct ContinueToken {
+  uint64_t rv = 0;
+  std::string start;
+  std::optional<int64_t> remaining;
+};
+std::string EncodeContinue(uint64_t rv, const std::string& start,
+                           std::optional<int64_t> remaining = std::nullopt);
+std::optional<ContinueToken> DecodeContinue(std::string token);
 
 }  // namespace kcache::serve
 

@@ -237,8 +237,8 @@ size_t ServeList(ApiSource& source, const Target& t, const Query& q, const ListC
   std::string token;
   std::optional<int64_t> remaining;
   if (!next.empty()) {
-    token = EncodeContinue(cursor.rv(), next);
     if (std::optional<int64_t> after = cursor.Remaining()) remaining = *after + 1;
+    token = EncodeContinue(cursor.rv(), next, remaining);
   }
   body.Own(ListHead(t, tables, ListMetadata(cursor.rv(), token, remaining)));
   for (size_t i = 0; i < page.size(); ++i) {

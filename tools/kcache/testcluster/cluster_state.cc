@@ -187,7 +187,10 @@ StatusOr<ListResult> ClusterState::List(int type, const ListQuery& q) const {
     out.items.push_back(*o);
   }
   if (!out.next_key.empty() && q.count_remaining) {
-    if (out.rv == rv_ && prefix.empty() && q.start_key.empty() && !q.filter) {
+    if (q.remaining_from_start) {
+      out.remaining =
+          std::max<int64_t>(0, *q.remaining_from_start - static_cast<int64_t>(out.items.size()));
+    } else if (out.rv == rv_ && prefix.empty() && q.start_key.empty() && !q.filter) {
       // A first page of everything as it is now (a limit=1 probe): the rest
       // is every live object but those on the page. Counting them one by one
       // would hold the lock for 0.4 s at 1M objects.

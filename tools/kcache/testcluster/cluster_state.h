@@ -69,6 +69,9 @@ struct ListQuery {
   size_t limit = 0;                                 // 0: no limit
   std::function<bool(const StoredObject&)> filter;  // null: everything
   bool count_remaining = false;
+  // The live objects from start_key on at at_rv, when known: remaining is
+  // then derived, not counted.
+  std::optional<int64_t> remaining_from_start;
 };
 
 struct ListResult {

@@ -46,6 +46,7 @@ StatusOr<std::unique_ptr<ListCursor>> StateSource::OpenList(int type, const List
   q.limit = plan.limit > 0 ? plan.limit + 1 : 0;
   q.count_remaining = request.count_remaining;
   q.start_key = plan.start;
+  q.remaining_from_start = plan.remaining;
   if (plan.read == ListPlan::Read::kExact) {
     // etcd refuses a future revision; the apiserver passes its error on.
     if (!plan.continuing && plan.rv > state_->current_rv()) {

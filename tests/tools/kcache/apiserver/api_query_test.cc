@@ -52,6 +52,12 @@ TEST(PlanListTest, AContinueTokenIsAnExactReadFromItsKey) {
   EXPECT_EQ(plan.rv, 77u);
   EXPECT_EQ(plan.start, "ns/b");
   EXPECT_TRUE(plan.continuing);
+  EXPECT_FALSE(plan.remaining);
+  // The count a page made travels with its token, so that the next page
+  // derives remainingItemCount instead of counting the rest again.
+  ASSERT_FALSE(PlanList(List(std::nullopt, "", 10, EncodeContinue(77, "ns/b", 12345)), &plan));
+  EXPECT_EQ(plan.start, "ns/b");
+  EXPECT_EQ(plan.remaining, 12345);
   // "0" beside a token is allowed, as the apiserver allows it.
   EXPECT_FALSE(PlanList(List("0", "", 10, EncodeContinue(77, "ns/b")), &plan));
 }

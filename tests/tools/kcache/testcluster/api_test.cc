@@ -97,10 +97,15 @@ TEST(ServeApiTest, ServesTheSyntheticClusterWithConsistentPages) {
   std::vector<std::string> names;
   for (const auto& o : first->items) names.push_back(o->name());
   std::string token = first->continue_token;
+  int64_t left = 700;  // remainingItemCount of each page, from the first page's state
   while (!token.empty()) {
     auto page = f.client->List(Pods(), {.limit = 300, .continue_token = token});
     ASSERT_OK(page) << page.status();
     EXPECT_EQ(page->resource_version, first->resource_version);
+    left -= static_cast<int64_t>(page->items.size());
+    if (!page->continue_token.empty()) {
+      EXPECT_EQ(page->remaining_item_count, left);
+    }
     for (const auto& o : page->items) names.push_back(o->name());
     token = page->continue_token;
   }
