@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -368,6 +369,7 @@ constexpr char kKilledListNs[] = "KCACHE_KILLED_LIST_NS";
 // An informer over the namespace's configmaps, into the cache at `dir`,
 // with pages of 20 and the default options otherwise (a streaming list
 // first, which v1.20 does not offer).
+// Its reflector's events go to stderr.
 std::shared_ptr<SharedIndexInformer> PagedInformer(const std::string& ns,
                                                    std::shared_ptr<Indexer> store,
                                                    int kill_at = 0) {
@@ -375,6 +377,9 @@ std::shared_ptr<SharedIndexInformer> PagedInformer(const std::string& ns,
   if (kill_at > 0) lw = std::make_shared<KillingListWatch>(std::move(lw), kill_at);
   InformerOptions o = Options();
   o.reflector.page_size = kContinuePageSize;
+  o.reflector.on_event = [](const ReflectorEvent& e) {
+    std::fprintf(stderr, "%s\n", e.message.c_str());
+  };
   return SharedIndexInformer::Create(std::move(lw), std::move(store), o);
 }
 
@@ -391,15 +396,17 @@ std::shared_ptr<SharedIndexInformer> PagedInformer(const std::string& ns,
   _exit(4);  // not killed
 }
 
-// Runs ListUntilKilled in a fresh image of this binary and waits for its
-// SIGKILL.
-void KillMidList(const std::string& dir, const std::string& ns) {
+// Runs ListUntilKilled in a fresh image of this binary, its stderr to
+// `log`, and waits for its SIGKILL.
+void KillMidList(const std::string& dir, const std::string& ns, const std::string& log) {
   pid_t child = fork();
   if (child == 0) {
     setenv(kKilledListDir, dir.c_str(), 1);
     setenv(kKilledListNs, ns.c_str(), 1);
     const int quiet = open("/dev/null", O_WRONLY);
     if (quiet >= 0) dup2(quiet, STDOUT_FILENO);
+    const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (err >= 0) dup2(err, STDERR_FILENO);
     execl("/proc/self/exe", "/proc/self/exe",
           "--gtest_filter=InformerIntegrationTest.AFirstListKilledMidwayContinuesOrStartsOver",
           static_cast<char*>(nullptr));
@@ -408,8 +415,12 @@ void KillMidList(const std::string& dir, const std::string& ns) {
   ASSERT_GT(child, 0);
   int wstatus = 0;
   ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  std::ifstream in(log);
+  std::stringstream said;
+  said << in.rdbuf();
   ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
-      << "the child exited with " << WEXITSTATUS(wstatus);
+      << "the child exited with " << WEXITSTATUS(wstatus) << "; it said:\n"
+      << said.str();
 }
 
 // Invariant 3 with the progress kept, against the real kube-apiserver: a
@@ -425,11 +436,12 @@ TEST(InformerIntegrationTest, AFirstListKilledMidwayContinuesOrStartsOver) {
     ListUntilKilled(dir, std::getenv(kKilledListNs));
   for (bool expire : {false, true}) {
     SCOPED_TRACE(expire ? "the token expired" : "the token holds");
-    Api api(Cluster::Get().Namespace(expire ? "continue-expired" : "continue"));
+    Api api(Cluster::Get().Namespace(expire ? "killed-list-expired" : "killed-list"));
     for (int i = 0; i < 200; ++i) api.Create("cm-" + std::to_string(1000 + i));
     testing::TempDir dir;
-    ASSERT_NO_FATAL_FAILURE(KillMidList(dir.path(), api.ns()));
-    auto cache = Cache::Open(dir.path());
+    const std::string cache_dir = dir.Sub("cache");
+    ASSERT_NO_FATAL_FAILURE(KillMidList(cache_dir, api.ns(), dir.Sub("child.log")));
+    auto cache = Cache::Open(cache_dir);
     ASSERT_OK(cache) << cache.status();
     ASSERT_OK((*cache)->Verify());
     auto ks = (*cache)->OpenKeyspace("configmaps");
