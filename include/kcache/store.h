@@ -119,7 +119,7 @@ class KCACHE_EXPORT ReplaceSession {
   }
 };
 
-// A relist that began and did not finish (Store::CutShortRelist).
+// A relist that began and did not finish (Store::GetCutShortRelist).
 struct KCACHE_EXPORT CutShortRelist {
   // What its last committed Checkpoint recorded; empty if none was, or if
   // what it wrote cannot be continued (the relist must start over).
@@ -162,9 +162,9 @@ class KCACHE_EXPORT Store {
   // an empty store by its cheapest path (table files it ingests).
   virtual StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace(ChangeSink sink) = 0;
 
-  // The relist the store holds cut short, if any: one begun in an earlier
-  // session that did not finish. Default: none (a store that keeps nothing
-  // across sessions).
+  // The relist the store holds cut short, if any: one begun and not
+  // finished (a crash, or its session abandoned). Default: none (a store
+  // that keeps nothing across sessions).
   virtual StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const {
     return std::optional<CutShortRelist>();
   }
