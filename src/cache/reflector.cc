@@ -134,9 +134,10 @@ bool IsRetriableWatchError(const Status& st) {
   return st.code() == StatusCode::kUnavailable && st.http_error() == nullptr;
 }
 
-// The server refused sendInitialEvents (before 1.27, or its WatchList gate
-// is off): 400 BadRequest or 422 Invalid.
-bool IsStreamingListRefused(const Status& st) {
+// The server refused the request as it is: 400 BadRequest or 422 Invalid.
+// For a streaming list, sendInitialEvents (before 1.27, or its WatchList
+// gate is off); for a continued LIST, a continue token not its own.
+bool IsRefusedAsInvalid(const Status& st) {
   const HttpError* h = st.http_error();
   return h && (h->http_code == 400 || h->http_code == 422 || h->reason == "Invalid" ||
                h->reason == "BadRequest");
@@ -533,8 +534,7 @@ class ReflectorImpl final : public Reflector {
           return Status::OK();
         });
     if (!st.ok()) {
-      // A token the server cannot read (400) or will not honour (422).
-      if (from && first && IsStreamingListRefused(st)) *refused = true;
+      if (from && first && IsRefusedAsInvalid(st)) *refused = true;
       return st;
     }
     KCACHE_ASSIGN_OR_RETURN(size_t unchanged, session->Finish(list_rv));
@@ -559,7 +559,7 @@ class ReflectorImpl final : public Reflector {
     o.cancel = stop;
     auto opened = OpenWatch(o);
     if (!opened.ok()) {
-      *refused = IsStreamingListRefused(opened.status());
+      *refused = IsRefusedAsInvalid(opened.status());
       return opened.status();
     }
     {

@@ -861,6 +861,20 @@ struct CacheRig : Rig {
   std::shared_ptr<Cache> cache;
 };
 
+// Queues a LIST of two pages (pods a and b, at resourceVersion 10) cut on
+// its third, which the reflector follows with a backoff.
+void QueueTwoPagesThenACut(testing::FakeListerWatcher& lw) {
+  lw.QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
+  lw.QueueList(Page({testing::Pod("b", "ns", "6")}, "10", "c2"));
+  lw.QueueList(Status::Unavailable("connection reset by peer"));
+}
+
+// Waits for the backoff after the cut, and lets it pass on the clock.
+void PassTheBackoff(Rig& r) {
+  r.clock->WaitForSleepers(1);
+  r.clock->Advance(std::chrono::seconds(2));
+}
+
 std::vector<std::string> Keys(const Indexer& store) {
   auto keys = store.ListKeys();
   EXPECT_OK(keys);
@@ -874,16 +888,13 @@ std::vector<std::string> Keys(const Indexer& store) {
 // only the pages it had not.
 TEST(ReflectorTest, AListCutShortContinuesFromItsLastCommittedPage) {
   CacheRig r;
-  r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
-  r.lw->QueueList(Page({testing::Pod("b", "ns", "6")}, "10", "c2"));
-  r.lw->QueueList(Status::Unavailable("connection reset by peer"));
+  QueueTwoPagesThenACut(*r.lw);
   r.lw->QueueList(Page({testing::Pod("c", "ns", "7")}, "10", ""));
   auto w = r.lw->QueueWatch();
   r.Start();
   r.lw->WaitForCalls(3, 0);
-  r.clock->WaitForSleepers(1);
   EXPECT_EQ(r.store->LastSyncResourceVersion(), "") << "invariant 3: no resume point yet";
-  r.clock->Advance(std::chrono::seconds(2));
+  PassTheBackoff(r);
   r.lw->WaitForCalls(4, 1);
   auto calls = r.lw->list_calls();
   ASSERT_EQ(calls.size(), 4u);
@@ -925,17 +936,14 @@ TEST(ReflectorTest, AContinueTokenTheServerRefusesListsFromTheStart) {
                              .WithHttpError(HttpError{.http_code = 400, .reason = "BadRequest"})}) {
     SCOPED_TRACE(refusal.ToString());
     CacheRig r;
-    r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
-    r.lw->QueueList(Page({testing::Pod("b", "ns", "6")}, "10", "c2"));
-    r.lw->QueueList(Status::Unavailable("connection reset by peer"));
+    QueueTwoPagesThenACut(*r.lw);
     r.lw->QueueList(refusal);
     r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "30", "d1"));
     r.lw->QueueList(Page({testing::Pod("c", "ns", "25")}, "30", ""));
     auto w = r.lw->QueueWatch();
     r.Start();
     r.lw->WaitForCalls(3, 0);
-    r.clock->WaitForSleepers(1);
-    r.clock->Advance(std::chrono::seconds(2));
+    PassTheBackoff(r);
     r.lw->WaitForCalls(6, 1);
     auto calls = r.lw->list_calls();
     ASSERT_EQ(calls.size(), 6u);
@@ -973,8 +981,7 @@ TEST(ReflectorTest, AStreamingListCutShortIsFollowedByAPaginatedOne) {
   r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5"), testing::Pod("b", "ns", "6")}, "10"));
   auto w = r.lw->QueueWatch();
   r.Start();
-  r.clock->WaitForSleepers(1);
-  r.clock->Advance(std::chrono::seconds(2));
+  PassTheBackoff(r);
   r.lw->WaitForCalls(1, 2);
   EXPECT_TRUE(r.lw->watch_calls()[0].send_initial_events);
   EXPECT_EQ(r.lw->list_calls()[0].limit, 500);
@@ -988,24 +995,22 @@ TEST(ReflectorTest, AStreamingListCutShortIsFollowedByAPaginatedOne) {
             "committed): listing again page by page, keeping what it wrote where it is unchanged");
   auto again = r.lw->QueueWatch();
   w->Fail(Status::Expired("too old resource version: 10 (11)"));
-  r.clock->WaitForSleepers(1);
-  r.clock->Advance(std::chrono::seconds(2));
+  PassTheBackoff(r);
   r.lw->WaitForCalls(1, 3);
   EXPECT_TRUE(r.lw->watch_calls()[2].send_initial_events);
   again->End();
 }
 
-// A list cut short after one page, in the cache at `dir`, by a reflector
+// A list cut short after two pages, in the cache at `dir`, by a reflector
 // whose server has the identity `identity` ("": none asked).
-void CutAfterOnePage(const std::string& dir, const std::string& identity) {
+void CutAfterTwoPages(const std::string& dir, const std::string& identity) {
   CacheRig r(dir);
   if (!identity.empty()) {
     r.options.server_identity = [identity] { return StatusOr<std::string>(identity); };
   }
-  r.lw->QueueList(Page({testing::Pod("a", "ns", "5")}, "10", "c1"));
-  r.lw->QueueList(Status::Unavailable("connection reset by peer"));
+  QueueTwoPagesThenACut(*r.lw);
   r.Start();
-  r.lw->WaitForCalls(2, 0);
+  r.lw->WaitForCalls(3, 0);
   r.clock->WaitForSleepers(1);
 }
 
@@ -1029,7 +1034,7 @@ TEST(ReflectorTest, AListCutShortIsNotContinuedOnAnotherServerWithoutResumeOrWhe
       ASSERT_OK((*session)->Checkpoint(R"({"continue":7,"objects":"x","list":"fakes"})"));
       session->reset();
     } else {
-      ASSERT_NO_FATAL_FAILURE(CutAfterOnePage(dir.path(), c == kOtherServer ? "uid-1" : ""));
+      ASSERT_NO_FATAL_FAILURE(CutAfterTwoPages(dir.path(), c == kOtherServer ? "uid-1" : ""));
     }
     CacheRig r(dir.path());
     if (c == kOtherServer) {

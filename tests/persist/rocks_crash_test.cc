@@ -289,25 +289,41 @@ std::string PrefixPodName(int i) {
   return name;
 }
 
-[[noreturn]] void InitialRelist(const std::string& dir, int started, bool sink) {
+// Pod i of the relists below: 3 KB, labelled app=a0, a1 or a2.
+ObjectPtr RelistPod(int i) {
+  static const std::string pad(3000, 'x');
+  return Pod(PrefixPodName(i), "ns", "7", {{"app", "a" + std::to_string(i % 3)}}, {{"pad", pad}});
+}
+
+// A relist child's cache (small memtables: unlogged after the first 512
+// KiB) and its "pods" keyspace; ends the child if either cannot be opened.
+struct ChildCache {
+  std::shared_ptr<Cache> cache;
+  std::shared_ptr<Indexer> store;
+};
+ChildCache OpenChildCache(const std::string& dir) {
   CacheOptions options;
-  options.memtable_bytes = size_t{2} << 20;  // unlogged after the first 512 KiB
+  options.memtable_bytes = size_t{2} << 20;
   auto cache = Cache::Open(dir, options);
   if (!cache.ok()) Die(cache.status());
   auto store = (*cache)->OpenKeyspace("pods");
   if (!store.ok()) Die(store.status());
-  ChangeSink changes;
-  if (sink) changes = [](std::vector<StoreChange>) {};
-  auto session = (*store)->BeginReplace(std::move(changes));
+  return {*cache, *store};
+}
+
+// A change sink that drops what it is given, or none.
+ChangeSink DroppingSink(bool sink) {
+  if (!sink) return nullptr;
+  return [](std::vector<StoreChange>) {};
+}
+
+[[noreturn]] void InitialRelist(const std::string& dir, int started, bool sink) {
+  ChildCache child = OpenChildCache(dir);
+  auto session = child.store->BeginReplace(DroppingSink(sink));
   if (!session.ok()) Die(session.status());
   if (write(started, "s", 1) != 1) _exit(3);
-  const std::string pad(3000, 'x');
   for (int i = 0; i < kRelistPods; ++i) {
-    if (Status st = (*session)->Put(Pod(PrefixPodName(i), "ns", "7",
-                                        {{"app", "a" + std::to_string(i % 3)}}, {{"pad", pad}}));
-        !st.ok()) {
-      Die(st);
-    }
+    if (Status st = (*session)->Put(RelistPod(i)); !st.ok()) Die(st);
   }
   if (auto done = (*session)->Finish("7"); !done.ok()) Die(done.status());
   if (write(started, "f", 1) != 1) _exit(3);
@@ -322,6 +338,23 @@ std::string PrefixPodName(int i) {
 constexpr char kChildDir[] = "KCACHE_CRASH_TEST_RELIST_DIR";
 constexpr char kChildFd[] = "KCACHE_CRASH_TEST_RELIST_FD";
 constexpr char kChildSink[] = "KCACHE_CRASH_TEST_RELIST_SINK";
+
+// Runs `test` of this binary as a child: $`dir_var` names `dir`, $kChildFd
+// the pipe to the parent (read end in *from_child), $kChildSink `sink`.
+pid_t SpawnTest(const char* test, const char* dir_var, const std::string& dir, bool sink,
+                int* from_child) {
+  const std::string filter = std::string("--gtest_filter=RocksCrashTest.") + test;
+  return Spawn(
+      [&](int to_parent) {
+        setenv(dir_var, dir.c_str(), 1);
+        setenv(kChildFd, std::to_string(to_parent).c_str(), 1);
+        setenv(kChildSink, sink ? "1" : "0", 1);
+        const int quiet = open("/dev/null", O_WRONLY);
+        if (quiet < 0 || dup2(quiet, STDOUT_FILENO) < 0) return;
+        execl("/proc/self/exe", "/proc/self/exe", filter.c_str(), static_cast<char*>(nullptr));
+      },
+      from_child);
+}
 
 TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
   if (const char* child_dir = std::getenv(kChildDir)) {
@@ -341,18 +374,8 @@ TEST(RocksCrashTest, SigkillInsideAnInitialRelistKeepsAWholePrefix) {
     const bool sink = round % 2 == 1;
     TempDir dir;
     int started;
-    pid_t child = Spawn(
-        [&](int to_parent) {
-          setenv(kChildDir, dir.path().c_str(), 1);
-          setenv(kChildFd, std::to_string(to_parent).c_str(), 1);
-          setenv(kChildSink, sink ? "1" : "0", 1);
-          const int quiet = open("/dev/null", O_WRONLY);
-          if (quiet < 0 || dup2(quiet, STDOUT_FILENO) < 0) return;
-          execl("/proc/self/exe", "/proc/self/exe",
-                "--gtest_filter=RocksCrashTest.SigkillInsideAnInitialRelistKeepsAWholePrefix",
-                static_cast<char*>(nullptr));
-        },
-        &started);
+    pid_t child = SpawnTest("SigkillInsideAnInitialRelistKeepsAWholePrefix", kChildDir, dir.path(),
+                            sink, &started);
     ASSERT_GE(child, 0);
     char byte;
     bool running = read(started, &byte, 1) == 1;
@@ -418,35 +441,25 @@ constexpr int kPageSize = 500;
 constexpr int kPages = kRelistPods / kPageSize;
 
 [[noreturn]] void CheckpointedRelist(const std::string& dir, int to_parent, bool sink) {
-  CacheOptions options;
-  options.memtable_bytes = size_t{2} << 20;
-  auto cache = Cache::Open(dir, options);
-  if (!cache.ok()) Die(cache.status());
-  auto store = (*cache)->OpenKeyspace("pods");
-  if (!store.ok()) Die(store.status());
-  ChangeSink changes;
-  if (sink) changes = [](std::vector<StoreChange>) {};
-  auto cut = (*store)->GetCutShortRelist();
+  ChildCache child = OpenChildCache(dir);
+  Indexer* store = child.store.get();
+  ChangeSink changes = DroppingSink(sink);
+  auto cut = store->GetCutShortRelist();
   if (!cut.ok()) Die(cut.status());
   int page = 0;
   StatusOr<std::unique_ptr<ReplaceSession>> session = Status::OK();
   if (*cut && !(*cut)->progress.empty()) {
     page = std::atoi((*cut)->progress.c_str());
-    session = (*store)->ContinueReplace(std::move(changes));
+    session = store->ContinueReplace(std::move(changes));
   } else {
-    session = (*store)->BeginReplace(std::move(changes));
+    session = store->BeginReplace(std::move(changes));
   }
   if (!session.ok()) Die(session.status());
   const char first = static_cast<char>(page);
   if (write(to_parent, &first, 1) != 1) _exit(3);
-  const std::string pad(3000, 'x');
   for (int p = page; p < kPages; ++p) {
     for (int i = p * kPageSize; i < (p + 1) * kPageSize; ++i) {
-      if (Status st = (*session)->Put(Pod(PrefixPodName(i), "ns", "7",
-                                          {{"app", "a" + std::to_string(i % 3)}}, {{"pad", pad}}));
-          !st.ok()) {
-        Die(st);
-      }
+      if (Status st = (*session)->Put(RelistPod(i)); !st.ok()) Die(st);
     }
     if (p + 1 == kPages) break;
     if (Status st = (*session)->Checkpoint(std::to_string(p + 1)); !st.ok()) Die(st);
@@ -480,19 +493,8 @@ TEST(RocksCrashTest, SigkillAgainAndAgainInACheckpointedRelistContinuesIt) {
     }
     std::string target;  // the children's cache
     auto spawn = [&](int round, int* from_child) {
-      return Spawn(
-          [&](int to_parent) {
-            setenv(kContinueDir, target.c_str(), 1);
-            setenv(kChildFd, std::to_string(to_parent).c_str(), 1);
-            setenv(kChildSink, round % 2 == 1 ? "1" : "0", 1);
-            const int quiet = open("/dev/null", O_WRONLY);
-            if (quiet < 0 || dup2(quiet, STDOUT_FILENO) < 0) return;
-            execl("/proc/self/exe", "/proc/self/exe",
-                  "--gtest_filter=RocksCrashTest."
-                  "SigkillAgainAndAgainInACheckpointedRelistContinuesIt",
-                  static_cast<char*>(nullptr));
-          },
-          from_child);
+      return SpawnTest("SigkillAgainAndAgainInACheckpointedRelistContinuesIt", kContinueDir, target,
+                       round % 2 == 1, from_child);
     };
     // Time a whole relist in a copy, then kill each child a random part
     // of that time after it starts: kills land inside the relist however

@@ -390,6 +390,18 @@ std::string CutShort(const Indexer& store) {
   return cut.ok() && cut->has_value() ? (*cut)->progress : "-";
 }
 
+// A relist of pods [0, n) into `store`, checkpointed with `progress`
+// after them, to be abandoned or put to more by the caller.
+std::unique_ptr<ReplaceSession> CheckpointedAfter(Indexer& store, int n,
+                                                  const std::string& progress) {
+  auto session = store.BeginReplace(nullptr);
+  EXPECT_OK(session);
+  if (!session.ok()) return nullptr;
+  for (int i = 0; i < n; ++i) EXPECT_OK((*session)->Put(Numbered(i)));
+  EXPECT_OK((*session)->Checkpoint(progress));
+  return *std::move(session);
+}
+
 void ExpectVerified(const std::string& dir) {
   auto cache = Cache::OpenReadOnly(dir);
   ASSERT_OK(cache) << cache.status();
@@ -406,11 +418,9 @@ TEST(RocksStoreTest, ARelistCutShortContinuesFromItsLastCheckpoint) {
   {
     auto store = OpenPods(dir.path());
     EXPECT_EQ(CutShort(*store), "-");
-    auto session = store->BeginReplace(nullptr);
-    ASSERT_OK(session);
-    for (int i = 0; i < 10; ++i) ASSERT_OK((*session)->Put(Numbered(i)));
-    ASSERT_OK((*session)->Checkpoint("page 2"));
-    for (int i = 10; i < 15; ++i) ASSERT_OK((*session)->Put(Numbered(i)));
+    auto session = CheckpointedAfter(*store, 10, "page 2");
+    ASSERT_NE(session, nullptr);
+    for (int i = 10; i < 15; ++i) ASSERT_OK(session->Put(Numbered(i)));
   }  // abandoned: as a crash after the checkpoint
   auto store = OpenPods(dir.path());
   EXPECT_EQ(CutShort(*store), "page 2");
@@ -442,11 +452,9 @@ TEST(RocksStoreTest, AContinuedFirstListDropsWhatFollowsItsCheckpoint) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
-    auto session = store->BeginReplace(nullptr);
-    ASSERT_OK(session);
-    for (int i = 0; i < 10; ++i) ASSERT_OK((*session)->Put(Numbered(i)));
-    ASSERT_OK((*session)->Checkpoint("after 10"));
-    for (int i = 10; i < 1010; ++i) ASSERT_OK((*session)->Put(Numbered(i)));  // one chunk written
+    auto session = CheckpointedAfter(*store, 10, "after 10");
+    ASSERT_NE(session, nullptr);
+    for (int i = 10; i < 1010; ++i) ASSERT_OK(session->Put(Numbered(i)));  // one chunk written
   }
   auto store = OpenPods(dir.path());
   EXPECT_EQ(*store->Size(), 1010u);
@@ -504,12 +512,7 @@ TEST(RocksStoreTest, AContinuedRelistDeletesWhatNeitherSessionListed) {
 TEST(RocksStoreTest, AFreshRelistDropsTheProgressOfTheOneCutShort) {
   TempDir dir;
   auto store = OpenPods(dir.path());
-  {
-    auto session = store->BeginReplace(nullptr);
-    ASSERT_OK(session);
-    ASSERT_OK((*session)->Put(Numbered(0)));
-    ASSERT_OK((*session)->Checkpoint("one"));
-  }
+  ASSERT_NE(CheckpointedAfter(*store, 1, "one"), nullptr);  // abandoned at once
   EXPECT_EQ(CutShort(*store), "one");
   {
     auto session = store->BeginReplace(nullptr);
