@@ -256,9 +256,13 @@ TEST(SyncCrashLoopTest, AFirstSyncKilledSoonerThanItsListTakesStillFinishes) {
     ASSERT_OK(opened) << "attempt " << attempts << ": " << opened.status();
     ASSERT_OK((*opened)->Verify()) << "attempt " << attempts;
     auto stats = (*opened)->Stats("pods");
-    if (!synced && stats.ok()) {
-      EXPECT_TRUE(stats->resource_version.empty() || stats->relist_in_progress)
-          << "attempt " << attempts << ": invariant 3";
+    if (!synced && stats.ok() && !stats->resource_version.empty() && !stats->relist_in_progress) {
+      // A resume point only once the list is complete (invariant 3). The kill
+      // can land after the list's commit and before the process exits (seen
+      // once in CI): then the cache holds every pod and the sync is done.
+      EXPECT_EQ(stats->objects, static_cast<uint64_t>(kPods))
+          << "attempt " << attempts << ": invariant 3: a resume point before the list ended";
+      synced = true;
     }
   }
   ASSERT_TRUE(synced) << "not synced after " << attempts << " starts killed at " << whole_ms / 2
