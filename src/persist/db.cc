@@ -29,6 +29,7 @@
 #include "persist/info_log.h"
 #include "persist/journal.h"
 #include "persist/new_db.h"
+#include "persist/private_files.h"
 #include "persist/rocks_status.h"
 
 namespace kcache::storage {
@@ -113,6 +114,7 @@ rocksdb::ColumnFamilyOptions FamilyOptions(const std::string& name, const CacheO
 
 rocksdb::DBOptions MakeDbOptions(const CacheOptions& o) {
   rocksdb::DBOptions db_options;
+  db_options.env = PrivateEnv();
   db_options.max_background_jobs = o.background_jobs;
   db_options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(o.memtable_bytes);
   db_options.max_open_files = -1;  // required by secondary instances
@@ -396,6 +398,7 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     s = rocksdb::DB::Open(db_options, dir, families, &db->handles, &db->db);
   }
   if (!s.ok()) return FromRocks(s, ctx);
+  if (exists && !read_only) MakeFilesPrivate(dir);  // a cache written before files were private
   if (!read_only) {
     std::lock_guard l(writers_mu);
     db->registered_writer = Canonical(dir);

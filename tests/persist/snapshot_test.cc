@@ -11,6 +11,8 @@
 #include <fstream>
 #include <thread>
 
+#include <sys/stat.h>
+
 #include "kcache/cache.h"
 #include "persist/encoding.h"
 #include "persist/snapshot_format.h"
@@ -487,26 +489,34 @@ TEST(CheckpointTest, WritableAndReadOnlyCachesCheckpointToAnOpenableDirectory) {
 
 fs::perms Mode(const std::string& path) { return fs::status(path).permissions() & fs::perms::mask; }
 
-// A cache, its copies and its snapshot files are the owner's only: the
-// directories 0700 (their files are reachable through them alone), a
-// snapshot file 0600. A cache may hold Secrets.
+// A cache, its copies and its snapshot files are the owner's only, whatever
+// the umask: the directories 0700, every file in them 0600 (RocksDB's own
+// default is 0644: storage::PrivateEnv), a snapshot file 0600. A cache may
+// hold Secrets.
 TEST(FileModesTest, CachesAndSnapshotsAreTheOwnersOnly) {
   testing::TempDir dir;
+  const mode_t umask_was = ::umask(0);
   Fill(dir.Sub("cache"), 50);
   EXPECT_EQ(Mode(dir.Sub("cache")), fs::perms::owner_all);
-  auto cache = Cache::Open(dir.Sub("cache"));
-  ASSERT_OK(cache);
-  ASSERT_OK((*cache)->Checkpoint(dir.Sub("copy")));
-  EXPECT_EQ(Mode(dir.Sub("copy")), fs::perms::owner_all);
-  ASSERT_OK(ExportSnapshot(**cache, dir.Sub("cache.kcs")));
-  EXPECT_EQ(Mode(dir.Sub("cache.kcs")), fs::perms::owner_read | fs::perms::owner_write);
-  ASSERT_OK(ImportSnapshot(dir.Sub("cache.kcs"), dir.Sub("imported")));
-  EXPECT_EQ(Mode(dir.Sub("imported")), fs::perms::owner_all);
-  for (const auto& e : fs::directory_iterator(dir.path())) {
+  {
+    auto cache = Cache::Open(dir.Sub("cache"));
+    ASSERT_OK(cache);
+    ASSERT_OK((*cache)->Checkpoint(dir.Sub("copy")));
+    EXPECT_EQ(Mode(dir.Sub("copy")), fs::perms::owner_all);
+    ASSERT_OK(ExportSnapshot(**cache, dir.Sub("cache.kcs")));
+    EXPECT_EQ(Mode(dir.Sub("cache.kcs")), fs::perms::owner_read | fs::perms::owner_write);
+    ASSERT_OK(ImportSnapshot(dir.Sub("cache.kcs"), dir.Sub("imported")));
+    EXPECT_EQ(Mode(dir.Sub("imported")), fs::perms::owner_all);
+  }
+  ::umask(umask_was);
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path())) {
+    files += e.is_regular_file() ? 1 : 0;
     EXPECT_EQ(Mode(e.path().string()) & (fs::perms::group_all | fs::perms::others_all),
               fs::perms::none)
         << e.path();
   }
+  EXPECT_GT(files, 20);
 }
 
 // ExportOptions::exclude_keyspaces (kcache snapshot export --exclude-secrets)

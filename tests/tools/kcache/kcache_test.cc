@@ -927,3 +927,70 @@ TEST(KcacheToolTest, AServedOrWatchedCacheThatIsReplacedEndsTheReaderWithAClearE
 }
 
 }  // namespace
+
+// Every file and directory kcache creates is private to its owner (0600 and
+// 0700) whatever the umask: a cache holds Secrets when they are synced, and
+// so do its snapshots, journals, logs and the directories it works in.
+TEST(KcacheToolTest, EveryFileItCreatesIsPrivateWhateverTheUmask) {
+  kcache::testing::ServeProcess s = kcache::testing::StartServe(
+      "--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 5 --creates 5 --updates 50 "
+      "--deletes 2");
+  ASSERT_FALSE(s.url.empty()) << s.banner;
+  kcache::testing::TempDir dir;
+  // The user's own empty directory (a mount point, say) keeps its mode; what
+  // kcache makes inside it does not take the umask's.
+  const std::string given = dir.Sub("given");
+  ASSERT_TRUE(std::filesystem::create_directory(given));
+  const std::string cache = dir.Sub("cache"), file = dir.Sub("s.kcs");
+  // A snapshot exported over a file open to all is private too.
+  std::FILE* old = std::fopen(file.c_str(), "w");
+  ASSERT_NE(old, nullptr);
+  std::fclose(old);
+  std::filesystem::permissions(file, std::filesystem::perms(0666));
+  const std::vector<std::string> commands = {
+      "sync pods nodes --server " + s.url + " --cache " + cache + " --until-synced",
+      // A resumed sync writes through the WAL and the journal, and flushes.
+      "sync pods nodes --server " + s.url + " --cache " + cache +
+          " 2>&1 & pid=$!; sleep 2; kill $pid; wait $pid",
+      "snapshot export --cache " + cache + " " + file,
+      "snapshot create --cache " + cache + " " + dir.Sub("copy"),
+      "snapshot import " + file + " --cache " + dir.Sub("restored"),
+      "snapshot import " + file + " --cache " + given,
+      "get pods -A -o name --cache " + cache,
+      "stats --cache " + cache,
+  };
+  for (const std::string& c : commands) {
+    Result r = kcache::testing::RunCommand("umask 000 && " + kcache::testing::KcacheBin() + " " +
+                                           c + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << c << "\n" << r.output;
+  }
+  // A cache written by a kcache before this one has 0644 files: a writer's
+  // open makes them private.
+  int widened = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cache)) {
+    if (!e.is_regular_file()) continue;
+    std::filesystem::permissions(e.path(), std::filesystem::perms(0644));
+    ++widened;
+  }
+  ASSERT_GT(widened, 5);
+  Result resumed =
+      kcache::testing::RunCommand(kcache::testing::KcacheBin() + " sync pods --server " + s.url +
+                                  " --cache " + cache + " --until-synced 2>&1");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  int checked = 0;
+  std::string open_to_others;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (e.path() == given) continue;
+    const auto perms = e.symlink_status().permissions();
+    ++checked;
+    using P = std::filesystem::perms;
+    if ((perms & (P::group_all | P::others_all)) != P::none) {
+      char mode[16];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(perms));
+      open_to_others += std::string(mode) + " " + e.path().string() + "\n";
+    }
+  }
+  EXPECT_EQ(open_to_others, "");
+  // The tree is large enough to mean something: tables, logs, the snapshot.
+  EXPECT_GT(checked, 30);
+}
