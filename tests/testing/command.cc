@@ -88,8 +88,9 @@ ServeProcess StartServe(const std::string& args) {
   EXPECT_GT(s.process.pid, 0) << args;
   if (s.process.pid <= 0) return s;
   s.banner = ReadLines(s.process.out, 2);
-  size_t at = s.banner.find("http://");
+  size_t at = s.banner.find("serving on ");
   EXPECT_NE(at, std::string::npos) << s.banner;
+  if (at != std::string::npos) at += std::string_view("serving on ").size();
   if (at != std::string::npos) s.url = s.banner.substr(at, s.banner.find_first_of(" \n", at) - at);
   return s;
 }

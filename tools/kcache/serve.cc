@@ -73,7 +73,8 @@ void DefineCache(cli::FlagSet& flags, ServeFlags* f) {
   flags.Bool("serve-secrets", '\0', &f->cache.serve_secrets,
              "with --cache or --snapshot: serve secrets too");
   flags.String("token-file", '\0', &f->cache.token_file,
-               "with --cache or --snapshot: require a bearer token from this file (one per line)");
+               "with --cache or --snapshot: require a bearer token from this file, one per line "
+               "with what it may read: TOKEN [name=USER] [resources=R,...] [namespaces=N,...]");
   flags.String("tls-cert-file", '\0', &f->cache.tls_cert_file,
                "with --cache or --snapshot: serve HTTPS with this certificate chain (PEM)");
   flags.String("tls-private-key-file", '\0', &f->cache.tls_key_file,

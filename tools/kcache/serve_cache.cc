@@ -27,6 +27,7 @@
 #include "tools/kcache/apiserver/http_server.h"
 #include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/source.h"
+#include "tools/kcache/token_grants.h"
 #include "util/rw_mutex.h"
 
 namespace kcache::tool {
@@ -79,31 +80,6 @@ bool IsLoopback(std::string_view host_port) {
   if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
   in6_addr v6{};
   return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
-}
-
-// Compares without leaking, through timing, how much of a token matched.
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= x ^ y;
-  }
-  return diff == 0;
-}
-
-StatusOr<std::vector<std::string>> ReadTokens(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("token file " + path + ": cannot be read");
-  std::vector<std::string> tokens;
-  std::string line;
-  while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    if (!line.empty() && line[0] != '#') tokens.push_back(line);
-  }
-  if (tokens.empty()) return Status::InvalidArgument("token file " + path + " holds no token");
-  return tokens;
 }
 
 // The Table version a request asks for in its Accept header ("" for none):
@@ -287,7 +263,7 @@ class CacheServer::Impl : public serve::ApiSource {
 
   std::unique_ptr<Source> source_;
   const CacheServeOptions options_;
-  std::vector<std::string> tokens_;
+  std::vector<TokenGrant> grants_;  // empty: no token needed
   std::vector<ResourceType> types_;
   std::vector<ServedType> served_;
   std::vector<std::string> skipped_;
@@ -442,16 +418,20 @@ uint64_t CacheServer::Impl::WaitRefresh(uint64_t generation, Clock::time_point u
 }
 
 void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w) {
-  if (!tokens_.empty()) {
-    const std::string auth = req.Header("Authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    bool ok = false;
-    if (auth.compare(0, kBearer.size(), kBearer) == 0) {
-      std::string_view token = std::string_view(auth).substr(kBearer.size());
-      for (const std::string& t : tokens_) ok |= ConstantTimeEquals(token, t);
-    }
-    if (!ok) return SendReply(w, {401, "Unauthorized", "Unauthorized", ""});
+  const TokenGrant* grant = nullptr;
+  if (!grants_.empty()) {
+    grant = FindGrant(grants_, req.Header("Authorization"));
+    if (!grant) return SendReply(w, {401, "Unauthorized", "Unauthorized", ""});
   }
+  // Discovery lists what the token may read (every token may ask, as
+  // kube-apiserver's system:discovery role lets every user).
+  std::vector<ResourceType> visible;
+  if (grant) {
+    for (const ResourceType& rt : types_) {
+      if (grant->Reads(rt)) visible.push_back(rt);
+    }
+  }
+  const std::vector<ResourceType>& discovered = grant ? visible : types_;
   if (Status gone = Gone(); !gone.ok()) {
     return SendReply(w, {503, "ServiceUnavailable", std::string(gone.message()), ""});
   }
@@ -462,7 +442,7 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
       return (void)w.Send(200, json, serve::ApiVersionsJson(address()));
     }
     if (path == "/apis" || path == "/apis/") {
-      return (void)w.Send(200, json, serve::ApiGroupListJson(types_));
+      return (void)w.Send(200, json, serve::ApiGroupListJson(discovered));
     }
     if (path == "/version") {
       StatusOr<std::optional<ClusterInfo>> cluster = source_->cache().GetClusterInfo();
@@ -488,10 +468,18 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
       return serve::SendNotFoundPage(w);
     case serve::PathKind::kResourceList:
       if (req.method != "GET") return serve::SendNotFoundPage(w);
-      return (void)w.Send(
-          200, json, serve::ApiResourceListJson(types_, t.group, t.version, /*read_only=*/true));
+      return (void)w.Send(200, json,
+                          serve::ApiResourceListJson(discovered, t.group, t.version,
+                                                     /*read_only=*/true));
     case serve::PathKind::kResource:
       break;
+  }
+  if (grant) {
+    const bool watch = t.legacy_watch || serve::ParseBool(req.Query("watch").value_or("false"));
+    const char* verb = !t.name.empty() ? "get" : watch ? "watch" : "list";
+    if (std::optional<Reply> no = grant->Check(*t.rt, verb, t.namespace_, t.name)) {
+      return SendReply(w, *no);
+    }
   }
   if (req.method != "GET" || (t.legacy_watch && !t.name.empty())) {
     if (req.method == "GET") return serve::SendNotFoundPage(w);
@@ -688,7 +676,7 @@ StatusOr<std::unique_ptr<CacheServer>> CacheServer::Start(const std::string& cac
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, Source::Open(cache_dir, snapshot));
   auto impl = std::make_unique<Impl>(std::move(source), options);
   if (!options.token_file.empty()) {
-    KCACHE_ASSIGN_OR_RETURN(impl->tokens_, ReadTokens(options.token_file));
+    KCACHE_ASSIGN_OR_RETURN(impl->grants_, ReadTokenGrants(options.token_file));
   }
   KCACHE_RETURN_IF_ERROR(impl->Load());
   KCACHE_RETURN_IF_ERROR(impl->Listen());

@@ -36,8 +36,9 @@ struct CacheServeOptions {
   // Serve secrets (core/v1 secrets); otherwise they are left out of
   // discovery and answered 404.
   bool serve_secrets = false;
-  // A file of bearer tokens, one per line; when set, every request must
-  // carry one of them ("Authorization: Bearer TOKEN").
+  // A file of bearer tokens, one per line with what it may read
+  // (token_grants.h); when set, every request must carry one of them
+  // ("Authorization: Bearer TOKEN") and reads only what its line grants.
   std::string token_file;
   // How often the server catches up with the cache's writer.
   std::chrono::milliseconds refresh_interval{100};

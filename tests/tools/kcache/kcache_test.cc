@@ -994,3 +994,65 @@ TEST(KcacheToolTest, EveryFileItCreatesIsPrivateWhateverTheUmask) {
   // The tree is large enough to mean something: tables, logs, the snapshot.
   EXPECT_GT(checked, 30);
 }
+
+// Per-token grants as kubectl (client-go underneath) meets them through a
+// served cache: kube-apiserver's Forbidden for what a token may not read,
+// discovery of only what it may, and lists and watches of what it may.
+// kubectl sends tokens over TLS only, so the server serves TLS.
+TEST(KcacheToolTest, KubectlReadsWhatItsTokenIsGrantedAndIsForbiddenTheRest) {
+  kcache::testing::ServeProcess cluster = kcache::testing::StartServe(
+      "--listen 127.0.0.1:0 --pods 30 --namespaces 3 --nodes 2 --creates 0 --updates 0 "
+      "--relabels 0 --deletes 0");
+  ASSERT_FALSE(cluster.url.empty()) << cluster.banner;
+  kcache::testing::TempDir dir;
+  const std::string cache = dir.Sub("cache"), cert = dir.Sub("crt"), key = dir.Sub("key");
+  Result synced =
+      Kcache("sync pods nodes --server " + cluster.url + " --cache " + cache + " --until-synced");
+  ASSERT_EQ(synced.exit_code, 0) << synced.output;
+  Result made = kcache::testing::RunCommand(
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kcache-serve -addext "
+      "subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " 2>&1");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  std::ofstream(dir.Sub("tokens")) << "plain\nteam resources=pods namespaces=ns-1 name=team-one\n";
+  kcache::testing::ServeProcess served = kcache::testing::StartServe(
+      "--cache " + cache + " --listen 127.0.0.1:0 --token-file " + dir.Sub("tokens") +
+      " --tls-cert-file " + cert + " --tls-private-key-file " + key);
+  ASSERT_FALSE(served.url.empty()) << served.banner;
+  auto kubectl = [&](const std::string& token, const std::string& args) {
+    return kcache::testing::RunCommand(
+        "kubectl --server " + served.url + " --certificate-authority " + cert + " --cache-dir " +
+        dir.Sub("discovery-" + token) + " --token " + token + " " + args + " 2>&1");
+  };
+  Result mine = kubectl("team", "get pods -n ns-1 -o name");
+  EXPECT_EQ(mine.exit_code, 0) << mine.output;
+  EXPECT_EQ(std::count(mine.output.begin(), mine.output.end(), '\n'), 10) << mine.output;
+  Result other = kubectl("team", "get pods -n ns-2");
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_EQ(other.output,
+            "Error from server (Forbidden): pods is forbidden: User \"team-one\" cannot list "
+            "resource \"pods\" in API group \"\" in the namespace \"ns-2\"\n");
+  Result everywhere = kubectl("team", "get pods -A");
+  EXPECT_NE(everywhere.output.find("cannot list resource \"pods\" in API group \"\" at the "
+                                   "cluster scope"),
+            std::string::npos)
+      << everywhere.output;
+  Result one = kubectl("team", "get pod -n ns-2 some-pod");
+  EXPECT_NE(one.output.find("pods \"some-pod\" is forbidden: User \"team-one\" cannot get"),
+            std::string::npos)
+      << one.output;
+  Result watch = kubectl("team", "get pods -n ns-2 -w --request-timeout 5s");
+  EXPECT_NE(watch.output.find("(Forbidden)"), std::string::npos) << watch.output;
+  Result watched = kcache::testing::RunCommand(
+      "timeout 3 kubectl --server " + served.url + " --certificate-authority " + cert +
+      " --cache-dir " + dir.Sub("discovery-team") + " --token team get pods -n ns-1 -w 2>&1");
+  EXPECT_EQ(std::count(watched.output.begin(), watched.output.end(), '\n'), 11) << watched.output;
+  Result kinds = kubectl("team", "api-resources --no-headers");
+  EXPECT_EQ(kinds.output.rfind("pods ", 0), 0u) << kinds.output;
+  EXPECT_EQ(std::count(kinds.output.begin(), kinds.output.end(), '\n'), 1) << kinds.output;
+  Result nodes = kubectl("plain", "get nodes -o name");
+  EXPECT_EQ(nodes.output, "node/node-0\nnode/node-1\n");
+  Result unknown = kubectl("stranger", "get pods -n ns-1");
+  EXPECT_NE(unknown.output.find("You must be logged in to the server"), std::string::npos)
+      << unknown.output;
+}

@@ -3,7 +3,9 @@
 // informer; and `kcache serve --snapshot` over a file exported from it.
 
 #include "tools/kcache/serve_cache.h"
+#include "tools/kcache/token_grants.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -493,6 +496,109 @@ TEST_F(ServeCacheTest, BearerTokensAreRequiredWhenConfigured) {
   EXPECT_EQ(client_->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
   EXPECT_EQ(NewClient("secret-on")->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
   EXPECT_OK(NewClient("secret-two")->List(Pods(), {}));
+}
+
+// Each token reads what its line grants: a bare token every resource but
+// Secrets; resources= and namespaces= narrow it. A request outside the grant
+// gets kube-apiserver's 403 (as its RBAC words it), and discovery lists only
+// what the token may read.
+TEST_F(ServeCacheTest, EachTokenReadsOnlyWhatItsLineGrants) {
+  const std::string tokens = dir_.Sub("tokens");
+  std::ofstream(tokens) << "# readers\n"
+                           "plain\n"
+                           "all resources=*,secrets name=backup\n"
+                           "team-a   resources=pods namespaces=a\n";
+  StartServer({.serve_secrets = true, .token_file = tokens});
+  const ResourceRef secrets{{"", "v1", "secrets"}, true, ""};
+  auto plain = NewClient("plain"), all = NewClient("all"), team = NewClient("team-a");
+
+  EXPECT_OK(plain->List(Pods(), {}));
+  auto denied = plain->List(secrets, {});
+  EXPECT_EQ(denied.status().code(), StatusCode::kPermissionDenied) << denied.status();
+  EXPECT_NE(denied.status().message().find(
+                "secrets is forbidden: User \"token-2\" cannot list resource \"secrets\" in API "
+                "group \"\" at the cluster scope"),
+            std::string::npos)
+      << denied.status();
+  auto listed = all->List(secrets, {});
+  ASSERT_OK(listed) << listed.status();
+  EXPECT_EQ(listed->items.size(), 1u);
+
+  auto mine = team->List(Pods("a"), {});
+  ASSERT_OK(mine) << mine.status();
+  EXPECT_EQ(mine->items.size(), 5u);
+  for (auto [what, got] :
+       {std::pair{"list in b", team->List(Pods("b"), {}).status()},
+        std::pair{"list everywhere", team->List(Pods(), {}).status()},
+        std::pair{"secrets in a",
+                  team->List(ResourceRef{{"", "v1", "secrets"}, true, "a"}, {}).status()}}) {
+    EXPECT_EQ(got.code(), StatusCode::kPermissionDenied) << what << ": " << got;
+  }
+  auto get = team->Get(Pods("b"), "b0");
+  EXPECT_EQ(get.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(
+      get.status().message().find("pods \"b0\" is forbidden: User \"token-4\" cannot get "
+                                  "resource \"pods\" in API group \"\" in the namespace \"b\""),
+      std::string::npos)
+      << get.status();
+  EXPECT_OK(team->Get(Pods("a"), "a0"));
+  auto watch = team->Watch(Pods("b"), {.timeout_seconds = 1});
+  EXPECT_EQ(watch.status().code(), StatusCode::kPermissionDenied) << watch.status();
+  EXPECT_NE(watch.status().message().find("cannot watch resource"), std::string::npos)
+      << watch.status();
+  auto watched = team->Watch(Pods("a"), {.timeout_seconds = 1});
+  ASSERT_OK(watched);
+  auto first = (*watched)->Next();
+  ASSERT_OK(first);
+  ASSERT_TRUE(first->has_value());
+
+  // Discovery: what each token may read, and no more.
+  auto names = [](const StatusOr<std::string>& body) {
+    std::vector<std::string> out;
+    EXPECT_OK(body) << body.status();
+    if (!body.ok()) return out;
+    const nlohmann::json list = nlohmann::json::parse(*body);
+    for (const auto& r : list["resources"]) out.push_back(r["name"].get<std::string>());
+    return out;
+  };
+  EXPECT_THAT(names(plain->Get("/api/v1")), ::testing::ElementsAre("pods"));
+  EXPECT_THAT(names(all->Get("/api/v1")), ::testing::ElementsAre("pods", "secrets"));
+  EXPECT_THAT(names(team->Get("/api/v1")), ::testing::ElementsAre("pods"));
+  EXPECT_EQ(NewClient("nobody")->Get("/api/v1").status().code(), StatusCode::kUnauthenticated);
+}
+
+TEST(TokenGrantsTest, AFileWithAMistakeIsRefusedNamingItsLine) {
+  kcache::testing::TempDir dir;
+  auto read = [&](const std::string& text) {
+    std::ofstream(dir.Sub("t")) << text;
+    return ReadTokenGrants(dir.Sub("t")).status();
+  };
+  for (auto [text, said] : {
+           std::pair{"a\nb resource=pods\n", "line 2: unknown field \"resource=pods\""},
+           std::pair{"a namespaces=\n", "line 1: namespaces= is empty"},
+           std::pair{"a resources=,\n", "line 1: resources= names no resource"},
+           std::pair{"a name=x name=y\n", "line 1: name= given twice"},
+           std::pair{"a\n# b\na\n", "line 3: the token of token-1 again"},
+           std::pair{"# none\n\n", "holds no token"},
+       }) {
+    Status st = read(text);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(st.message().find(said), std::string::npos) << st;
+  }
+  EXPECT_EQ(ReadTokenGrants(dir.Sub("absent")).status().code(), StatusCode::kNotFound);
+  ASSERT_OK(read("  tok  name=n resources=pods,deployments.apps namespaces=x,y\r\n"));
+  auto grants = ReadTokenGrants(dir.Sub("t"));
+  ASSERT_OK(grants);
+  ASSERT_EQ(grants->size(), 1u);
+  const TokenGrant& g = (*grants)[0];
+  EXPECT_EQ(g.token, "tok");
+  EXPECT_EQ(g.user, "n");
+  EXPECT_FALSE(g.every_resource);
+  EXPECT_EQ(g.resources, (std::set<std::string>{"deployments.apps", "pods"}));
+  EXPECT_EQ(g.namespaces, (std::set<std::string>{"x", "y"}));
+  EXPECT_EQ(FindGrant(*grants, "Bearer tok"), &g);
+  EXPECT_EQ(FindGrant(*grants, "Bearer to"), nullptr);
+  EXPECT_EQ(FindGrant(*grants, "tok"), nullptr);
 }
 
 // Beyond loopback only with TLS and tokens: a client that trusts the
