@@ -83,6 +83,20 @@ std::string ServeProcess::listen() const {
   return url.rfind(scheme, 0) == 0 ? url.substr(scheme.size()) : url;
 }
 
+ServeProcess& ServeProcess::operator=(ServeProcess&& other) noexcept {
+  if (this != &other) {
+    if (process.pid > 0) Stop(process, SIGTERM);
+    process = std::exchange(other.process, Background{});
+    banner = std::move(other.banner);
+    url = std::move(other.url);
+  }
+  return *this;
+}
+
+ServeProcess::~ServeProcess() {
+  if (process.pid > 0) Stop(process, SIGTERM);
+}
+
 ServeProcess StartServe(const std::string& args) {
   ServeProcess s{StartCommand(KcacheBin() + " serve " + args), "", ""};
   EXPECT_GT(s.process.pid, 0) << args;

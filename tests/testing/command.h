@@ -3,6 +3,7 @@
 #define KCACHE_TESTS_TESTING_COMMAND_H_
 
 #include <string>
+#include <utility>
 
 namespace kcache::testing {
 
@@ -34,13 +35,20 @@ int Stop(Background& b, int sig);
 std::string KcacheBin();
 
 // `kcache serve ARGS` in the background, after the two lines it prints
-// once it listens.
+// once it listens. Stopped (SIGTERM) when destroyed, unless stopped before.
 struct ServeProcess {
   Background process;
   std::string banner;  // those two lines
   std::string url;     // http://HOST:PORT from the banner; empty if none
   // HOST:PORT, for a server started again on the same address.
   std::string listen() const;
+
+  ServeProcess() = default;
+  ServeProcess(Background p, std::string b, std::string u)
+      : process(p), banner(std::move(b)), url(std::move(u)) {}
+  ServeProcess(ServeProcess&& other) noexcept { *this = std::move(other); }
+  ServeProcess& operator=(ServeProcess&& other) noexcept;
+  ~ServeProcess();
 };
 // Records a test failure if it does not start or names no URL.
 ServeProcess StartServe(const std::string& args);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <utility>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -285,10 +286,11 @@ TEST(KcacheToolTest, ServeStopsCleanlyOnSigtermAndSigintWithAWatchOpen) {
     ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
     char buf[4096];
     ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0) << "the watch started";
-    kill(s.process.pid, sig);
+    const int pid = std::exchange(s.process.pid, -1);  // stopped here, not by s
+    kill(pid, sig);
     int status = 0;
-    waitpid(s.process.pid, &status, 0);
-    std::string rest = Drain(s.process.out);
+    waitpid(pid, &status, 0);
+    std::string rest = Drain(std::exchange(s.process.out, -1));
     ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
     EXPECT_EQ(WEXITSTATUS(status), 0) << rest;
     EXPECT_NE(rest.find(sig == SIGTERM ? "SIGTERM, stopping" : "SIGINT, stopping"),
@@ -915,9 +917,10 @@ TEST(KcacheToolTest, AServedOrWatchedCacheThatIsReplacedEndsTheReaderWithAClearE
   std::filesystem::remove_all(cache_dir);
   fill("new");
   int status = 0;
-  ASSERT_EQ(::waitpid(serve.process.pid, &status, 0), serve.process.pid);
+  const int pid = std::exchange(serve.process.pid, -1);  // it ends by itself
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
-  std::string said = kcache::testing::Drain(serve.process.out);
+  std::string said = kcache::testing::Drain(std::exchange(serve.process.out, -1));
   EXPECT_NE(said.find("the cache " + cache_dir + " was removed"), std::string::npos) << said;
   ASSERT_EQ(::waitpid(watch.pid, &status, 0), watch.pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
