@@ -22,6 +22,8 @@ struct ServeFlags {
   std::string cut, expire, throttle, error, malformed, stall;
   std::string cache_dir, snapshot;
   CacheServeOptions cache;
+  int64_t max_connections = 2048, max_watches_per_client = 500;
+  int64_t header_timeout_seconds = 10, idle_timeout_seconds = 90, write_timeout_seconds = 60;
   // The flags of one mode only, which the other refuses.
   std::vector<std::string> synthetic_only, cache_only;
 };
@@ -79,6 +81,20 @@ void DefineCache(cli::FlagSet& flags, ServeFlags* f) {
                "with --cache or --snapshot: serve HTTPS with this certificate chain (PEM)");
   flags.String("tls-private-key-file", '\0', &f->cache.tls_key_file,
                "with --cache or --snapshot: the private key of --tls-cert-file (PEM)");
+  flags.Int("max-connections", '\0', &f->max_connections,
+            "with --cache or --snapshot: connections served at once; more are answered 429");
+  flags.Int("max-watches-per-client", '\0', &f->max_watches_per_client,
+            "with --cache or --snapshot: watches open at once per token (or per address without "
+            "tokens); more are answered 429");
+  flags.Int("header-timeout", '\0', &f->header_timeout_seconds,
+            "with --cache or --snapshot: seconds for a request's head to arrive (its body gets "
+            "three times as long)");
+  flags.Int("idle-timeout", '\0', &f->idle_timeout_seconds,
+            "with --cache or --snapshot: seconds a kept-alive connection may wait for its next "
+            "request");
+  flags.Int("write-timeout", '\0', &f->write_timeout_seconds,
+            "with --cache or --snapshot: seconds a response may send nothing to a client that "
+            "does not read before the connection is cut");
 }
 
 void Define(cli::FlagSet& flags, ServeFlags* f) {
@@ -106,6 +122,23 @@ int ServeCacheMode(const Command& self, const cli::FlagSet& flags, ServeFlags& f
   }
   if (flags.Changed("listen")) f.cache.listen = f.synthetic.listen;
   f.cache.bookmark_interval = std::chrono::seconds(f.bookmark_seconds);
+  for (auto [name, value] : {std::pair{"max-connections", f.max_connections},
+                             {"max-watches-per-client", f.max_watches_per_client},
+                             {"header-timeout", f.header_timeout_seconds},
+                             {"idle-timeout", f.idle_timeout_seconds},
+                             {"write-timeout", f.write_timeout_seconds}}) {
+    if (value <= 0) {
+      return Fail(Status::InvalidArgument("--" + std::string(name) + " must be positive, not " +
+                                          std::to_string(value)),
+                  self.name);
+    }
+  }
+  f.cache.http.max_connections = static_cast<size_t>(f.max_connections);
+  f.cache.max_watches_per_client = static_cast<size_t>(f.max_watches_per_client);
+  f.cache.http.header_timeout = std::chrono::seconds(f.header_timeout_seconds);
+  f.cache.http.body_timeout = std::chrono::seconds(3 * f.header_timeout_seconds);
+  f.cache.http.idle_timeout = std::chrono::seconds(f.idle_timeout_seconds);
+  f.cache.http.write_timeout = std::chrono::seconds(f.write_timeout_seconds);
   Status st = RunServeCache(f.cache_dir, f.snapshot, f.cache, std::cout);
   return st.ok() ? 0 : Fail(st, self.name);
 }

@@ -280,6 +280,12 @@ class CacheServer::Impl : public serve::ApiSource {
   std::string address_;  // guarded by address_mu_
 
   void Handle(const http::Request& req, http::ResponseWriter& w);
+  // Counts a watch of `client` while it lives; false beyond
+  // max_watches_per_client.
+  bool OpenWatch(const std::string& client);
+  void CloseWatch(const std::string& client);
+  std::mutex watches_mu_;
+  std::map<std::string, size_t> watches_;  // open watches by client; guarded by watches_mu_
   void Get(const Target& t, const Output& out, http::ResponseWriter& w);
   // Waits until `type` has reached `wanted` (up to kTooLargeWait) and
   // returns with `lock` held on the view and `*current` set.
@@ -352,11 +358,12 @@ Status CacheServer::Impl::Load() {
 Status CacheServer::Impl::Listen() {
   refresher_ = std::thread([this] { RefreshLoop(); });
   auto handler = [this](const http::Request& req, http::ResponseWriter& w) { Handle(req, w); };
-  std::optional<http::TlsFiles> tls;
+  http::ServerOptions server_options = options_.http;
   if (!options_.tls_cert_file.empty()) {
-    tls = http::TlsFiles{options_.tls_cert_file, options_.tls_key_file};
+    server_options.tls = http::TlsFiles{options_.tls_cert_file, options_.tls_key_file};
   }
-  StatusOr<std::unique_ptr<http::Server>> http = http::Server::Start(options_.listen, handler, tls);
+  StatusOr<std::unique_ptr<http::Server>> http =
+      http::Server::Start(options_.listen, handler, server_options);
   if (!http.ok()) {
     Stop();
     return http.status();
@@ -506,12 +513,38 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
     return (void)serve::ServeList(
         *this, t, q, {.tables = tables, .drop_managed_fields = out.drop_managed_fields}, w);
   }
+  const std::string client = grant ? "user " + serve::Quote(grant->user) : "address " + req.peer;
+  if (!OpenWatch(client)) {
+    return SendReply(w, {429, "TooManyRequests",
+                         "too many watches open from " + client + " (at most " +
+                             std::to_string(options_.max_watches_per_client) + ")",
+                         "", 1});
+  }
+  struct Closer {
+    Impl* impl;
+    const std::string& client;
+    ~Closer() { impl->CloseWatch(client); }
+  } closer{this, client};
   serve::WatchCall call;
   call.bookmark_interval = options_.bookmark_interval;
   call.default_timeout = options_.default_watch_timeout;
   call.tables = tables;
   call.drop_managed_fields = out.drop_managed_fields;
   serve::ServeWatch(*this, t, q, call, w);
+}
+
+bool CacheServer::Impl::OpenWatch(const std::string& client) {
+  std::lock_guard<std::mutex> lock(watches_mu_);
+  size_t& open = watches_[client];  // at least 1 once added: Start refuses a limit of 0
+  if (open >= options_.max_watches_per_client) return false;
+  ++open;
+  return true;
+}
+
+void CacheServer::Impl::CloseWatch(const std::string& client) {
+  std::lock_guard<std::mutex> lock(watches_mu_);
+  auto it = watches_.find(client);
+  if (it != watches_.end() && --it->second == 0) watches_.erase(it);
 }
 
 void CacheServer::Impl::Get(const Target& t, const Output& out, http::ResponseWriter& w) {
@@ -669,6 +702,9 @@ StatusOr<std::unique_ptr<CacheServer>> CacheServer::Start(const std::string& cac
         ": kcache serve listens on loopback addresses (127.0.0.1, ::1, localhost) unless it "
         "serves TLS (--tls-cert-file, --tls-private-key-file) and requires tokens "
         "(--token-file)");
+  }
+  if (options.max_watches_per_client == 0) {
+    return Status::InvalidArgument("max_watches_per_client must be positive");
   }
   if (options.refresh_interval.count() <= 0 || options.bookmark_interval.count() <= 0) {
     return Status::InvalidArgument("refresh and bookmark intervals must be positive");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kcache/status_or.h"
+#include "tools/kcache/apiserver/http_server.h"
 #include "tools/kcache/apiserver/resource_types.h"
 
 namespace kcache::tool {
@@ -40,6 +41,12 @@ struct CacheServeOptions {
   // (token_grants.h); when set, every request must carry one of them
   // ("Authorization: Bearer TOKEN") and reads only what its line grants.
   std::string token_file;
+  // Connections, timeouts and the write timeout that cuts off a watcher
+  // that stopped reading (its `tls` is set from the files above).
+  http::ServerOptions http;
+  // Watches one client may hold open at once: a token's user, or without
+  // tokens an address. One more is answered 429 with Retry-After.
+  size_t max_watches_per_client = 500;
   // How often the server catches up with the cache's writer.
   std::chrono::milliseconds refresh_interval{100};
   // How often a quiet watch that allows bookmarks gets one.

@@ -567,6 +567,32 @@ TEST_F(ServeCacheTest, EachTokenReadsOnlyWhatItsLineGrants) {
   EXPECT_EQ(NewClient("nobody")->Get("/api/v1").status().code(), StatusCode::kUnauthenticated);
 }
 
+// Watches one client holds open at once are capped: one more gets 429
+// TooManyRequests with Retry-After, while another token's watches go on; a
+// watch that ends frees its place.
+TEST_F(ServeCacheTest, WatchesBeyondAClientsCapAreAnswered429) {
+  const std::string tokens = dir_.Sub("tokens");
+  std::ofstream(tokens) << "one\ntwo\n";
+  CacheServeOptions o;
+  o.token_file = tokens;
+  o.max_watches_per_client = 2;
+  StartServer(o);
+  auto one = NewClient("one"), two = NewClient("two");
+  auto first = one->Watch(Pods(), {.timeout_seconds = 60});
+  ASSERT_OK(first);
+  auto second = one->Watch(Pods(), {.timeout_seconds = 60});
+  ASSERT_OK(second);
+  auto third = one->Watch(Pods(), {.timeout_seconds = 60});
+  EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted) << third.status();
+  EXPECT_NE(
+      third.status().message().find("too many watches open from user \"token-1\" (at most 2)"),
+      std::string::npos)
+      << third.status();
+  EXPECT_OK(two->Watch(Pods(), {.timeout_seconds = 60}));
+  first->reset();  // the client leaves; the server's watch ends
+  EXPECT_TRUE(Eventually([&] { return one->Watch(Pods(), {.timeout_seconds = 60}).ok(); }));
+}
+
 TEST(TokenGrantsTest, AFileWithAMistakeIsRefusedNamingItsLine) {
   kcache::testing::TempDir dir;
   auto read = [&](const std::string& text) {

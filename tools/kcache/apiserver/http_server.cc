@@ -45,8 +45,8 @@ int HexValue(char c) {
   return -1;
 }
 
-// Parses the request head (request line and headers, without the blank
-// line). False for a malformed head.
+}  // namespace
+
 bool ParseHead(std::string_view head, Request* req) {
   size_t line_end = head.find("\r\n");
   std::string_view first = head.substr(0, line_end);
@@ -90,6 +90,8 @@ bool ParseHead(std::string_view head, Request* req) {
   }
   return true;
 }
+
+namespace {
 
 // OpenSSL's queued errors as one line.
 std::string TlsError() {
@@ -367,7 +369,13 @@ StatusOr<int> ListenUnix(const std::string& path) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Handler handler,
-                                                const std::optional<TlsFiles>& tls) {
+                                                const ServerOptions& options) {
+  const std::optional<TlsFiles>& tls = options.tls;
+  if (options.max_connections == 0 || options.header_timeout.count() <= 0 ||
+      options.body_timeout.count() <= 0 || options.idle_timeout.count() <= 0 ||
+      options.write_timeout.count() <= 0) {
+    return Status::InvalidArgument("server limits and timeouts must be positive");
+  }
   std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(nullptr, SSL_CTX_free);
   if (tls) {
     ERR_clear_error();
@@ -389,7 +397,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Hand
     const std::string path(host_port.substr(5));
     KCACHE_ASSIGN_OR_RETURN(int fd, ListenUnix(path));
     std::unique_ptr<Server> server(
-        new Server(fd, 0, "unix:" + path, std::move(handler), ctx.release()));
+        new Server(fd, 0, "unix:" + path, std::move(handler), ctx.release(), options));
     server->unix_path_ = path;
     server->acceptor_ = std::thread([s = server.get()] { s->Accept(); });
     return server;
@@ -452,13 +460,15 @@ StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Hand
     url = (tls ? "https://" : "http://") + std::string(name) + ":" + std::to_string(bound_port);
   }
   std::unique_ptr<Server> server(
-      new Server(fd, bound_port, std::move(url), std::move(handler), ctx.release()));
+      new Server(fd, bound_port, std::move(url), std::move(handler), ctx.release(), options));
   server->acceptor_ = std::thread([s = server.get()] { s->Accept(); });
   return server;
 }
 
-Server::Server(int listen_fd, int port, std::string url, Handler handler, SSL_CTX* tls)
+Server::Server(int listen_fd, int port, std::string url, Handler handler, SSL_CTX* tls,
+               const ServerOptions& options)
     : listen_fd_(listen_fd),
+      options_(options),
       tls_(tls),
       port_(port),
       url_(std::move(url)),
@@ -515,10 +525,38 @@ void Server::Accept() {
       close(fd);
       return;
     }
+    if (connections_.size() >= options_.max_connections) {
+      Refuse(fd);
+      continue;
+    }
     Connection& c = connections_.emplace_back();
     c.fd = fd;
     c.thread = std::thread([this, conn = &c] { Serve(conn); });
   }
+}
+
+void Server::Refuse(int fd) {
+  if (!tls_) {
+    // kube-apiserver's words for too many requests in flight; client-go
+    // retries after Retry-After. Sent without waiting: a client that does
+    // not read it loses it.
+    static constexpr std::string_view kBody =
+        R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+        R"("message":"Too many requests, please try again later.","reason":"TooManyRequests",)"
+        R"("details":{"retryAfterSeconds":1},"code":429})";
+    const std::string reply =
+        "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: "
+        "1\r\nConnection: close\r\nContent-Length: " +
+        std::to_string(kBody.size()) + "\r\n\r\n" + std::string(kBody);
+    (void)send(fd, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    shutdown(fd, SHUT_WR);
+    // What the client already sent, read: closing with unread bytes would
+    // reset the connection, and the client might lose the answer.
+    char discard[4096];
+    while (recv(fd, discard, sizeof discard, MSG_DONTWAIT) > 0) {
+    }
+  }
+  close(fd);
 }
 
 void Server::Serve(Connection* conn) {
@@ -530,6 +568,35 @@ void Server::Serve(Connection* conn) {
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  using Clock = std::chrono::steady_clock;
+  auto as_timeval = [](std::chrono::milliseconds d) {
+    return timeval{static_cast<time_t>(d.count() / 1000),
+                   static_cast<suseconds_t>(d.count() % 1000 * 1000)};
+  };
+  // A send that can make no progress for write_timeout fails (EAGAIN), and
+  // so ends the connection. Receives wait in poll, below, against a
+  // deadline; the receive timeout bounds what OpenSSL reads on its own (the
+  // handshake, the rest of a record).
+  const timeval send_limit = as_timeval(options_.write_timeout);
+  const timeval receive_limit = as_timeval(options_.header_timeout);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof send_limit);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &receive_limit, sizeof receive_limit);
+  std::string peer;  // the client's address, for Request::peer
+  {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    char name[INET6_ADDRSTRLEN] = {};
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      if (addr.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, name, sizeof name);
+      } else if (addr.ss_family == AF_INET6) {
+        inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, name, sizeof name);
+      } else if (addr.ss_family == AF_UNIX) {
+        std::strcpy(name, "unix");
+      }
+    }
+    peer = name;
+  }
   std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
   if (tls_) {
     ssl.reset(SSL_new(tls_));
@@ -544,16 +611,39 @@ void Server::Serve(Connection* conn) {
   }
   std::string in;
   char buf[16 << 10];
-  auto fill = [&]() {
+  // Reads what arrives by `deadline`; false at the deadline, the end of the
+  // connection or an error.
+  auto fill = [&](Clock::time_point deadline) {
+    if (!ssl || SSL_pending(ssl.get()) == 0) {
+      for (;;) {
+        const auto left =
+            std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return false;
+        pollfd p{fd, POLLIN, 0};
+        const int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
+        if (r > 0) break;
+        if (r < 0 && errno != EINTR) return false;
+      }
+    }
     ssize_t n = ssl ? SSL_read(ssl.get(), buf, sizeof buf) : recv(fd, buf, sizeof buf, 0);
     if (n <= 0) return false;
     in.append(buf, static_cast<size_t>(n));
     return true;
   };
+  bool first = true;
   for (;;) {  // one request after another on a kept-alive connection
+    // The first request's head is due header_timeout after the connection
+    // opens; a later one's idle_timeout after the last response, and then
+    // header_timeout after its first byte.
+    Clock::time_point deadline =
+        Clock::now() + (first || !in.empty() ? options_.header_timeout : options_.idle_timeout);
+    first = false;
     size_t end;
     while ((end = in.find("\r\n\r\n")) == std::string::npos) {
-      if (in.size() > kMaxHeaderBytes || !fill()) {
+      const bool was_idle = in.empty();
+      const bool more = in.size() <= kMaxHeaderBytes && fill(deadline);
+      if (more && was_idle) deadline = Clock::now() + options_.header_timeout;
+      if (!more) {
         if (in.size() > kMaxHeaderBytes) {
           ResponseWriter(fd, &stopping_, ssl.get())
               .Send(431, {{"Content-Type", "text/plain"}}, "request header too large\n");
@@ -564,6 +654,7 @@ void Server::Serve(Connection* conn) {
       }
     }
     Request req;
+    req.peer = peer;
     ResponseWriter w(fd, &stopping_, ssl.get());
     bool ok = ParseHead(std::string_view(in).substr(0, end), &req);
     in.erase(0, end + 4);
@@ -587,8 +678,9 @@ void Server::Serve(Connection* conn) {
       }
       length = static_cast<size_t>(v);
     }
+    const Clock::time_point body_deadline = Clock::now() + options_.body_timeout;
     while (in.size() < length) {
-      if (!fill()) goto done;
+      if (!fill(body_deadline)) goto done;
     }
     req.body = in.substr(0, length);
     in.erase(0, length);

@@ -1,7 +1,9 @@
-// A small HTTP/1.1 server: one thread per connection, keep-alive, bodies
-// sent with Content-Length or chunked, one writev per chunk (or, over TLS,
-// one TLS record per 16 KiB). It serves `kcache serve` and the tests'
-// scripted servers.
+// A small HTTP/1.1 server: one thread per connection (at most
+// ServerOptions::max_connections of them), keep-alive, bodies sent with
+// Content-Length or chunked, one writev per chunk (or, over TLS, one TLS
+// record per 16 KiB). Every wait on a client is bounded: the head, the body,
+// the wait for the next request and a write that makes no progress each
+// have a timeout. It serves `kcache serve` and the tests' scripted servers.
 //
 // Thread-safety: Start and Stop from one thread; handlers run concurrently,
 // one per connection, and must be thread-safe.
@@ -41,6 +43,8 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> query;
   Headers headers;
   std::string body;
+  // The client's address ("127.0.0.1", "::1"), or "unix" on a unix socket.
+  std::string peer;
 
   // Case-insensitive; "" when absent.
   std::string Header(std::string_view name) const;
@@ -105,16 +109,35 @@ struct TlsFiles {
   std::string key_file;
 };
 
+struct ServerOptions {
+  // Serve HTTPS with these files; plain HTTP when unset.
+  std::optional<TlsFiles> tls;
+  // Connections served at once. One more is answered 429 with Retry-After
+  // (kube-apiserver's answer to too many requests in flight) and closed; over
+  // TLS it is closed unanswered, as no handshake is spent on it.
+  size_t max_connections = 2048;
+  // A request's head must be complete this long after its first byte (after
+  // the connection opens, for its first request), its body this long after
+  // its head: a client sending a byte at a time holds a thread no longer.
+  std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
+  // A kept-alive connection with no request in progress is closed after
+  // this long.
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(90)};
+  // A write that can send nothing for this long (a client that stopped
+  // reading, its socket buffers full) ends the connection.
+  std::chrono::milliseconds write_timeout{std::chrono::seconds(60)};
+};
+
 class Server {
  public:
   // Listens on `host_port` ("127.0.0.1:8080", "[::1]:0", "localhost:0";
   // port 0 picks a free one) or on a unix socket ("unix:/run/kcache.sock",
-  // mode 0600, removed when the server is destroyed), over TLS when `tls` is
-  // given.
-  // InvalidArgument for a malformed address or unusable certificate or key
-  // (naming the file), Unavailable when it cannot be bound.
+  // mode 0600, removed when the server is destroyed).
+  // InvalidArgument for a malformed address, unusable certificate or key
+  // (naming the file) or a zero limit, Unavailable when it cannot be bound.
   static StatusOr<std::unique_ptr<Server>> Start(std::string_view host_port, Handler handler,
-                                                 const std::optional<TlsFiles>& tls = {});
+                                                 const ServerOptions& options = {});
   ~Server();
 
   // "http://HOST:PORT" (or https) with the bound port; "unix:PATH".
@@ -134,11 +157,15 @@ class Server {
     std::thread thread;
     std::atomic<bool> done{false};
   };
-  Server(int listen_fd, int port, std::string url, Handler handler, ssl_ctx_st* tls);
+  Server(int listen_fd, int port, std::string url, Handler handler, ssl_ctx_st* tls,
+         const ServerOptions& options);
   void Accept();
   void Serve(Connection* conn);
+  // Answers a connection beyond max_connections, and closes it.
+  void Refuse(int fd);
 
   const int listen_fd_;
+  const ServerOptions options_;
   ssl_ctx_st* const tls_;  // owned; null for plain TCP
   std::string unix_path_;  // set for a unix socket
   const int port_;
@@ -149,6 +176,11 @@ class Server {
   std::mutex mu_;
   std::list<Connection> connections_;
 };
+
+// Parses a request head (request line and headers, without the blank line
+// that ends it) into `req`'s method, target, path, query and headers. False
+// for a malformed head. Exposed for the fuzz target.
+bool ParseHead(std::string_view head, Request* req);
 
 // Percent-decodes `s`; '+' becomes a space when `plus_is_space`.
 std::string PercentDecode(std::string_view s, bool plus_is_space);
