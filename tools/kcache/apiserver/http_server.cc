@@ -52,7 +52,8 @@ bool ParseHead(std::string_view head, Request* req) {
   std::string_view first = head.substr(0, line_end);
   size_t sp1 = first.find(' ');
   size_t sp2 = first.rfind(' ');
-  if (sp1 == std::string_view::npos || sp2 == sp1) return false;
+  // METHOD SP TARGET SP VERSION, with neither the method nor the target empty.
+  if (sp1 == std::string_view::npos || sp1 == 0 || sp2 <= sp1 + 1) return false;
   req->method = std::string(first.substr(0, sp1));
   req->target = std::string(first.substr(sp1 + 1, sp2 - sp1 - 1));
   if (!first.substr(sp2 + 1).starts_with("HTTP/1.")) return false;
