@@ -49,16 +49,29 @@ std::string PodJson(const std::string& ns, const std::string& name) {
          ns + R"("},"spec":{"containers":[{"name":"app","image":"registry.example.com/app:v1"}]}})";
 }
 
-TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThroughServe) {
-  Cluster& c = Cluster::Get();
+// The kcache binary and the client-go peer (built, or found cached, by
+// tools/bench/build-peer); a test failure if either is missing.
+struct Binaries {
+  std::string kcache, peer;
+};
+Binaries FindBinaries() {
   const char* bin = std::getenv("KCACHE_BIN");
   const char* source = std::getenv("KCACHE_SOURCE_DIR");
-  ASSERT_TRUE(bin && source) << "KCACHE_BIN and KCACHE_SOURCE_DIR must be set";
-  const std::string kcache = bin;
-  auto peer_build = RunCommand(std::string(source) + "/tools/bench/build-peer informer-peer");
-  ASSERT_EQ(peer_build.exit_code, 0) << peer_build.output;
-  std::string peer = peer_build.output.substr(0, peer_build.output.find_last_not_of("\n") + 1);
-  peer = peer.substr(peer.rfind('\n') + 1);
+  if (!bin || !source) {
+    ADD_FAILURE() << "KCACHE_BIN and KCACHE_SOURCE_DIR must be set";
+    return {};
+  }
+  auto built = RunCommand(std::string(source) + "/tools/bench/build-peer informer-peer");
+  EXPECT_EQ(built.exit_code, 0) << built.output;
+  std::string peer = built.output.substr(0, built.output.find_last_not_of("\n") + 1);
+  return {bin, peer.substr(peer.rfind('\n') + 1)};
+}
+
+TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThroughServe) {
+  Cluster& c = Cluster::Get();
+  const Binaries binaries = FindBinaries();
+  const std::string &kcache = binaries.kcache, &peer = binaries.peer;
+  ASSERT_FALSE(HasFailure());
 
   const std::string ns = c.Namespace("serve-peer");
   auto admin = c.Admin();
@@ -148,14 +161,9 @@ TEST(ServeCacheIntegrationTest, ClientGoAndKcacheInformersFollowTheApiServerThro
 // which client-go's reflector reports as it would against RBAC.
 TEST(ServeCacheIntegrationTest, AClientGoInformerReadsWhatItsTokenGrants) {
   Cluster& c = Cluster::Get();
-  const char* bin = std::getenv("KCACHE_BIN");
-  const char* source = std::getenv("KCACHE_SOURCE_DIR");
-  ASSERT_TRUE(bin && source) << "KCACHE_BIN and KCACHE_SOURCE_DIR must be set";
-  const std::string kcache = bin;
-  auto peer_build = RunCommand(std::string(source) + "/tools/bench/build-peer informer-peer");
-  ASSERT_EQ(peer_build.exit_code, 0) << peer_build.output;
-  std::string peer = peer_build.output.substr(0, peer_build.output.find_last_not_of("\n") + 1);
-  peer = peer.substr(peer.rfind('\n') + 1);
+  const Binaries binaries = FindBinaries();
+  const std::string &kcache = binaries.kcache, &peer = binaries.peer;
+  ASSERT_FALSE(HasFailure());
 
   const std::string ns = c.Namespace("serve-tokens");
   auto admin = c.Admin();
@@ -167,10 +175,7 @@ TEST(ServeCacheIntegrationTest, AClientGoInformerReadsWhatItsTokenGrants) {
                          " sync pods --cache " + dir.Sub("cache") + " --until-synced 2>&1");
   ASSERT_EQ(sync.exit_code, 0) << sync.output;
   const std::string cert = dir.Sub("crt"), key = dir.Sub("key");
-  auto made = RunCommand(
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kcache-serve -addext "
-      "subjectAltName=IP:127.0.0.1 -keyout " +
-      key + " -out " + cert + " 2>&1");
+  auto made = testing::MakeServingCertificate(cert, key);
   ASSERT_EQ(made.exit_code, 0) << made.output;
   std::ofstream(dir.Sub("tokens")) << "reader\nteam resources=pods namespaces=" << ns << "\n";
   testing::ServeProcess served = testing::StartServe(

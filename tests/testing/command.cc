@@ -72,6 +72,13 @@ int Stop(Background& b, int sig) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+CommandResult MakeServingCertificate(const std::string& cert, const std::string& key) {
+  return RunCommand(
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kcache-serve -addext "
+      "subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " 2>&1");
+}
+
 std::string KcacheBin() {
   const char* bin = std::getenv("KCACHE_BIN");
   if (!bin) ADD_FAILURE() << "KCACHE_BIN is not set";

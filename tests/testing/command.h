@@ -34,6 +34,11 @@ int Stop(Background& b, int sig);
 // the tests that run it); unset, a test failure and "false".
 std::string KcacheBin();
 
+// Writes a self-signed certificate for 127.0.0.1 (`cert`) and its private
+// key (`key`), PEM, for a server under test to serve TLS with; the openssl
+// command's result.
+CommandResult MakeServingCertificate(const std::string& cert, const std::string& key);
+
 // `kcache serve ARGS` in the background, after the two lines it prints
 // once it listens. Stopped (SIGTERM) when destroyed, unless stopped before.
 struct ServeProcess {

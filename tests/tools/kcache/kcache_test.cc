@@ -1012,10 +1012,7 @@ TEST(KcacheToolTest, KubectlReadsWhatItsTokenIsGrantedAndIsForbiddenTheRest) {
   Result synced =
       Kcache("sync pods nodes --server " + cluster.url + " --cache " + cache + " --until-synced");
   ASSERT_EQ(synced.exit_code, 0) << synced.output;
-  Result made = kcache::testing::RunCommand(
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kcache-serve -addext "
-      "subjectAltName=IP:127.0.0.1 -keyout " +
-      key + " -out " + cert + " 2>&1");
+  Result made = kcache::testing::MakeServingCertificate(cert, key);
   ASSERT_EQ(made.exit_code, 0) << made.output;
   std::ofstream(dir.Sub("tokens")) << "plain\nteam resources=pods namespaces=ns-1 name=team-one\n";
   kcache::testing::ServeProcess served = kcache::testing::StartServe(

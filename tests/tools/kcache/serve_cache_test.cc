@@ -30,6 +30,7 @@
 #include "kcache/reflector.h"
 #include "kcache/rest_client.h"
 #include "kcache/snapshot.h"
+#include "testing/command.h"
 #include "testing/eventually.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
@@ -631,11 +632,8 @@ TEST(TokenGrantsTest, AFileWithAMistakeIsRefusedNamingItsLine) {
 // certificate and carries a token reads; one without a token does not.
 TEST_F(ServeCacheTest, ServesTlsWithTokensBeyondLoopback) {
   const std::string cert = dir_.Sub("server.crt"), key = dir_.Sub("server.key");
-  const std::string openssl =
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kcache-serve "
-      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
-      key + " -out " + cert + " >/dev/null 2>&1";
-  ASSERT_EQ(std::system(openssl.c_str()), 0) << openssl;
+  testing::CommandResult made = testing::MakeServingCertificate(cert, key);
+  ASSERT_EQ(made.exit_code, 0) << made.output;
   const std::string tokens = dir_.Sub("tokens");
   std::ofstream(tokens) << "reader-token\n";
   CacheServeOptions o;
