@@ -54,20 +54,19 @@ class SyncKillTest : public ::testing::Test {
     // 600 changes (about 4 s): a sync that starts after a longer pause
     // finds its resume point expired and relists. Every seventh request
     // (lists and watches alike) is answered 410 besides.
-    ServeProcess server = StartServe(
+    server_ = StartServe(
         "--listen 127.0.0.1:0 --pods 2000 --namespaces 4 --nodes 10 "
         "--creates 20 --updates 100 --relabels 20 --deletes 20 "
         "--history 600 --fault-expire '*7' --seed 5");
-    server_ = server.process;
-    url_ = server.url;
-    ASSERT_FALSE(url_.empty()) << server.banner;
+    url_ = server_.url;
+    ASSERT_FALSE(url_.empty()) << server_.banner;
     RestConfig config;
     config.server = url_;
     auto client = RestClient::Create(config);
     ASSERT_OK(client);
     client_ = *client;
   }
-  void TearDown() override { Stop(server_, SIGTERM); }
+  void TearDown() override { Stop(server_.process, SIGTERM); }
 
   // The server's pods at `rv` exactly; Expired once `rv` has left its
   // history. A fault 410 is retried.
@@ -118,7 +117,7 @@ class SyncKillTest : public ::testing::Test {
     return Outcome::kExact;
   }
 
-  Background server_;
+  ServeProcess server_;
   std::string url_;
   std::shared_ptr<RestClient> client_;
 };
