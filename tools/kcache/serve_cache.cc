@@ -433,12 +433,14 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
   // Discovery lists what the token may read (every token may ask, as
   // kube-apiserver's system:discovery role lets every user).
   std::vector<ResourceType> visible;
-  if (grant) {
+  auto discovered = [&]() -> const std::vector<ResourceType>& {
+    if (!grant) return types_;
+    visible.clear();
     for (const ResourceType& rt : types_) {
       if (grant->Reads(rt)) visible.push_back(rt);
     }
-  }
-  const std::vector<ResourceType>& discovered = grant ? visible : types_;
+    return visible;
+  };
   if (Status gone = Gone(); !gone.ok()) {
     return SendReply(w, {503, "ServiceUnavailable", std::string(gone.message()), ""});
   }
@@ -449,7 +451,7 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
       return (void)w.Send(200, json, serve::ApiVersionsJson(address()));
     }
     if (path == "/apis" || path == "/apis/") {
-      return (void)w.Send(200, json, serve::ApiGroupListJson(discovered));
+      return (void)w.Send(200, json, serve::ApiGroupListJson(discovered()));
     }
     if (path == "/version") {
       StatusOr<std::optional<ClusterInfo>> cluster = source_->cache().GetClusterInfo();
@@ -476,14 +478,23 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
     case serve::PathKind::kResourceList:
       if (req.method != "GET") return serve::SendNotFoundPage(w);
       return (void)w.Send(200, json,
-                          serve::ApiResourceListJson(discovered, t.group, t.version,
+                          serve::ApiResourceListJson(discovered(), t.group, t.version,
                                                      /*read_only=*/true));
     case serve::PathKind::kResource:
       break;
   }
   if (grant) {
+    // The verb as kube-apiserver's authorizer names it (writes are refused
+    // below, after the grant is checked, as RBAC comes first there too).
     const bool watch = t.legacy_watch || serve::ParseBool(req.Query("watch").value_or("false"));
-    const char* verb = !t.name.empty() ? "get" : watch ? "watch" : "list";
+    const bool one = !t.name.empty();
+    const char* verb = req.method == "POST"     ? "create"
+                       : req.method == "PUT"    ? "update"
+                       : req.method == "PATCH"  ? "patch"
+                       : req.method == "DELETE" ? (one ? "delete" : "deletecollection")
+                       : one                    ? "get"
+                       : watch                  ? "watch"
+                                                : "list";
     if (std::optional<Reply> no = grant->Check(*t.rt, verb, t.namespace_, t.name)) {
       return SendReply(w, *no);
     }

@@ -535,6 +535,10 @@ TEST_F(ServeCacheTest, EachTokenReadsOnlyWhatItsLineGrants) {
                   team->List(ResourceRef{{"", "v1", "secrets"}, true, "a"}, {}).status()}}) {
     EXPECT_EQ(got.code(), StatusCode::kPermissionDenied) << what << ": " << got;
   }
+  auto write = team->Do("DELETE", "/api/v1/namespaces/b/pods/b0");
+  EXPECT_EQ(write.status().code(), StatusCode::kPermissionDenied) << write.status();
+  EXPECT_NE(write.status().message().find("cannot delete resource"), std::string::npos)
+      << write.status();
   auto get = team->Get(Pods("b"), "b0");
   EXPECT_EQ(get.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(

@@ -116,9 +116,10 @@ struct ServerOptions {
   // (kube-apiserver's answer to too many requests in flight) and closed; over
   // TLS it is closed unanswered, as no handshake is spent on it.
   size_t max_connections = 2048;
-  // A request's head must be complete this long after its first byte (after
-  // the connection opens, for its first request), its body this long after
-  // its head: a client sending a byte at a time holds a thread no longer.
+  // A request's head must be complete within header_timeout of its first
+  // byte, and a connection's first byte must come within header_timeout of
+  // its opening; a body must be complete within body_timeout of its head. A
+  // client sending a byte at a time holds a thread no longer.
   std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
   std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
   // A kept-alive connection with no request in progress is closed after
