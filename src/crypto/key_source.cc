@@ -66,10 +66,7 @@ StatusOr<Key> LoadKey(const KeySource& source) {
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("key") || !doc["key"].is_string()) {
       return Status::InvalidArgument(where + ": printed JSON without a string \"key\"");
     }
-    std::string key = doc["key"].get<std::string>();
-    std::string& held = doc["key"].get_ref<std::string&>();
-    OPENSSL_cleanse(held.data(), held.size());
-    return Decode(std::move(key), where);
+    return Decode(std::move(doc["key"].get_ref<std::string&>()), where);
   }
   return Decode(std::move(out), where);
 }

@@ -2,12 +2,11 @@
 
 #include <rocksdb/file_system.h>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <filesystem>
 #include <memory>
 
 namespace kcache::storage {
@@ -92,20 +91,15 @@ rocksdb::Env* PrivateEnv() {
 }
 
 void MakeFilesPrivate(const std::string& dir) {
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return;
-  DIR* d = ::fdopendir(dfd);
-  if (!d) {
-    ::close(dfd);
-    return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const fs::file_status st = e.symlink_status(ec);
+    constexpr fs::perms kOthers = fs::perms::group_all | fs::perms::others_all;
+    if (!ec && fs::is_regular_file(st) && (st.permissions() & kOthers) != fs::perms::none) {
+      fs::permissions(e.path(), kOthers, fs::perm_options::remove, ec);
+    }
   }
-  while (const dirent* e = ::readdir(d)) {
-    struct stat st;
-    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISREG(st.st_mode) && (st.st_mode & 077) != 0)
-      ::fchmodat(dfd, e->d_name, st.st_mode & 0700, 0);
-  }
-  ::closedir(d);
 }
 
 }  // namespace kcache::storage

@@ -29,6 +29,7 @@
 #include "tools/kcache/source.h"
 #include "tools/kcache/token_grants.h"
 #include "util/rw_mutex.h"
+#include "util/scope_guard.h"
 
 namespace kcache::tool {
 namespace {
@@ -358,7 +359,9 @@ Status CacheServer::Impl::Load() {
 Status CacheServer::Impl::Listen() {
   refresher_ = std::thread([this] { RefreshLoop(); });
   auto handler = [this](const http::Request& req, http::ResponseWriter& w) { Handle(req, w); };
+  // TLS comes from the files alone (the loopback rule in Start reads them).
   http::ServerOptions server_options = options_.http;
+  server_options.tls.reset();
   if (!options_.tls_cert_file.empty()) {
     server_options.tls = http::TlsFiles{options_.tls_cert_file, options_.tls_key_file};
   }
@@ -531,11 +534,7 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
                              std::to_string(options_.max_watches_per_client) + ")",
                          "", 1});
   }
-  struct Closer {
-    Impl* impl;
-    const std::string& client;
-    ~Closer() { impl->CloseWatch(client); }
-  } closer{this, client};
+  util::ScopeGuard closer([&] { CloseWatch(client); });
   serve::WatchCall call;
   call.bookmark_interval = options_.bookmark_interval;
   call.default_timeout = options_.default_watch_timeout;
