@@ -23,6 +23,7 @@
 #include "tools/kcache/apiserver/api_reply.h"
 #include "tools/kcache/apiserver/api_serve.h"
 #include "tools/kcache/apiserver/api_source.h"
+#include "tools/kcache/apiserver/event_window.h"
 #include "tools/kcache/apiserver/foreground.h"
 #include "tools/kcache/apiserver/http_server.h"
 #include "tools/kcache/kubectl/tables.h"
@@ -115,7 +116,14 @@ struct ServedType {
   std::string keyspace;
   std::shared_ptr<Indexer> store;
   std::optional<TableSpec> table;  // unset if the spec could not be built
+  // The recent changes, shared by the watches that follow them.
+  std::unique_ptr<serve::EventWindow> window = std::make_unique<serve::EventWindow>();
 };
+
+// A watch behind the shared window reads the journal itself, this many
+// changes at a time, so that each costs little memory however many fall
+// behind.
+constexpr size_t kBehindWindowBatch = 64;
 
 // How a request wants objects written: as themselves, or as Table rows.
 struct Output {
@@ -656,36 +664,42 @@ StatusOr<serve::ChangeBatch> CacheServer::Impl::Changes(int type, uint64_t after
                                                         Clock::time_point until) {
   const ServedType& st = served_[static_cast<size_t>(type)];
   Cache& cache = source_->cache();
+  // Reads the journal after `from`, at most `limit` changes.
+  auto read_journal = [&](uint64_t from, size_t limit) -> StatusOr<serve::ChangeBatch> {
+    StatusOr<JournalRead> read = cache.ReadJournal(st.keyspace, std::to_string(from), limit);
+    if (!read.ok() && read.status().code() == StatusCode::kExpired) {
+      // A watcher that fell behind the journal's window, or from before a
+      // relist: the journal's start is where a watch may begin.
+      StatusOr<KeyspaceStats> stats = cache.Stats(st.keyspace);
+      return Status::Expired(stats.ok() ? stats->journal.start : "");
+    }
+    if (!read.ok()) return ServerError(read.status());
+    serve::ChangeBatch batch;
+    batch.position = ParseCanonicalResourceVersion(read->resource_version).value_or(from);
+    batch.events.reserve(read->events.size());
+    for (JournalEvent& e : read->events) {
+      serve::SourceEvent event;
+      event.type = e.type == JournalEvent::Type::kAdded      ? serve::EventType::kAdded
+                   : e.type == JournalEvent::Type::kModified ? serve::EventType::kModified
+                                                             : serve::EventType::kDeleted;
+      event.rv = ParseCanonicalResourceVersion(e.resource_version).value_or(0);
+      event.object = std::move(e.object);
+      if (e.type != JournalEvent::Type::kAdded) event.prev = std::move(e.previous);
+      batch.events.push_back(std::move(event));
+    }
+    return batch;
+  };
   uint64_t gen = generation();
   for (;;) {
     {
       std::shared_lock<RWMutex> lock(view_mu_);
-      StatusOr<JournalRead> read = cache.ReadJournal(st.keyspace, std::to_string(after), max);
-      if (!read.ok() && read.status().code() == StatusCode::kExpired) {
-        // A watcher that fell behind the journal's window, or from before a
-        // relist: the journal's start is where a watch may begin.
-        StatusOr<KeyspaceStats> stats = cache.Stats(st.keyspace);
-        return Status::Expired(stats.ok() ? stats->journal.start : "");
-      }
-      if (!read.ok()) return ServerError(read.status());
-      const uint64_t position =
-          ParseCanonicalResourceVersion(read->resource_version).value_or(after);
-      if (!read->events.empty() || position != after) {
-        serve::ChangeBatch batch;
-        batch.position = position;
-        batch.events.reserve(read->events.size());
-        for (JournalEvent& e : read->events) {
-          serve::SourceEvent event;
-          event.type = e.type == JournalEvent::Type::kAdded      ? serve::EventType::kAdded
-                       : e.type == JournalEvent::Type::kModified ? serve::EventType::kModified
-                                                                 : serve::EventType::kDeleted;
-          event.rv = ParseCanonicalResourceVersion(e.resource_version).value_or(0);
-          event.object = std::move(e.object);
-          if (e.type != JournalEvent::Type::kAdded) event.prev = std::move(e.previous);
-          batch.events.push_back(std::move(event));
-        }
-        return batch;
-      }
+      StatusOr<std::optional<serve::ChangeBatch>> shared =
+          st.window->Read(after, max, gen, read_journal);
+      if (!shared.ok()) return shared.status();
+      StatusOr<serve::ChangeBatch> batch =
+          *shared ? std::move(**shared) : read_journal(after, std::min(max, kBehindWindowBatch));
+      if (!batch.ok()) return batch.status();
+      if (!batch->events.empty() || batch->position != after) return batch;
     }
     if (Clock::now() >= until) return serve::ChangeBatch{{}, after};
     gen = WaitRefresh(gen, until);
