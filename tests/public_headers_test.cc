@@ -27,6 +27,7 @@
 #include "kcache/status.h"
 #include "kcache/status_or.h"
 #include "kcache/store.h"
+#include "kcache/version.h"
 #include "kcache/watch.h"
 #include "kcache/workqueue.h"
 #include "kcache/write_options.h"

@@ -70,6 +70,22 @@ TEST(SnapshotIntegrationTest, SnapshotTakenDuringSyncRestoresAndResumesWithoutLi
   EXPECT_THAT(manifest->cluster->version, ::testing::StartsWith("v1."));
   const std::string snapshot_rv = manifest->resources[0].resource_version;
 
+  // `kcache version` tells the cluster version the sync recorded: the real
+  // server's gitVersion, from its /version.
+  auto served = Cluster::Get().Admin()->Get("/version");
+  ASSERT_OK(served);
+  const std::string git = nlohmann::json::parse(*served)["gitVersion"];
+  for (const std::string& where : {"--snapshot " + file, "--cache " + source}) {
+    testing::CommandResult version = testing::RunCommand(Kcache("version " + where));
+    ASSERT_EQ(version.exit_code, 0) << version.output;
+    EXPECT_THAT(version.output, ::testing::HasSubstr("\nServer Version: " + git + "\n"));
+    EXPECT_THAT(version.output,
+                ::testing::HasSubstr("\nServer: " + Cluster::Get().server() + "\n"));
+  }
+  testing::CommandResult json = testing::RunCommand(Kcache("version -o json --snapshot " + file));
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_EQ(nlohmann::json::parse(json.output)["recorded"]["serverVersion"], git);
+
   // The snapshot reads offline as the cache did.
   testing::CommandResult get = testing::RunCommand(
       Kcache("get cm cm-0 -n " + api.ns() + " --snapshot " + file + " -o json"));

@@ -62,6 +62,7 @@ extern const Command kTreeCommand;      // tree.cc
 extern const Command kDiffCommand;      // diff.cc
 extern const Command kSnapshotCommand;  // snapshot.cc, with its verbs:
 extern const std::vector<Command> kSnapshotCommands;
+extern const Command kVersionCommand;  // version.cc
 
 }  // namespace kcache::tool
 

@@ -13,18 +13,6 @@
 namespace kcache::tool {
 namespace {
 
-int Version(const Command&, const std::vector<std::string>&) {
-  std::cout << "kcache " << KCACHE_VERSION << "\n";
-  return 0;
-}
-
-const Command kVersionCommand = {"version",
-                                 "version",
-                                 "print the version",
-                                 "Prints the version of kcache.",
-                                 "  kcache version\n",
-                                 Version};
-
 // Every command in the order `kcache --help` lists them; a group's verbs
 // follow the group.
 std::vector<const Command*> Table() {
@@ -80,6 +68,7 @@ int Run(std::vector<std::string> args) {
     }
     args.push_back("--help");
   }
+  if (!args.empty() && args[0] == "--version") args[0] = "version";  // as kubectl's is
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::cout << Usage();
     return args.empty() ? 2 : 0;

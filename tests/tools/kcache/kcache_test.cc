@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "kcache/version.h"
 #include "testing/command.h"
 
 #include <algorithm>
@@ -238,7 +239,7 @@ TEST(KcacheToolTest, HelpAndVersion) {
   for (const char* command :
        {"demo", "sync", "get", "stats", "tree", "diff", "serve", "snapshot create",
         "snapshot export", "snapshot import", "snapshot verify", "bench decode", "bench get",
-        "bench serve", "bench snapshot", "bench store"}) {
+        "bench serve", "bench snapshot", "bench store", "version"}) {
     for (const std::string& form :
          {std::string("help ") + command, std::string(command) + " --help"}) {
       Result r = Kcache(form);
@@ -257,9 +258,41 @@ TEST(KcacheToolTest, HelpAndVersion) {
   EXPECT_NE(Kcache("help get").output.find("TYPE[.GROUP]/NAME"), std::string::npos);
   EXPECT_NE(Kcache("help snapshot export").output.find("--zstd-level"), std::string::npos);
   EXPECT_EQ(Kcache("help frobnicate").exit_code, 2);
+}
+
+// kcache version: this build's release and formats, as the library reports
+// them; --version is the same; -o json and yaml carry the same fields.
+TEST(KcacheToolTest, VersionTellsTheBuildAndTheFormatsItReadsAndWrites) {
+  const kcache::LibraryVersion lib = kcache::GetLibraryVersion();
   Result version = Kcache("version");
-  EXPECT_EQ(version.exit_code, 0);
-  EXPECT_EQ(version.output.substr(0, 7), "kcache ");
+  ASSERT_EQ(version.exit_code, 0) << version.output;
+  EXPECT_EQ(version.output,
+            "kcache Version: " + std::string(lib.version) + "\nLibrary Version: " + lib.version +
+                "\nCache Format: " + std::to_string(lib.cache_format) + " (opens 1 to " +
+                std::to_string(lib.cache_format) +
+                ")\nSnapshot Format: " + std::to_string(lib.snapshot_format) + "\n");
+  EXPECT_EQ(Kcache("--version").output, version.output);
+  Result help = Kcache("help version");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("Usage:\n  kcache version"), std::string::npos) << help.output;
+  Result json = Kcache("version -o json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  nlohmann::json doc = nlohmann::json::parse(json.output);
+  EXPECT_EQ(doc["libraryVersion"], lib.version);
+  EXPECT_EQ(doc["cacheFormat"]["writes"], lib.cache_format);
+  EXPECT_EQ(doc["snapshotFormat"], lib.snapshot_format);
+  EXPECT_FALSE(doc.contains("recorded"));
+  Result yaml = Kcache("version -o yaml");
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.output;
+  EXPECT_NE(yaml.output.find("libraryVersion: " + std::string(lib.version) + "\n"),
+            std::string::npos)
+      << yaml.output;
+  Result bad = Kcache("version -o xml");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.output, "error: version: --output must be 'yaml' or 'json'\n");
+  Result missing = Kcache("version --snapshot /nonexistent/x.kcs");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("/nonexistent/x.kcs"), std::string::npos) << missing.output;
 }
 
 using kcache::testing::Drain;
