@@ -648,8 +648,10 @@ class Getter {
         const std::string key = t.info.namespaced ? ns_ + "/" + name : name;
         KCACHE_ASSIGN_OR_RETURN(ObjectPtr o, indexer->GetByKey(key));
         if (!o) {
-          errors_.push_back("Error from server (NotFound): " + ResourceString(t.info) + " \"" +
-                            name + "\" not found");
+          if (!o_.ignore_not_found) {
+            errors_.push_back("Error from server (NotFound): " + ResourceString(t.info) + " \"" +
+                              name + "\" not found");
+          }
           continue;
         }
         t.found.push_back(std::move(o));
@@ -837,7 +839,8 @@ class Getter {
       if (t.list || !t.found.empty()) kinds.push_back(t.keyspace);
     }
     std::sort(kinds.begin(), kinds.end());
-    const bool with_kind = std::unique(kinds.begin(), kinds.end()) - kinds.begin() > 1;
+    const bool with_kind =
+        o_.show_kind || std::unique(kinds.begin(), kinds.end()) - kinds.begin() > 1;
     bool all_namespaced = !o_.all_namespaces;
     for (const Target& t : targets_) all_namespaced = all_namespaced && t.info.namespaced;
     size_t written = 0;
@@ -875,7 +878,7 @@ class Getter {
         return visited;
       Flush(&text, &written);
     }
-    if (written == 0 && errors_.empty()) {
+    if (written == 0 && errors_.empty() && !o_.ignore_not_found) {
       if (all_namespaced) {
         err_ << "No resources found in " << o_.namespace_ << " namespace.\n";
       } else {
@@ -907,11 +910,27 @@ class Getter {
     return Status::OK();
   }
 
+  // Whether anything is to be printed; reads up to the first object.
+  StatusOr<bool> AnyObject() {
+    bool any = false;
+    Status visited = VisitAll([&](const Target&, const ObjectPtr&) {
+      any = true;
+      return Status::Cancelled("found one");  // stops the visit
+    });
+    if (!visited.ok() && !any) return visited;
+    return any;
+  }
+
   Status PrintGeneric() {
     // One object named alone prints as itself, anything else as a List.
     const ObjectPtr single =
         single_item_ && !targets_[0].found.empty() ? targets_[0].found[0] : nullptr;
     if (single_item_ && !single) return Status::OK();  // only the NotFound error
+    if (o_.ignore_not_found) {
+      // Nothing found prints nothing at all, not even an empty List.
+      KCACHE_ASSIGN_OR_RETURN(bool any, AnyObject());
+      if (!any) return Status::OK();
+    }
     std::string text;
     size_t written = 0;
     switch (printing_.format) {
@@ -1128,6 +1147,12 @@ int GetMain(const Command& self, const std::vector<std::string>& args) {
                     "a column for each of these label keys (repeatable, or comma-separated)");
   flags.Bool("show-managed-fields", '\0', &o.show_managed_fields,
              "keep metadata.managedFields in -o json and -o yaml");
+  flags.Bool("ignore-not-found", '\0', &o.ignore_not_found,
+             "a named object that does not exist is no error (exit code 0)");
+  flags.Bool("show-kind", '\0', &o.show_kind,
+             "name objects KIND/NAME in tables, also for one resource type");
+  flags.Int("chunk-size", '\0', &o.chunk_size,
+            "accepted as kubectl's; a cache is read in place, whatever the size");
   flags.Bool("watch", 'w', &o.watch,
              "after printing the objects, print each change as a sync writes it to the cache");
   flags.Bool("watch-only", '\0', &o.watch_only,

@@ -39,6 +39,15 @@ struct GetOptions {
   bool show_labels = false;
   std::vector<std::string> label_columns;  // -L
   bool show_managed_fields = false;
+  // A named object that is not there is no error, and an empty result
+  // prints nothing: no "No resources found", no empty List.
+  bool ignore_not_found = false;
+  // Tables name objects KIND/NAME even for one resource type.
+  bool show_kind = false;
+  // kubectl's page size for reading from a server. Accepted and without
+  // effect: a cache is read in place, one object at a time, and kubectl's
+  // output does not depend on it (docs/inspection.md).
+  int64_t chunk_size = 500;
   // The time AGE columns count to. Default (epoch): the system clock.
   std::chrono::system_clock::time_point now{};
 
