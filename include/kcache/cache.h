@@ -100,7 +100,8 @@ struct KCACHE_EXPORT ResourceInfo {
   // A custom resource's table columns; empty for built-in resources (their
   // tables are kubectl's) and for definitions that declare none.
   std::vector<PrinterColumn> printer_columns;
-  bool custom = false;  // served from a CustomResourceDefinition
+  bool custom = false;                  // served from a CustomResourceDefinition
+  std::vector<std::string> categories;  // "all"; as discovery reported them
 };
 
 // The cluster a cache mirrors, where known.

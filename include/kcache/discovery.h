@@ -25,6 +25,9 @@ struct KCACHE_EXPORT ApiResource {
   bool namespaced = true;
   std::vector<std::string> short_names;  // "po"
   std::vector<std::string> verbs;        // "list", "watch", ...
+  // The groups kubectl names the resource by ("all" for pods, services,
+  // deployments, ...), in the server's order.
+  std::vector<std::string> categories;
 
   bool Supports(std::string_view verb) const;
   // A collection of this resource in `namespace_` ("" = all namespaces).

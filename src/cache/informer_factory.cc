@@ -68,6 +68,7 @@ ResourceInfo ResourceInfoOf(const ApiResource& resource) {
   info.namespaced = resource.namespaced;
   info.singular = resource.singular;
   info.short_names = resource.short_names;
+  info.categories = resource.categories;
   return info;
 }
 

@@ -38,6 +38,11 @@ Status AddResources(std::string_view body, const std::string& group, const std::
         if (s.is_string()) a.verbs.push_back(s.get<std::string>());
       }
     }
+    if (auto it = r.find("categories"); it != r.end() && it->is_array()) {
+      for (const auto& s : *it) {
+        if (s.is_string()) a.categories.push_back(s.get<std::string>());
+      }
+    }
     out->push_back(std::move(a));
   }
   return Status::OK();

@@ -159,6 +159,7 @@ nlohmann::json ResourceInfoToJson(const ResourceInfo& info) {
   if (!info.singular.empty()) j["singular"] = info.singular;
   if (!info.short_names.empty()) j["shortNames"] = info.short_names;
   if (info.custom) j["custom"] = true;
+  if (!info.categories.empty()) j["categories"] = info.categories;
   for (const PrinterColumn& c : info.printer_columns) {
     nlohmann::json col = {{"name", c.name}, {"type", c.type}, {"jsonPath", c.json_path}};
     if (!c.format.empty()) col["format"] = c.format;
@@ -180,6 +181,11 @@ ResourceInfo ResourceInfoFromJson(const nlohmann::json& j) {
   if (auto it = j.find("shortNames"); it != j.end() && it->is_array()) {
     for (const nlohmann::json& n : *it) {
       if (n.is_string()) r.short_names.push_back(n.get<std::string>());
+    }
+  }
+  if (auto it = j.find("categories"); it != j.end() && it->is_array()) {
+    for (const nlohmann::json& n : *it) {
+      if (n.is_string()) r.categories.push_back(n.get<std::string>());
     }
   }
   if (auto it = j.find("printerColumns"); it != j.end() && it->is_array()) {

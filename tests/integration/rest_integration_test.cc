@@ -565,6 +565,10 @@ TEST(RestIntegrationTest, DiscoveryResolvesBuiltinAndCustomResources) {
   EXPECT_EQ(d->Resolve("po")->gvr, (GroupVersionResource{"", "v1", "pods"}));
   EXPECT_EQ(d->Resolve("deploy")->gvr, (GroupVersionResource{"apps", "v1", "deployments"}));
   EXPECT_EQ(d->Resolve("deployments.apps")->kind, "Deployment");
+  // Categories, which kubectl expands "get all" by.
+  EXPECT_EQ(d->Resolve("pods")->categories, std::vector<std::string>{"all"});
+  EXPECT_EQ(d->Resolve("deploy")->categories, std::vector<std::string>{"all"});
+  EXPECT_TRUE(d->Resolve("configmaps")->categories.empty());
   EXPECT_FALSE(d->Resolve("ns")->namespaced);
   EXPECT_FALSE(d->Resolve("nodes")->namespaced);
   auto widget = d->Resolve("wd");

@@ -218,10 +218,19 @@ StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>& args,
   }
   for (std::string_view type : Split(args[0], ',')) {
     if (type.empty()) continue;
-    KCACHE_ASSIGN_OR_RETURN(Target t, resolve(std::string(type)));
-    t.names.assign(args.begin() + 1, args.end());
-    t.list = t.names.empty();
-    targets.push_back(std::move(t));
+    // A category ("all") is expanded first, as kubectl expands it before
+    // resolving resources.
+    std::vector<std::string> types = source.Category(std::string(type));
+    if (types.size() > 1 && args.size() > 1) {
+      return Status::InvalidArgument("you must specify only one resource");
+    }
+    if (types.empty()) types.push_back(std::string(type));
+    for (const std::string& name : types) {
+      KCACHE_ASSIGN_OR_RETURN(Target t, resolve(name));
+      t.names.assign(args.begin() + 1, args.end());
+      t.list = t.names.empty();
+      targets.push_back(std::move(t));
+    }
   }
   *single_item = targets.size() == 1 && targets[0].names.size() == 1;
   return targets;
@@ -839,8 +848,9 @@ class Getter {
       if (t.list || !t.found.empty()) kinds.push_back(t.keyspace);
     }
     std::sort(kinds.begin(), kinds.end());
-    const bool with_kind =
-        o_.show_kind || std::unique(kinds.begin(), kinds.end()) - kinds.begin() > 1;
+    // kubectl always names kinds for "all", whatever it found.
+    const bool with_kind = o_.show_kind || (o_.args.size() == 1 && o_.args[0] == "all") ||
+                           std::unique(kinds.begin(), kinds.end()) - kinds.begin() > 1;
     bool all_namespaced = !o_.all_namespaces;
     for (const Target& t : targets_) all_namespaced = all_namespaced && t.info.namespaced;
     size_t written = 0;

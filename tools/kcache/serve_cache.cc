@@ -348,6 +348,7 @@ Status CacheServer::Impl::Load() {
     }
     rt.namespaced = info.namespaced;
     rt.short_names = info.short_names;
+    rt.categories = info.categories;
     rt.fields = SelectableFields(info.group, info.resource);
     ServedType st;
     st.keyspace = ks.name;

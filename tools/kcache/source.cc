@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "kcache/snapshot.h"
+#include "tools/kcache/apiserver/resource_types.h"
 #include "util/strings.h"
 
 namespace kcache::tool {
@@ -122,6 +124,53 @@ StatusOr<std::string> Source::Resolve(std::string name) const {
   for (const KeyspaceStats& ks : keyspaces_) have += (have.empty() ? "" : ", ") + ks.name;
   return Status::NotFound(path_ + " has no resource type \"" + name +
                           "\" (it has: " + (have.empty() ? "nothing yet" : have) + ")");
+}
+
+std::vector<std::string> Source::Category(std::string name) const {
+  name = AsciiLower(std::move(name));
+  bool recorded = false;
+  std::vector<const KeyspaceStats*> members;
+  for (const KeyspaceStats& ks : keyspaces_) {
+    if (!ks.resource) continue;
+    const std::vector<std::string>& c = ks.resource->categories;
+    recorded = recorded || !c.empty();
+    if (std::find(c.begin(), c.end(), name) != c.end()) members.push_back(&ks);
+  }
+  if (!recorded && name == "all") {
+    // kubectl's own list for servers that report no categories.
+    static const std::set<std::string> kAll = {"pods",
+                                               "replicationcontrollers",
+                                               "services",
+                                               "statefulsets.apps",
+                                               "horizontalpodautoscalers.autoscaling",
+                                               "jobs.batch",
+                                               "cronjobs.batch",
+                                               "daemonsets.apps",
+                                               "deployments.apps",
+                                               "replicasets.apps"};
+    for (const KeyspaceStats& ks : keyspaces_) {
+      if (kAll.count(ks.name)) members.push_back(&ks);
+    }
+  }
+  auto group = [](const KeyspaceStats* ks) {
+    if (ks->resource) return ks->resource->group;
+    const size_t dot = ks->name.find('.');
+    return dot == std::string::npos ? std::string() : ks->name.substr(dot + 1);
+  };
+  auto plural = [](const KeyspaceStats* ks) {
+    return ks->resource ? ks->resource->resource : ks->name.substr(0, ks->name.find('.'));
+  };
+  std::stable_sort(
+      members.begin(), members.end(), [&](const KeyspaceStats* a, const KeyspaceStats* b) {
+        const std::string ga = group(a), gb = group(b);
+        const int ra = serve::GroupDiscoveryRank(ga), rb = serve::GroupDiscoveryRank(gb);
+        if (ra != rb) return ra < rb;
+        if (ga != gb) return ga < gb;
+        return plural(a) < plural(b);
+      });
+  std::vector<std::string> out;
+  for (const KeyspaceStats* ks : members) out.push_back(ks->name);
+  return out;
 }
 
 ResourceInfo Source::Info(const std::string& keyspace) {

@@ -32,6 +32,11 @@ class Source {
   // its group; for caches that recorded none, kubectl's common short names
   // and plural guesses. NotFound lists the keyspaces there are.
   StatusOr<std::string> Resolve(std::string name) const;
+  // The keyspaces of category `name` ("all"), as kubectl expands it: those
+  // whose recorded categories include it, in discovery's order. A cache
+  // that recorded no categories expands "all" as kubectl does without
+  // them. Empty if `name` is no category.
+  std::vector<std::string> Category(std::string name) const;
   // The store of a keyspace (opened once, then shared).
   StatusOr<std::shared_ptr<Indexer>> Keyspace(const std::string& keyspace);
   // What the keyspace holds, as recorded at sync time, else as far as its

@@ -1089,3 +1089,50 @@ TEST(KcacheToolTest, KubectlReadsWhatItsTokenIsGrantedAndIsForbiddenTheRest) {
   EXPECT_NE(unknown.output.find("You must be logged in to the server"), std::string::npos)
       << unknown.output;
 }
+
+namespace {
+
+// kcache get's categories: "all" expands to the resources whose recorded
+// categories name it, in discovery's order, with kinds named as kubectl
+// names them; a cache that recorded no categories expands "all" by
+// kubectl's own list.
+TEST(KcacheToolTest, GetAllExpandsTheRecordedCategoryInDiscoveryOrder) {
+  kcache::testing::TempDir dir;
+  for (bool recorded : {true, false}) {
+    const std::string path = dir.Sub(recorded ? "recorded" : "unrecorded");
+    {
+      auto cache = kcache::Cache::Open(path);
+      ASSERT_OK(cache);
+      struct Row {
+        std::string group, resource, kind;
+        bool all;  // in category "all"
+      } rows[] = {
+          {"apps", "deployments", "Deployment", true},
+          {"", "services", "Service", true},
+          {"", "configmaps", "ConfigMap", false},
+          {"", "pods", "Pod", true},
+          {"batch", "jobs", "Job", true},
+      };
+      for (const Row& row : rows) {
+        kcache::ResourceInfo info{row.group, "v1", row.resource, row.kind, true};
+        if (recorded && row.all) info.categories = {"all"};
+        const std::string keyspace = row.resource + (row.group.empty() ? "" : "." + row.group);
+        ASSERT_OK((*cache)->SetResourceInfo(keyspace, info));
+        auto ks = (*cache)->OpenKeyspace(keyspace);
+        ASSERT_OK(ks);
+        ASSERT_OK((*ks)->Add(kcache::testing::MakeObject(
+            R"({"apiVersion":")" + (row.group.empty() ? "" : row.group + "/") + R"(v1","kind":")" +
+            row.kind +
+            R"(","metadata":{"name":"x","namespace":"default","resourceVersion":"1"}})")));
+      }
+    }
+    Result all = Kcache("get all -o name --cache " + path);
+    ASSERT_EQ(all.exit_code, 0) << all.output;
+    EXPECT_EQ(all.output, "pod/x\nservice/x\ndeployment.apps/x\njob.batch/x\n") << path;
+    Result named = Kcache("get all x --cache " + path);
+    EXPECT_EQ(named.exit_code, 1);
+    EXPECT_EQ(named.output, "error: you must specify only one resource\n");
+  }
+}
+
+}  // namespace

@@ -1,6 +1,9 @@
 #include "tools/kcache/apiserver/resource_types.h"
 
+#include <algorithm>
+#include <iterator>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +25,7 @@ const std::vector<ResourceType>& BuiltinResourceTypes() {
        .kind = "Pod",
        .namespaced = true,
        .short_names = {"po"},
+       .categories = {"all"},
        .fields = {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
                   "spec.serviceAccountName", "status.phase", "status.podIP",
                   "status.nominatedNodeName"}},
@@ -59,6 +63,36 @@ const std::vector<ResourceType>& BuiltinResourceTypes() {
   return kTypes;
 }
 
+int GroupDiscoveryRank(std::string_view group) {
+  static constexpr std::string_view kBuiltin[] = {
+      "",  // the core group
+      "apiregistration.k8s.io",
+      "apps",
+      "events.k8s.io",
+      "authentication.k8s.io",
+      "authorization.k8s.io",
+      "autoscaling",
+      "batch",
+      "certificates.k8s.io",
+      "networking.k8s.io",
+      "extensions",
+      "policy",
+      "rbac.authorization.k8s.io",
+      "storage.k8s.io",
+      "admissionregistration.k8s.io",
+      "apiextensions.k8s.io",
+      "scheduling.k8s.io",
+      "coordination.k8s.io",
+      "node.k8s.io",
+      "discovery.k8s.io",
+      "flowcontrol.apiserver.k8s.io",
+  };
+  for (size_t i = 0; i < std::size(kBuiltin); ++i) {
+    if (kBuiltin[i] == group) return static_cast<int>(i);
+  }
+  return static_cast<int>(std::size(kBuiltin));
+}
+
 std::string ApiVersionsJson(const std::string& server_address) {
   nlohmann::ordered_json j = {{"kind", "APIVersions"},
                               {"versions", {"v1"}},
@@ -70,7 +104,15 @@ std::string ApiVersionsJson(const std::string& server_address) {
 std::string ApiGroupListJson(const std::vector<ResourceType>& types) {
   nlohmann::ordered_json groups = nlohmann::ordered_json::array();
   std::set<std::string> seen;
-  for (const ResourceType& t : types) {
+  std::vector<const ResourceType*> ordered;
+  for (const ResourceType& t : types) ordered.push_back(&t);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const ResourceType* a, const ResourceType* b) {
+                     const int ra = GroupDiscoveryRank(a->group), rb = GroupDiscoveryRank(b->group);
+                     return ra != rb ? ra < rb : a->group < b->group;
+                   });
+  for (const ResourceType* tp : ordered) {
+    const ResourceType& t = *tp;
     if (t.group.empty() || !seen.insert(t.group).second) continue;
     nlohmann::ordered_json gv = {{"groupVersion", t.api_version()}, {"version", t.version}};
     groups.push_back({{"name", t.group}, {"versions", {gv}}, {"preferredVersion", gv}});
@@ -93,6 +135,7 @@ std::string ApiResourceListJson(const std::vector<ResourceType>& types, const st
          read_only ? nlohmann::ordered_json{"get", "list", "watch"}
                    : nlohmann::ordered_json{"create", "delete", "get", "list", "update", "watch"}}};
     if (!t.short_names.empty()) r["shortNames"] = t.short_names;
+    if (!t.categories.empty()) r["categories"] = t.categories;
     resources.push_back(std::move(r));
   }
   nlohmann::ordered_json j = {{"kind", "APIResourceList"},

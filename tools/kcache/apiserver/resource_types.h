@@ -6,6 +6,7 @@
 #define KCACHE_TOOLS_KCACHE_APISERVER_RESOURCE_TYPES_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kcache::serve {
@@ -18,6 +19,7 @@ struct ResourceType {
   std::string kind;      // "Pod"
   bool namespaced = true;
   std::vector<std::string> short_names;
+  std::vector<std::string> categories;  // "all"
   // Accepted by field selectors besides metadata.name (and
   // metadata.namespace for namespaced types).
   std::vector<std::string> fields;
@@ -30,6 +32,12 @@ struct ResourceType {
   // The field selector fields this type accepts, in full.
   std::vector<std::string> selectable_fields() const;
 };
+
+// Where kube-apiserver's discovery lists `group`: 0 for the core group (at
+// /api), then the built-in groups in the order /apis lists them (1.20), then
+// every other group, tied (callers break ties by name). kubectl expands a
+// category ("all") in discovery's order, and prints in that order.
+int GroupDiscoveryRank(std::string_view group);
 
 // pods, configmaps, namespaces and nodes (core/v1), and the custom resource
 // widgets.demo.kcache.io/v1.
