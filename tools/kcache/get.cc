@@ -18,6 +18,7 @@
 #include "kcache/label_selector.h"
 #include "kcache/lister.h"
 #include "tools/kcache/kubectl/go_format.h"
+#include "tools/kcache/kubectl/go_template.h"
 #include "tools/kcache/kubectl/jsonpath.h"
 #include "tools/kcache/kubectl/printers.h"
 #include "tools/kcache/kubectl/tables.h"
@@ -30,7 +31,17 @@ namespace {
 
 using json = nlohmann::json;
 
-enum class Format { kTable, kWide, kJson, kYaml, kName, kJsonPath, kJsonPathAsJson, kColumns };
+enum class Format {
+  kTable,
+  kWide,
+  kJson,
+  kYaml,
+  kName,
+  kJsonPath,
+  kJsonPathAsJson,
+  kGoTemplate,
+  kColumns
+};
 
 struct Column {
   std::string header;
@@ -40,6 +51,8 @@ struct Column {
 struct Printing {
   Format format = Format::kTable;
   std::optional<JsonPath> jsonpath;
+  std::optional<GoTemplate> go_template;
+  std::string template_text;    // as given, for messages
   std::vector<Column> columns;  // custom-columns
 };
 
@@ -80,8 +93,9 @@ StatusOr<Printing> ParseOutput(const GetOptions& o) {
     p.format = it->second;
     return p;
   }
-  if (name == "jsonpath" || name == "jsonpath-file" || name == "jsonpath-as-json") {
-    if (name == "jsonpath-file") {
+  // A template's text: `arg`, or the file it names; never empty.
+  auto template_text = [&](bool from_file) -> Status {
+    if (from_file) {
       StatusOr<std::string> text = ReadFile(arg);
       if (!text.ok())
         return Status::InvalidArgument("error reading --template " + arg + ", " +
@@ -90,6 +104,10 @@ StatusOr<Printing> ParseOutput(const GetOptions& o) {
     }
     if (arg.empty())
       return Status::InvalidArgument("template format specified but no template given");
+    return Status::OK();
+  };
+  if (name == "jsonpath" || name == "jsonpath-file" || name == "jsonpath-as-json") {
+    KCACHE_RETURN_IF_ERROR(template_text(name == "jsonpath-file"));
     StatusOr<JsonPath> path = JsonPath::Parse(arg);
     if (!path.ok()) {
       return Status::InvalidArgument("error parsing jsonpath " + arg + ", " +
@@ -151,15 +169,21 @@ StatusOr<Printing> ParseOutput(const GetOptions& o) {
   }
   if (name == "go-template" || name == "go-template-file" || name == "template" ||
       name == "templatefile") {
-    return Status::InvalidArgument(
-        "-o " + name +
-        " is not supported: Go templates need Go's text/template; use -o jsonpath or "
-        "-o custom-columns");
+    KCACHE_RETURN_IF_ERROR(template_text(name == "go-template-file" || name == "templatefile"));
+    StatusOr<GoTemplate> parsed = GoTemplate::Parse(arg);
+    if (!parsed.ok()) {
+      return Status::InvalidArgument("error parsing template " + arg + ", " +
+                                     std::string(parsed.status().message()));
+    }
+    p.format = Format::kGoTemplate;
+    p.go_template = *std::move(parsed);
+    p.template_text = arg;
+    return p;
   }
   return Status::InvalidArgument(
       "unable to match a printer suitable for the output format \"" + out +
-      "\", allowed formats are: custom-columns,custom-columns-file,json,jsonpath,"
-      "jsonpath-as-json,jsonpath-file,name,wide,yaml");
+      "\", allowed formats are: custom-columns,custom-columns-file,go-template,go-template-file,"
+      "json,jsonpath,jsonpath-as-json,jsonpath-file,name,template,templatefile,wide,yaml");
 }
 
 // What one argument asks for: a resource's objects, all or by name.
@@ -621,9 +645,10 @@ class Getter {
         break;
       }
       case Format::kJsonPath:
-      case Format::kJsonPathAsJson: {
+      case Format::kJsonPathAsJson:
+      case Format::kGoTemplate: {
         KCACHE_ASSIGN_OR_RETURN(json doc, WatchDoc(type, o));
-        KCACHE_RETURN_IF_ERROR(ExecuteJsonPath(doc, text));
+        KCACHE_RETURN_IF_ERROR(ExecuteTemplate(doc, text));
         break;
       }
       default:
@@ -1003,7 +1028,8 @@ class Getter {
         }
         break;
       case Format::kJsonPath:
-      case Format::kJsonPathAsJson: {
+      case Format::kJsonPathAsJson:
+      case Format::kGoTemplate: {
         // A template may reach anywhere in the list, so the list is built
         // whole (docs/inspection.md gives the memory this takes).
         json doc;
@@ -1020,7 +1046,7 @@ class Getter {
               !visited.ok())
             return visited;
         }
-        KCACHE_RETURN_IF_ERROR(ExecuteJsonPath(doc, &text));
+        KCACHE_RETURN_IF_ERROR(ExecuteTemplate(doc, &text));
         break;
       }
       case Format::kColumns:
@@ -1035,7 +1061,28 @@ class Getter {
 
   static std::string Quoted(const std::string& s) { return GoJson(json(s)); }
 
-  // -o jsonpath over `doc`, with kubectl's wording for a failure.
+  // -o jsonpath or go-template over `doc`, with kubectl's wording for a
+  // failure.
+  Status ExecuteTemplate(const json& doc, std::string* text) const {
+    if (printing_.format == Format::kGoTemplate) return ExecuteGoTemplate(doc, text);
+    return ExecuteJsonPath(doc, text);
+  }
+
+  Status ExecuteGoTemplate(const json& doc, std::string* text) const {
+    Status st = printing_.go_template->Execute(doc, text);
+    if (st.ok()) return st;
+    // kubectl writes what the template wrote, then this, to standard
+    // output.
+    *text += "Error executing template: " + std::string(st.message()) +
+             ". Printing more information for debugging the template:\n\ttemplate was:\n\t\t" +
+             printing_.template_text + "\n\traw data was:\n\t\t" + GoJson(doc) +
+             "\n\tobject given to template engine was:\n\t\t" + GoValue(doc) + "\n\n";
+    out_ << *text;
+    text->clear();
+    return Status::InvalidArgument("error executing template " + Quoted(printing_.template_text) +
+                                   ": " + std::string(st.message()));
+  }
+
   Status ExecuteJsonPath(const json& doc, std::string* text) const {
     Status st = printing_.jsonpath->Execute(doc, text, printing_.format == Format::kJsonPathAsJson);
     if (st.ok()) return st;
@@ -1148,7 +1195,7 @@ int GetMain(const Command& self, const std::vector<std::string>& args) {
   flags.String("output", 'o', &o.output,
                "json, yaml, name, wide, jsonpath=..., jsonpath-file=..., jsonpath-as-json=..., "
                "custom-columns=..., custom-columns-file=... (default: a table)");
-  flags.String("template", '\0', &o.template_, "the template of -o jsonpath");
+  flags.String("template", '\0', &o.template_, "the template of -o jsonpath or -o go-template");
   flags.String("sort-by", '\0', &o.sort_by,
                "sort by a field, as a JSONPath: {.metadata.creationTimestamp}");
   flags.Bool("no-headers", '\0', &o.no_headers, "print tables without their header");

@@ -143,6 +143,26 @@ void Newline(int indent, int depth, std::string* out) {
 
 }  // namespace
 
+GoKind GoKindOf(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::boolean:
+      return GoKind::kBool;
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+      return GoKind::kInt;
+    case nlohmann::json::value_t::number_float:
+      return GoKind::kFloat;
+    case nlohmann::json::value_t::string:
+      return GoKind::kString;
+    case nlohmann::json::value_t::object:
+      return GoKind::kMap;
+    case nlohmann::json::value_t::array:
+      return GoKind::kSlice;
+    default:
+      return GoKind::kNil;
+  }
+}
+
 std::string GoFloat(double d) {
   std::optional<Shortest> s = Decompose(d);
   if (!s) return SpecialFloat(d);

@@ -21,6 +21,15 @@ void AppendGoJson(const nlohmann::json& v, int indent, int depth, std::string* o
 // null as <nil>.
 std::string GoValue(const nlohmann::json& v);
 
+// The kind of Go value a decoded JSON value is (interface{} holding nil,
+// bool, an integer, float64, string, map or slice).
+enum class GoKind { kNil, kBool, kInt, kFloat, kString, kMap, kSlice };
+GoKind GoKindOf(const nlohmann::json& v);
+// bool, integers, floats and strings: what Go's templates compare.
+inline bool IsBasic(GoKind k) {
+  return k != GoKind::kNil && k != GoKind::kMap && k != GoKind::kSlice;
+}
+
 // A float64 as Go's %v prints it (the shortest digits; an exponent below
 // 1e-4 and from 1e6): 0.5, 123456, 1e+06, 1e-05.
 std::string GoFloat(double d);

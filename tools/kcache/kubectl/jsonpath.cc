@@ -487,45 +487,27 @@ std::string GoType(const json& v) {
   }
 }
 
-enum class Kind { kBool, kInt, kFloat, kString, kInvalid };
-
-Kind KindOf(const json& v) {
-  switch (v.type()) {
-    case json::value_t::boolean:
-      return Kind::kBool;
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return Kind::kInt;
-    case json::value_t::number_float:
-      return Kind::kFloat;
-    case json::value_t::string:
-      return Kind::kString;
-    default:
-      return Kind::kInvalid;
-  }
-}
-
 Status BadType() { return Status::InvalidArgument("invalid type for comparison"); }
 Status Incompatible() { return Status::InvalidArgument("incompatible types for comparison"); }
 
 StatusOr<bool> Equal(const json& a, const json& b) {
-  Kind ka = KindOf(a), kb = KindOf(b);
-  if (ka == Kind::kInvalid || kb == Kind::kInvalid) return BadType();
+  const GoKind ka = GoKindOf(a), kb = GoKindOf(b);
+  if (!IsBasic(ka) || !IsBasic(kb)) return BadType();
   if (ka != kb) return Incompatible();
-  if (ka == Kind::kInt) return a.get<int64_t>() == b.get<int64_t>();
+  if (ka == GoKind::kInt) return a.get<int64_t>() == b.get<int64_t>();
   return a == b;
 }
 
 StatusOr<bool> Less(const json& a, const json& b) {
-  Kind ka = KindOf(a), kb = KindOf(b);
-  if (ka == Kind::kInvalid || kb == Kind::kInvalid) return BadType();
+  const GoKind ka = GoKindOf(a), kb = GoKindOf(b);
+  if (!IsBasic(ka) || !IsBasic(kb)) return BadType();
   if (ka != kb) return Incompatible();
   switch (ka) {
-    case Kind::kInt:
+    case GoKind::kInt:
       return a.get<int64_t>() < b.get<int64_t>();
-    case Kind::kFloat:
+    case GoKind::kFloat:
       return a.get<double>() < b.get<double>();
-    case Kind::kString:
+    case GoKind::kString:
       return a.get_ref<const std::string&>() < b.get_ref<const std::string&>();
     default:
       return BadType();
