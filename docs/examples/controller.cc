@@ -101,7 +101,7 @@ class Controller {
                   selector_.Matches((*owner)->labels());
     auto current = configmaps_.Namespace(ns).Get(flags_.configmap);
     if (!current.ok() && !current.status().IsNotFound()) return current.status();
-    const kcache::ResourceRef ref{{"", "v1", "configmaps"}, true, ns};
+    const kcache::ResourceRef ref = kcache::builtin::ConfigMaps(ns);
 
     if (!wanted) {
       if (!current.ok() || !Controls(*current, owner.ok() ? (*owner)->meta().uid : "")) {

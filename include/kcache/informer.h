@@ -178,6 +178,10 @@ class KCACHE_EXPORT SharedIndexInformer {
   // A lister over GetIndexer() for the informer's resource
   // (ListerWatcher::Resource()).
   virtual Lister GetLister() const = 0;
+  // The collection the informer lists and watches, as its ListerWatcher
+  // names it (every informer of an InformerFactory has one): where writes
+  // to its objects go, with ResourceRef::InNamespace.
+  virtual std::optional<ResourceRef> Ref() const { return std::nullopt; }
   // Adds indexes, also while running. FailedPrecondition after Stop().
   virtual Status AddIndexers(const Indexers& indexers) = 0;
 

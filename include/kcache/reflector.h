@@ -69,6 +69,9 @@ class KCACHE_EXPORT ListerWatcher {
   virtual std::string Describe() const = 0;
   // The resource listed, for listers' messages. Default: none ({}).
   virtual GroupResource Resource() const { return {}; }
+  // The collection listed: where writes to its objects go (with
+  // ResourceRef::InNamespace). Default: unknown.
+  virtual std::optional<ResourceRef> Ref() const { return std::nullopt; }
 };
 
 // Lists and watches `resource` through `client`, adding the selectors

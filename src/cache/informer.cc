@@ -315,7 +315,13 @@ class Informer final : public SharedIndexInformer {
   }
 
   std::shared_ptr<Indexer> GetIndexer() const override { return indexer_; }
-  Lister GetLister() const override { return Lister(indexer_, lw_->Resource()); }
+  Lister GetLister() const override {
+    if (std::optional<ResourceRef> ref = lw_->Ref()) {
+      return Lister::ForCollection(indexer_, std::move(*ref));
+    }
+    return Lister(indexer_, lw_->Resource());
+  }
+  std::optional<ResourceRef> Ref() const override { return lw_->Ref(); }
   Status AddIndexers(const Indexers& indexers) override {
     if (IsStopped())
       return Status::FailedPrecondition("indexer was not added because it has stopped already");

@@ -127,7 +127,7 @@ StatusOr<ObjectPtr> Lister::Get(std::string_view name) const {
 }
 
 NamespaceLister Lister::Namespace(std::string ns) const {
-  return NamespaceLister(indexer_, resource_, std::move(ns));
+  return NamespaceLister(indexer_, resource_, std::move(ns), ref_);
 }
 
 StatusOr<std::vector<ObjectPtr>> NamespaceLister::List(const LabelSelector& selector) const {

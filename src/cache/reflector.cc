@@ -42,6 +42,7 @@ class RestListWatch final : public ListerWatcher {
     return d;
   }
   GroupResource Resource() const override { return resource_.gvr.group_resource(); }
+  std::optional<ResourceRef> Ref() const override { return resource_; }
 
  private:
   ListOptions WithSelectors(ListOptions o) const {

@@ -14,6 +14,7 @@
 #include "kcache/cache.h"
 #include "kcache/lister.h"
 #include "testing/fake_clock.h"
+#include "testing/fake_lister_watcher.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/status_matchers.h"
@@ -589,6 +590,48 @@ TEST(InformerTest, ListerAndIndexersOverTheInformerStore) {
   auto by = c.indexer->ByIndex("by-name", "b");
   ASSERT_OK(by);
   EXPECT_EQ(by->size(), 1u);
+}
+
+}  // namespace
+}  // namespace kcache
+
+namespace kcache {
+namespace {
+
+// An informer, its lister and a namespace of it name the collection they
+// read, so that a controller's writes go where its objects come from
+// without spelling the resource by hand.
+TEST(InformerRefTest, TheInformerAndItsListersNameTheirCollection) {
+  RestConfig config;
+  config.server = "http://127.0.0.1:1";  // nothing is requested
+  auto client = RestClient::Create(config);
+  ASSERT_OK(client);
+  auto lw = NewListWatch(*client, builtin::ConfigMaps("prod"), "app=web");
+  EXPECT_EQ(lw->Ref(), builtin::ConfigMaps("prod"));
+  auto informer = SharedIndexInformer::Create(lw, NewMemoryIndexer());
+  EXPECT_EQ(informer->Ref(), builtin::ConfigMaps("prod"));
+  const Lister lister = informer->GetLister();
+  EXPECT_EQ(lister.Ref(), builtin::ConfigMaps("prod"));
+  EXPECT_EQ(lister.Namespace("dev").Ref(), builtin::ConfigMaps("dev"));
+  EXPECT_EQ(lister.Namespace("dev").Ref()->CollectionPath(), "/api/v1/namespaces/dev/configmaps");
+  // A ListerWatcher that names no collection: neither does its informer.
+  auto fake = SharedIndexInformer::Create(std::make_shared<testing::FakeListerWatcher>(),
+                                          NewMemoryIndexer());
+  EXPECT_FALSE(fake->Ref().has_value());
+  EXPECT_FALSE(fake->GetLister().Ref().has_value());
+  EXPECT_FALSE(fake->GetLister().Namespace("x").Ref().has_value());
+}
+
+TEST(InformerRefTest, BuiltinResourcesAreNamedAtTheirStableVersions) {
+  EXPECT_EQ(builtin::Deployments("x").CollectionPath(), "/apis/apps/v1/namespaces/x/deployments");
+  EXPECT_EQ(builtin::Pods().CollectionPath(), "/api/v1/pods");
+  EXPECT_EQ(builtin::Leases("kube-system").CollectionPath(),
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases");
+  EXPECT_EQ(builtin::CronJobs("a").CollectionPath(), "/apis/batch/v1/namespaces/a/cronjobs");
+  // Cluster-scoped: a namespace changes nothing.
+  EXPECT_EQ(builtin::Nodes().InNamespace("x").CollectionPath(), "/api/v1/nodes");
+  EXPECT_FALSE(builtin::Namespaces().namespaced);
+  EXPECT_EQ(builtin::Pods().InNamespace("a"), builtin::Pods("a"));
 }
 
 }  // namespace

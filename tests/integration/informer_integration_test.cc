@@ -101,7 +101,13 @@ TEST(InformerIntegrationTest, FactoryInformersShareOneConnectionAndThread) {
   }
   ASSERT_OK(factory->Start());
   ASSERT_OK(factory->WaitForCacheSync(std::chrono::seconds(60)));
-  ASSERT_OK((*client)->Create(ConfigMaps(ns), ConfigMapJson("shared", "v")));
+  // Each informer names its collection as discovery resolved it; a write
+  // goes where the informer reads.
+  EXPECT_EQ(factory->informers().at("deployments.apps")->Ref(), builtin::Deployments(ns));
+  EXPECT_EQ(factory->informers().at("services")->Ref(), builtin::Services(ns));
+  std::optional<ResourceRef> configmaps = factory->informers().at("configmaps")->Ref();
+  ASSERT_TRUE(configmaps.has_value());
+  ASSERT_OK((*client)->Create(configmaps->InNamespace(ns), ConfigMapJson("shared", "v")));
   ASSERT_TRUE(Eventually([&] {
     return factory->informers().at("configmaps")->GetLister().Namespace(ns).Get("shared").ok();
   }));
