@@ -1,5 +1,10 @@
 #include "kcache/status.h"
 
+#include <cstdlib>
+#include <iostream>
+
+#include "kcache/exit_on_error.h"
+
 namespace kcache {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -82,5 +87,10 @@ std::string Status::ToString() const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Status& s) { return os << s.ToString(); }
+
+void ExitWithError(const Status& status) {
+  std::cerr << "error: " << status.ToString() << std::endl;
+  std::exit(1);
+}
 
 }  // namespace kcache
