@@ -23,13 +23,14 @@ namespace {
 StatusOr<nlohmann::ordered_json> Recorded(const std::string& cache_dir,
                                           const std::string& snapshot) {
   if (cache_dir.empty() && snapshot.empty()) return nlohmann::ordered_json();
+  if (!cache_dir.empty() && !snapshot.empty()) {
+    return Status::InvalidArgument("--cache and --snapshot exclude each other");
+  }
   std::optional<ClusterInfo> cluster;
   nlohmann::ordered_json out;
   if (!snapshot.empty()) {
     // The manifest alone: no need to open the rows.
     KCACHE_ASSIGN_OR_RETURN(SnapshotManifest manifest, ReadSnapshotManifest(snapshot));
-    if (!cache_dir.empty())
-      return Status::InvalidArgument("--cache and --snapshot exclude each other");
     out["snapshot"] = snapshot;
     out["snapshotFormat"] = manifest.format_version;
     out["cacheFormat"] = manifest.storage_format;

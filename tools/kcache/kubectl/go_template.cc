@@ -736,8 +736,7 @@ class Parser {
         return op;
       case Token::Type::kVariable: {
         op.type = Operand::Type::kVariable;
-        const size_t dot = t.text.find('.', 1);
-        op.name = t.text.substr(0, dot);
+        op.name = t.text;
         if (op.name != "$" && !declared_.count(op.name)) {
           return Error("undefined variable \"" + op.name + "\"");
         }
@@ -1069,8 +1068,9 @@ class Parser {
 
 class Exec {
  public:
-  Exec(const json& root, const std::map<std::string, NodePtr>& defines, std::string* out)
-      : out_(out), defines_(defines) {
+  Exec(const json& root, const std::map<std::string, NodePtr>& defines, std::string_view source,
+       std::string* out)
+      : out_(out), defines_(defines), source_(source) {
     root_.p = &root;
     vars_.emplace_back("$", root_);
   }
@@ -1113,7 +1113,7 @@ class Exec {
         return st;
       }
       case Node::Type::kRange:
-        return Range(n, dot, flow);
+        return Range(n, dot);
       case Node::Type::kTemplate: {
         auto it = defines_.find(n.text);
         if (it == defines_.end()) {
@@ -1143,7 +1143,7 @@ class Exec {
   }
 
  private:
-  Status Range(const Node& n, const Value& dot, Flow* outer) {
+  Status Range(const Node& n, const Value& dot) {
     const size_t mark = vars_.size();
     // The pipeline's value, without its declarations: they are the
     // iteration's.
@@ -1183,7 +1183,6 @@ class Exec {
       }
     }
     vars_.resize(mark);
-    (void)outer;
     if (!any && n.else_body) {
       Flow flow = Flow::kNormal;
       Status st = Walk(*n.else_body, dot, &flow);
@@ -1205,9 +1204,17 @@ class Exec {
     vars_.emplace_back(name, v);
   }
 
+  // An execution error as Go words it: template: output:LINE:COL: ...
   Status ExecError(size_t pos, const std::string& node, const std::string& message) const {
-    return Status::InvalidArgument("executing \"output\" at <" + node + ">: " + message + "\x1f" +
-                                   std::to_string(pos));
+    pos = std::min(pos, source_.size());
+    const size_t line_start = source_.rfind('\n', pos == 0 ? 0 : pos - 1);
+    const size_t line =
+        1 + static_cast<size_t>(std::count(source_.begin(), source_.begin() + pos, '\n'));
+    const size_t col =
+        line_start == std::string_view::npos || pos == 0 ? pos : pos - line_start - 1;
+    return Status::InvalidArgument("template: output:" + std::to_string(line) + ":" +
+                                   std::to_string(col) + ": executing \"output\" at <" + node +
+                                   ">: " + message);
   }
 
   StatusOr<Value> EvalPipe(const Pipe& pipe, const Value& dot) {
@@ -1392,12 +1399,9 @@ class Exec {
         const Kind ka = KindOf(*a.p), kb = KindOf(*b.p);
         if (ka != kb) return fail("incompatible types for comparison");
         if (ka == Kind::kMap || ka == Kind::kSlice) {
-          return fail(equality ? "non-comparable type " +
-                                     Print(ka == Kind::kMap || ka == Kind::kSlice ? a : b) + ": " +
-                                     TypeName(ka == Kind::kMap || ka == Kind::kSlice ? a : b)
+          return fail(equality ? "non-comparable type " + Print(a) + ": " + TypeName(a)
                                : "invalid type for comparison");
         }
-        if (ka != kb) return fail("incompatible types for comparison");
         int cmp = 0;
         switch (ka) {
           case Kind::kBool:
@@ -1488,7 +1492,8 @@ class Exec {
 
   std::string* out_;
   const std::map<std::string, NodePtr>& defines_;
-  int calls_ = 0;  // {{template}} calls in progress
+  const std::string_view source_;  // the template, for the line and column of errors
+  int calls_ = 0;                  // {{template}} calls in progress
   Value root_;
   std::vector<std::pair<std::string, Value>> vars_;
 };
@@ -1502,23 +1507,9 @@ StatusOr<GoTemplate> GoTemplate::Parse(std::string_view text) {
 }
 
 Status GoTemplate::Execute(const nlohmann::json& data, std::string* out) const {
-  Exec exec(data, *root_->defines, out);
+  Exec exec(data, *root_->defines, *source_, out);
   Exec::Flow flow = Exec::Flow::kNormal;
-  Status st = exec.Walk(*root_, Value{nullptr, &data, false}, &flow);
-  if (st.ok()) return st;
-  // Execution errors carry their position after a separator; Go prints it
-  // as output:LINE:COL.
-  std::string message(st.message());
-  const size_t sep = message.rfind('\x1f');
-  if (sep == std::string::npos) return st;
-  const size_t pos = std::min<size_t>(std::stoul(message.substr(sep + 1)), source_->size());
-  message.resize(sep);
-  const size_t line_start = source_->rfind('\n', pos == 0 ? 0 : pos - 1);
-  const size_t line =
-      1 + static_cast<size_t>(std::count(source_->begin(), source_->begin() + pos, '\n'));
-  const size_t col = line_start == std::string::npos || pos == 0 ? pos : pos - line_start - 1;
-  return Status::InvalidArgument("template: output:" + std::to_string(line) + ":" +
-                                 std::to_string(col) + ": " + message);
+  return exec.Walk(*root_, Value{nullptr, &data, false}, &flow);
 }
 
 }  // namespace kcache::tool
