@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/encryption.h"
 #include "kcache/export.h"
 #include "kcache/indexer.h"
 #include "kcache/journal.h"
@@ -74,6 +75,9 @@ struct KCACHE_EXPORT CacheOptions {
   std::function<std::chrono::system_clock::time_point()> wall_clock;
   // Bounds of each keyspace's change journal (see journal.h).
   JournalOptions journal;
+  // Encryption at rest of chosen keyspaces (see encryption.h). Default:
+  // no key; nothing is sealed.
+  EncryptionOptions encryption;
 };
 
 // A column a custom resource definition adds to kubectl's table

@@ -86,6 +86,9 @@ struct KCACHE_EXPORT SnapshotReadOptions {
   size_t block_cache_bytes = size_t{32} << 20;
   // Called after every block of the verifying pass at open.
   SnapshotProgressFn progress;
+  // The key-encryption key of a snapshot with encrypted keyspaces (see
+  // VerifySnapshot). Default: none.
+  std::string key_encryption_key;
 };
 
 // Opens the snapshot at `path` as a read-only Cache, without importing it.
@@ -111,8 +114,13 @@ KCACHE_EXPORT StatusOr<std::shared_ptr<Cache>> OpenSnapshot(
 // rows, and that every keyspace's index entries and reverse index records
 // agree. Errors: Corruption naming the block and byte offset, or the
 // keyspace; Unimplemented for a newer format; NotFound; IOError.
+// A snapshot of a cache with encrypted keyspaces (a keyring) is read only
+// with its key-encryption key, which authenticates each sealed object:
+// FailedPrecondition without it or with another (here, at OpenSnapshot and
+// at ImportSnapshot, whose key is ImportOptions::cache.encryption's).
 KCACHE_EXPORT StatusOr<SnapshotManifest> VerifySnapshot(const std::string& path,
-                                                        SnapshotProgressFn progress = {});
+                                                        SnapshotProgressFn progress = {},
+                                                        const std::string& key_encryption_key = "");
 
 // Reads only the header and manifest.
 KCACHE_EXPORT StatusOr<SnapshotManifest> ReadSnapshotManifest(const std::string& path);

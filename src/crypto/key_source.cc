@@ -72,3 +72,12 @@ StatusOr<Key> LoadKey(const KeySource& source) {
 }
 
 }  // namespace kcache::crypto
+
+namespace kcache {
+
+StatusOr<std::string> LoadKeyEncryptionKey(const KeySource& source) {
+  KCACHE_ASSIGN_OR_RETURN(crypto::Key key, crypto::LoadKey(source));
+  return key.bytes();
+}
+
+}  // namespace kcache

@@ -10,22 +10,13 @@
 #include <vector>
 
 #include "crypto/aead.h"
+#include "kcache/encryption.h"
 #include "kcache/status_or.h"
 
 namespace kcache::crypto {
 
-// Exactly one of `file`, `env` and `exec` is set. Each gives 32 bytes in
-// base64 (whitespace ignored), as Kubernetes' EncryptionConfiguration writes
-// keys: `head -c 32 /dev/urandom | base64` makes one.
-struct KeySource {
-  std::string file;  // a file holding the key
-  std::string env;   // the name of an environment variable holding it
-  // A command (argv) that prints the key, or a JSON object {"key": "BASE64"};
-  // it runs with this process's environment and is killed after
-  // `exec_timeout`.
-  std::vector<std::string> exec;
-  std::chrono::milliseconds exec_timeout{std::chrono::seconds(10)};
-};
+// kcache::KeySource (include/kcache/encryption.h).
+using KeySource = ::kcache::KeySource;
 
 // The key `source` names. InvalidArgument, naming the source, for anything
 // but exactly one source or text that is not base64 of 32 bytes; NotFound for

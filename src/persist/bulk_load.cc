@@ -68,6 +68,7 @@ Status BulkLoader::Add(Family family, std::string_view key, std::string_view val
   if (family == Family::kMeta && key == kFormatKey) {
     return Status::InvalidArgument("a loaded row may not set the format version");
   }
+  if (family == Family::kMeta && key == kKeysKey) sealed_ = true;
   Writer& w = writers_[static_cast<int>(family)];
   if (!w.file || w.file->FileSize() >= kFileBytes) KCACHE_RETURN_IF_ERROR(Roll(family));
   return FromRocks(w.file->Put(rocksdb::Slice(key.data(), key.size()),
@@ -92,6 +93,11 @@ Status BulkLoader::Finish() {
     }
     if (!args.empty()) {
       KCACHE_RETURN_IF_ERROR(FromRocks(db->Ingest(args), "ingest into " + target_));
+    }
+    if (sealed_) {
+      KCACHE_RETURN_IF_ERROR(
+          FromRocks(db->Put(db->meta, kFormatKey, std::to_string(kFormatVersion)),
+                    "record the format of " + target_));
     }
   }  // closed: every file is synced
   Status s = site_->Install();

@@ -48,6 +48,7 @@ class BulkLoader {
   const std::string target_;
   const std::unique_ptr<NewDbSite> site_;
   const CacheOptions options_;
+  bool sealed_ = false;  // a keyring row was loaded: the cache is format 3
   struct Writer {
     std::unique_ptr<rocksdb::SstFileWriter> file;
     std::vector<std::string> done;

@@ -15,6 +15,7 @@
 #include "persist/new_db.h"
 #include "persist/rocks_indexer.h"
 #include "persist/rocks_status.h"
+#include "persist/sealing.h"
 
 namespace kcache {
 namespace {
@@ -46,7 +47,9 @@ class CacheImpl final : public Cache {
   Status Refresh() override {
     if (!db_->read_only) return Status::OK();
     KCACHE_RETURN_IF_ERROR(db_->SameCache().WithContext("refresh"));
-    return storage::FromRocks(db_->db->TryCatchUpWithPrimary(), "refresh " + db_->dir);
+    KCACHE_RETURN_IF_ERROR(
+        storage::FromRocks(db_->db->TryCatchUpWithPrimary(), "refresh " + db_->dir));
+    return db_->ReloadKeyring().WithContext("refresh " + db_->dir);
   }
 
   Status Compact() override {
@@ -172,6 +175,18 @@ class CacheImpl final : public Cache {
 
   const std::shared_ptr<Db>& db() const { return db_; }
 
+  // Rekey, with no keyspace open meanwhile.
+  Status Rekey(const std::string& new_kek) {
+    std::lock_guard l(mu_);
+    for (const auto& [name, store] : open_) {
+      if (!store.expired()) {
+        return Status::FailedPrecondition("rekey: keyspace " + name +
+                                          " is open; rekey a cache with no keyspace open");
+      }
+    }
+    return storage::RekeyDb(*db_, new_kek);
+  }
+
  private:
   const std::shared_ptr<Db> db_;
   std::mutex mu_;
@@ -187,6 +202,17 @@ const std::shared_ptr<Db>& DbOf(const Cache& cache) {
   return impl ? impl->db() : kNone;
 }
 }  // namespace storage
+
+Status Rekey(Cache& cache, const std::string& new_key_encryption_key) {
+  auto* impl = dynamic_cast<CacheImpl*>(&cache);
+  if (!impl) return Status::FailedPrecondition("rekey: a snapshot file's cache is read-only");
+  return impl->Rekey(new_key_encryption_key);
+}
+
+StatusOr<EncryptionStatus> GetEncryptionStatus(const Cache& cache) {
+  if (const std::shared_ptr<Db>& db = storage::DbOf(cache)) return db->keyring()->Describe();
+  return Status::Unimplemented("the encryption status of a snapshot file's cache");
+}
 
 StatusOr<std::shared_ptr<Cache>> Cache::Open(const std::string& dir, const CacheOptions& options) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, storage::OpenDb(dir, options, false));

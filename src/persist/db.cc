@@ -416,7 +416,7 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     if (exists) {
       return Status::Corruption(ctx + ": no format version recorded" + DamagedManifest(dir));
     }
-    s = db->db->Put(db->write_options, db->meta, kFormatKey, std::to_string(kFormatVersion));
+    s = db->db->Put(db->write_options, db->meta, kFormatKey, std::to_string(kPlainFormatVersion));
     if (!s.ok()) return FromRocks(s, ctx);
   } else if (!s.ok()) {
     return FromRocks(s, ctx);
@@ -428,13 +428,14 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
                                    " is newer than this kcache supports (" +
                                    std::to_string(kFormatVersion) + ")");
     }
-    if (version < kFormatVersion && !read_only) {
+    if (version < kPlainFormatVersion && !read_only) {
       // Version 1 lacks only the journal, which now exists (empty: each
       // keyspace's window starts at its resume point).
-      s = db->db->Put(db->write_options, db->meta, kFormatKey, std::to_string(kFormatVersion));
+      s = db->db->Put(db->write_options, db->meta, kFormatKey, std::to_string(kPlainFormatVersion));
       if (!s.ok()) return FromRocks(s, ctx);
     }
   }
+  KCACHE_RETURN_IF_ERROR(db->ReloadKeyring().WithContext(ctx));
   return db;
 }
 
@@ -508,6 +509,28 @@ Status Db::SameCache() {
 int64_t Db::NowMs() const {
   auto now = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
   return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+}
+
+std::shared_ptr<const Keyring> Db::keyring() const {
+  std::lock_guard l(keyring_mu_);
+  return keyring_;
+}
+
+void Db::set_keyring(std::shared_ptr<const Keyring> keyring) {
+  std::lock_guard l(keyring_mu_);
+  keyring_ = std::move(keyring);
+}
+
+Status Db::ReloadKeyring() {
+  std::string row;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kKeysKey, &row);
+  if (!s.ok() && !s.IsNotFound()) return FromRocks(s, "read the keyring");
+  std::optional<std::string> recorded;
+  if (s.ok()) recorded = std::move(row);
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const Keyring> ring,
+                          Keyring::Load(recorded, options.encryption.key_encryption_key));
+  set_keyring(std::move(ring));
+  return Status::OK();
 }
 
 std::string Db::NowMillis() const { return std::to_string(NowMs()); }
@@ -792,15 +815,20 @@ Status VerifyKeyspace(const std::shared_ptr<Db>& db_ptr, std::string_view ks) {
   if (!r->status().ok()) return FromRocks(r->status(), "verify");
 
   size_t objects = 0;
+  const std::shared_ptr<const Keyring> keyring = db.keyring();
   std::unique_ptr<rocksdb::Iterator> o(db.db->NewIterator(ro, db.objects));
   for (o->Seek(prefix); o->Valid(); o->Next()) {
     std::string key = o->key().ToString().substr(prefix.size());
     std::string_view rv, json;
-    if (Status st =
-            DecodeObject(std::string_view(o->value().data(), o->value().size()), &rv, &json);
-        !st.ok()) {
-      return fail("object " + key + ": " + std::string(st.message()));
+    bool sealed = false;
+    std::string opened;
+    Status st = DecodeObjectRecord(View(o->value()), &rv, &json, &sealed);
+    // A sealed object is checked whole (authenticated) where the key was
+    // given; without it, its record's layout only.
+    if (st.ok() && sealed && keyring->unlocked()) {
+      st = OpenObject(keyring.get(), ks, key, View(o->value()), &rv, &json, &opened);
     }
+    if (!st.ok()) return fail("object " + key + ": " + std::string(st.message()));
     if (!reverse.count(key)) return fail("object " + key + " has no reverse index record");
     ++objects;
   }

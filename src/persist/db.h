@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kcache/cache.h"
+#include "persist/keyring.h"
 #include "persist/work_dir.h"
 
 // Whether ThreadSanitizer instruments this build: GCC defines
@@ -58,6 +59,15 @@ struct Db {
   // after a kill by the next reader.
   std::unique_ptr<WorkDir> secondary_dir;
   CacheOptions options;
+
+  // The keyring as last read (at open; a reader's again on Refresh) or
+  // written. Never null. Thread-safe.
+  std::shared_ptr<const Keyring> keyring() const;
+  void set_keyring(std::shared_ptr<const Keyring> keyring);
+  // Reads the keyring row again (a reader's Refresh).
+  Status ReloadKeyring();
+  // Held by whatever writes the keyring row (persist/sealing.h).
+  std::mutex keyring_update_mu;
 
   // The wall-clock time to record with a commit: decimal Unix milliseconds.
   std::string NowMillis() const;
@@ -121,6 +131,9 @@ struct Db {
   void ReleaseIndexCompactions();
 
   Status gone_;  // SameCache's verdict once the cache is gone
+
+  mutable std::mutex keyring_mu_;
+  std::shared_ptr<const Keyring> keyring_;  // guarded by keyring_mu_
 
   std::mutex index_holds_mu_;
   int index_holds_ = 0;  // guarded by index_holds_mu_

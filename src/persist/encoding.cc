@@ -4,12 +4,14 @@
 
 #include <cassert>
 
+#include "persist/keyring.h"
 #include "util/coding.h"
 
 namespace kcache::storage {
 namespace {
 
 constexpr char kObjectRecordVersion = 0x01;
+constexpr char kSealedObjectRecordVersion = 0x02;
 
 using util::GetVarint32;
 using util::PutVarint32;
@@ -110,18 +112,60 @@ std::string EncodeObject(std::string_view rv, std::string_view json) {
   return out;
 }
 
-Status DecodeObject(std::string_view record, std::string_view* rv, std::string_view* json) {
-  if (record.empty() || record[0] != kObjectRecordVersion) {
+std::string EncodeSealedObject(std::string_view rv, std::string_view sealed) {
+  std::string out;
+  out.push_back(kSealedObjectRecordVersion);
+  PutVarint32(&out, static_cast<uint32_t>(rv.size()));
+  out.append(rv);
+  out.append(sealed);
+  return out;
+}
+
+Status DecodeObjectRecord(std::string_view record, std::string_view* rv, std::string_view* body,
+                          bool* sealed) {
+  if (record.empty() ||
+      (record[0] != kObjectRecordVersion && record[0] != kSealedObjectRecordVersion)) {
     return Status::Corruption("object record has an unknown version byte");
   }
+  *sealed = record[0] == kSealedObjectRecordVersion;
   record.remove_prefix(1);
   uint32_t len = 0;
   if (!GetVarint32(&record, &len) || len > record.size()) {
     return Status::Corruption("object record has a bad resourceVersion length");
   }
   *rv = record.substr(0, len);
-  *json = record.substr(len);
+  *body = record.substr(len);
   return Status::OK();
+}
+
+Status DecodeObject(std::string_view record, std::string_view* rv, std::string_view* json) {
+  bool sealed = false;
+  KCACHE_RETURN_IF_ERROR(DecodeObjectRecord(record, rv, json, &sealed));
+  if (sealed) return Status::FailedPrecondition("the object is encrypted at rest");
+  return Status::OK();
+}
+
+Status OpenObject(const Keyring* keyring, std::string_view ks, std::string_view key,
+                  std::string_view record, std::string_view* rv, std::string_view* json,
+                  std::string* buffer) {
+  bool sealed = false;
+  KCACHE_RETURN_IF_ERROR(
+      DecodeObjectRecord(record, rv, json, &sealed).WithContext("keyspace " + std::string(ks)));
+  if (!sealed) return Status::OK();
+  const std::string what = "object " + std::string(key) + " of keyspace " + std::string(ks);
+  if (!keyring) {
+    return Status::FailedPrecondition(what +
+                                      " is encrypted at rest, and no key-encryption key was given");
+  }
+  KCACHE_ASSIGN_OR_RETURN(*buffer, keyring->Open(*json, ObjectSealContext(ks, key), what));
+  *json = *buffer;
+  return Status::OK();
+}
+
+StatusOr<std::string> SealObject(const Keyring& keyring, std::string_view ks, std::string_view key,
+                                 std::string_view rv, std::string_view json) {
+  KCACHE_ASSIGN_OR_RETURN(std::string sealed, keyring.Seal(json, ObjectSealContext(ks, key)));
+  return EncodeSealedObject(rv, sealed);
 }
 
 std::string EncodeEntries(const std::vector<IndexEntry>& entries) {

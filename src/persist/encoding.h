@@ -16,12 +16,21 @@
 
 namespace kcache::storage {
 
+class Keyring;
+
 // 2: the journal column family. A writer upgrades a version 1 cache on
-// open; readers take both.
-inline constexpr int kFormatVersion = 2;
+// open. 3: encryption at rest (the meta row "keys", sealed object records
+// and journal entries), recorded only by the commit that creates a
+// cache's keyring, so that a kcache that cannot open sealed records
+// refuses the cache instead of failing on them. Readers take all three.
+inline constexpr int kFormatVersion = 3;
+// What a writer records in a cache without a keyring.
+inline constexpr int kPlainFormatVersion = 2;
 // The version of the rows snapshots carry (meta, objects, rindex, index):
 // unchanged by version 2, which added only the journal.
 inline constexpr int kRowsFormatVersion = 1;
+// ... and of the rows of a cache with a keyring (sealed records).
+inline constexpr int kSealedRowsFormatVersion = 3;
 inline constexpr char kObjectsCF[] = "objects";
 inline constexpr char kIndexCF[] = "index";
 inline constexpr char kReverseIndexCF[] = "rindex";
@@ -75,8 +84,24 @@ std::string IndexVersionKey(std::string_view ks, std::string_view index);
 std::string EncodeObject(std::string_view rv, std::string_view json);
 // The record without its json: 0x01 + varint32(len(rv)) + rv.
 std::string EncodeObjectHeader(std::string_view rv);
-// Splits a record; Corruption if malformed.
+// Splits a plain record; Corruption if malformed, FailedPrecondition if
+// sealed (see OpenObject).
 Status DecodeObject(std::string_view record, std::string_view* rv, std::string_view* json);
+// Sealed object record (encryption at rest): 0x02 + varint32(len(rv)) + rv
+// + the json sealed by the keyring (crypto::Seal's layout), bound to
+// ObjectSealContext(ks, key).
+std::string EncodeSealedObject(std::string_view rv, std::string_view sealed);
+StatusOr<std::string> SealObject(const Keyring& keyring, std::string_view ks, std::string_view key,
+                                 std::string_view rv, std::string_view json);
+// Splits either record; `body` is the json or the sealed json.
+Status DecodeObjectRecord(std::string_view record, std::string_view* rv, std::string_view* body,
+                          bool* sealed);
+// Splits either record, opening a sealed one's json into `buffer` (which
+// `json` then views). FailedPrecondition for a sealed record and no
+// keyring or a locked one; Corruption for one that does not open.
+Status OpenObject(const Keyring* keyring, std::string_view ks, std::string_view key,
+                  std::string_view record, std::string_view* rv, std::string_view* json,
+                  std::string* buffer);
 
 // Reverse index record: (index + \0 + value + \0)*, `entries` sorted.
 std::string EncodeEntries(const std::vector<IndexEntry>& entries);

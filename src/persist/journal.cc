@@ -15,6 +15,7 @@ namespace kcache::storage {
 namespace {
 
 constexpr char kVersion = 0x01;
+constexpr char kSealedVersion = 0x02;  // previous and json sealed
 
 // The entries of `ks`: [ks + \0 + 8 zero bytes, ks + \1).
 KeyRange EntryRange(std::string_view ks) {
@@ -37,13 +38,23 @@ StatusOr<std::optional<std::string>> GetOptional(const Db& db, const rocksdb::Re
   return std::optional<std::string>(std::move(value));
 }
 
+// What a sealed entry's previous object, or its object, is bound to.
+std::string EntryContext(std::string context, bool previous) {
+  context.push_back('\0');
+  context.append(previous ? "previous" : "object");
+  return context;
+}
+
 }  // namespace
 
 Status DecodeJournalEntry(std::string_view record, JournalEntry* out) {
   auto bad = [](const char* what) {
     return Status::Corruption(std::string("journal entry: ") + what);
   };
-  if (record.size() < 2 || record[0] != kVersion) return bad("unknown record version");
+  if (record.size() < 2 || (record[0] != kVersion && record[0] != kSealedVersion)) {
+    return bad("unknown record version");
+  }
+  out->sealed = record[0] == kSealedVersion;
   int type = record[1];
   if (type < 1 || type > 3) return bad("unknown change type");
   out->type = static_cast<JournalEvent::Type>(type - 1);
@@ -60,6 +71,26 @@ Status DecodeJournalEntry(std::string_view record, JournalEntry* out) {
   }
   out->previous = record.substr(0, plen);
   out->json = record.substr(plen);
+  return Status::OK();
+}
+
+Status OpenJournalEntry(const Keyring* keyring, std::string_view ks, uint64_t rv, JournalEntry* e) {
+  if (!e->sealed) return Status::OK();
+  const std::string what =
+      "journal entry " + std::to_string(rv) + " of keyspace " + std::string(ks);
+  if (!keyring) {
+    return Status::FailedPrecondition(what +
+                                      " is encrypted at rest, and no key-encryption key was given");
+  }
+  const std::string context = JournalSealContext(ks, rv, e->key);
+  if (!e->previous.empty()) {
+    KCACHE_ASSIGN_OR_RETURN(e->opened_previous,
+                            keyring->Open(e->previous, EntryContext(context, true), what));
+    e->previous = e->opened_previous;
+  }
+  KCACHE_ASSIGN_OR_RETURN(e->opened_json,
+                          keyring->Open(e->json, EntryContext(context, false), what));
+  e->json = e->opened_json;
   return Status::OK();
 }
 
@@ -102,8 +133,8 @@ StatusOr<JournalStats> DecodeJournalState(std::string_view record) {
 }
 
 std::string EncodeJournalEntryHeader(JournalEvent::Type type, int64_t time_ms, std::string_view key,
-                                     size_t previous_size) {
-  std::string out(1, kVersion);
+                                     size_t previous_size, bool sealed) {
+  std::string out(1, sealed ? kSealedVersion : kVersion);
   out.push_back(static_cast<char>(static_cast<int>(type) + 1));
   util::PutVarint64(&out, static_cast<uint64_t>(time_ms));
   util::PutVarint32(&out, static_cast<uint32_t>(key.size()));
@@ -114,7 +145,7 @@ std::string EncodeJournalEntryHeader(JournalEvent::Type type, int64_t time_ms, s
 
 std::string EncodeJournalEntry(JournalEvent::Type type, int64_t time_ms, std::string_view key,
                                std::string_view previous, std::string_view json) {
-  std::string out = EncodeJournalEntryHeader(type, time_ms, key, previous.size());
+  std::string out = EncodeJournalEntryHeader(type, time_ms, key, previous.size(), false);
   out += previous;
   out += json;
   return out;
@@ -177,6 +208,7 @@ StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapsho
     rocksdb::Slice upper(range.limit);
     ro.iterate_upper_bound = &upper;
     std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.journal));
+    const std::shared_ptr<const Keyring> keyring = db.keyring();
     for (it->Seek(JournalEntryKey(ks, from + 1)); it->Valid(); it->Next()) {
       std::optional<uint64_t> rv = EntryVersion(ks, View(it->key()));
       if (!rv) return Status::Corruption(where + ": malformed journal key");
@@ -187,6 +219,7 @@ StatusOr<JournalRead> ReadJournal(const Db& db, const rocksdb::Snapshot* snapsho
       JournalEntry e;
       KCACHE_RETURN_IF_ERROR(DecodeJournalEntry(View(it->value()), &e)
                                  .WithContext(where + " at " + std::to_string(*rv)));
+      KCACHE_RETURN_IF_ERROR(OpenJournalEntry(keyring.get(), ks, *rv, &e));
       JournalEvent ev;
       ev.type = e.type;
       ev.key = e.key;
@@ -324,17 +357,29 @@ JournalWriter::Pending JournalWriter::Begin() const {
   return p;
 }
 
-void JournalWriter::Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent::Type type,
-                           std::string_view key, std::string_view rv, std::string_view json,
-                           std::string_view previous, int64_t now_ms) const {
-  if (!enabled() || p->reset) return;
+Status JournalWriter::Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent::Type type,
+                             std::string_view key, std::string_view rv, std::string_view json,
+                             std::string_view previous, int64_t now_ms) const {
+  if (!enabled() || p->reset) return Status::OK();
   std::optional<uint64_t> v = ParseCanonicalResourceVersion(rv);
   if (!v || *v <= p->floor || !p->start_ok) {
     p->reset = true;
-    return;
+    return Status::OK();
+  }
+  std::string sealed_previous, sealed_json;
+  if (sealed_) {
+    const std::shared_ptr<const Keyring> keyring = db_->keyring();
+    const std::string context = JournalSealContext(ks_, *v, key);
+    if (!previous.empty()) {
+      KCACHE_ASSIGN_OR_RETURN(sealed_previous,
+                              keyring->Seal(previous, EntryContext(context, true)));
+      previous = sealed_previous;
+    }
+    KCACHE_ASSIGN_OR_RETURN(sealed_json, keyring->Seal(json, EntryContext(context, false)));
+    json = sealed_json;
   }
   // The objects go into the batch as parts: no copy of them here.
-  std::string header = EncodeJournalEntryHeader(type, now_ms, key, previous.size());
+  std::string header = EncodeJournalEntryHeader(type, now_ms, key, previous.size(), sealed_);
   std::string k = JournalEntryKey(ks_, *v);
   rocksdb::Slice key_part(k);
   rocksdb::Slice parts[3] = {header, rocksdb::Slice(previous.data(), previous.size()),
@@ -345,6 +390,7 @@ void JournalWriter::Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent:
   p->floor = *v;
   if (!p->head) p->head = now_ms;
   p->changed = true;
+  return Status::OK();
 }
 
 Status JournalWriter::Seal(Pending* p, rocksdb::WriteBatch* batch, std::string_view resume,

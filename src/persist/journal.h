@@ -33,7 +33,9 @@ StatusOr<JournalStats> DecodeJournalState(std::string_view record);
 
 // An entry: 0x01 + type (1 added, 2 modified, 3 deleted) + varint64(Unix
 // milliseconds) + varint32(len(key)) + key + varint32(len(previous)) +
-// previous + json.
+// previous + json. In a sealed keyspace the version is 0x02 and previous
+// (unless empty) and json are each sealed, bound to the entry's keyspace,
+// resourceVersion and key and to which of the two it is.
 std::string EncodeJournalEntry(JournalEvent::Type type, int64_t time_ms, std::string_view key,
                                std::string_view previous, std::string_view json);
 // An entry's fields; views into its record.
@@ -41,12 +43,18 @@ struct JournalEntry {
   JournalEvent::Type type;
   int64_t time_ms;
   std::string_view key, previous, json;
+  bool sealed = false;                       // previous and json are sealed, until OpenJournalEntry
+  std::string opened_previous, opened_json;  // what they view once opened
 };
 // Splits an entry; Corruption naming the field if malformed.
 Status DecodeJournalEntry(std::string_view record, JournalEntry* out);
+// Opens a sealed entry's objects (entry `rv` of `ks`) in place; nothing for
+// a plain one. FailedPrecondition without a keyring or a locked one,
+// Corruption for what does not open.
+Status OpenJournalEntry(const Keyring* keyring, std::string_view ks, uint64_t rv, JournalEntry* e);
 // The entry without its objects: everything up to varint32(len(previous)).
 std::string EncodeJournalEntryHeader(JournalEvent::Type type, int64_t time_ms, std::string_view key,
-                                     size_t previous_size);
+                                     size_t previous_size, bool sealed);
 
 // The journal's state as of `snapshot` (null: the current view). Without a
 // state record (the journal is off, or nothing was journaled yet), the
@@ -92,14 +100,17 @@ class JournalWriter {
   Status Load(std::string_view keyspace_rv);
 
   bool enabled() const { return db_->options.journal.max_events > 0 && db_->journal; }
+  // Seal the objects of entries from now on (the keyspace is sealed).
+  void set_sealed(bool sealed) { sealed_ = sealed; }
 
   Pending Begin() const;
-  // Adds one change to `batch`. A change that cannot be journaled (its
-  // resourceVersion is not above every earlier one) makes the commit
-  // restart the window instead.
-  void Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent::Type type, std::string_view key,
-              std::string_view rv, std::string_view json, std::string_view previous,
-              int64_t now_ms) const;
+  // Adds one change to `batch` (sealed, in a sealed keyspace). A change
+  // that cannot be journaled (its resourceVersion is not above every
+  // earlier one) makes the commit restart the window instead. An error
+  // (sealing failed) leaves `batch` unusable.
+  Status Append(Pending* p, rocksdb::WriteBatch* batch, JournalEvent::Type type,
+                std::string_view key, std::string_view rv, std::string_view json,
+                std::string_view previous, int64_t now_ms) const;
   // Drops every entry: the window restarts at the commit's resume point (a
   // relist).
   void Reset(Pending* p) const { p->reset = true; }
@@ -122,6 +133,7 @@ class JournalWriter {
   uint64_t floor_ = 0;
   std::optional<int64_t> head_;
   bool recorded_ = false;  // a state record exists
+  bool sealed_ = false;
 };
 
 }  // namespace kcache::storage

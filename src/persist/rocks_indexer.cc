@@ -16,6 +16,7 @@
 
 #include "core/store_errors.h"
 #include "persist/rocks_status.h"
+#include "persist/sealing.h"
 
 namespace kcache::storage {
 namespace {
@@ -128,6 +129,7 @@ StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> d
     KCACHE_RETURN_IF_ERROR(store->AdoptRecordedIndexes());
     return store;
   }
+  KCACHE_RETURN_IF_ERROR(store->PrepareSealing());
   // Compare the recorded index versions with the configured ones.
   KCACHE_ASSIGN_OR_RETURN(auto recorded, store->RecordedIndexVersions());
   bool same = recorded.size() == store->defs_.size();
@@ -146,6 +148,7 @@ StatusOr<std::shared_ptr<RocksIndexer>> RocksIndexer::Open(std::shared_ptr<Db> d
       std::lock_guard l(store->state_mu_);
       rv = store->rv_;
     }
+    store->journal_.set_sealed(store->sealed_);
     KCACHE_RETURN_IF_ERROR(store->journal_.Load(rv));
   }
   return store;
@@ -159,6 +162,23 @@ Status RocksIndexer::LoadState() {
   rv_ = rv.value_or("");
   relist_incomplete_ = relist.has_value();
   count_ = count ? std::strtoull(count->c_str(), nullptr, 10) : 0;
+  return Status::OK();
+}
+
+Status RocksIndexer::PrepareSealing() {
+  const EncryptionOptions& e = db_->options.encryption;
+  const bool wanted = !e.key_encryption_key.empty() &&
+                      std::find(e.keyspaces.begin(), e.keyspaces.end(), ks_) != e.keyspaces.end();
+  std::shared_ptr<const Keyring> ring = db_->keyring();
+  if (!ring->Sealed(ks_) && !wanted) return Status::OK();
+  if (ring->Sealed(ks_) && !ring->unlocked()) {
+    return Status::FailedPrecondition(
+        "keyspace " + ks_ +
+        " is encrypted at rest: writing it needs the cache's key-encryption key, or its objects "
+        "would be stored in the clear");
+  }
+  if (!ring->Sealed(ks_)) KCACHE_RETURN_IF_ERROR(SealKeyspace(*db_, ks_));
+  sealed_ = true;
   return Status::OK();
 }
 
@@ -194,11 +214,19 @@ StatusOr<std::optional<std::vector<IndexEntry>>> RocksIndexer::CurrentEntries(
   return std::optional<std::vector<IndexEntry>>(std::move(entries));
 }
 
-void RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
-                             const Object& object,
-                             const std::optional<std::vector<IndexEntry>>& old,
-                             const std::vector<IndexEntry>& now,
-                             std::vector<std::string>* index_puts) const {
+StatusOr<std::string> RocksIndexer::EncodeRecord(const std::string& key,
+                                                 const Object& object) const {
+  if (sealed_) {
+    return SealObject(*db_->keyring(), ks_, key, object.resource_version(), object.json());
+  }
+  return EncodeObject(object.resource_version(), object.json());
+}
+
+Status RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
+                               const Object& object,
+                               const std::optional<std::vector<IndexEntry>>& old,
+                               const std::vector<IndexEntry>& now,
+                               std::vector<std::string>* index_puts) const {
   // Both lists are sorted: remove what went, add what came (all of `now`
   // for a new object, without copying it).
   std::vector<IndexEntry> gone, came;
@@ -217,12 +245,18 @@ void RocksIndexer::PutObject(rocksdb::WriteBatch* batch, const std::string& key,
   }
   std::string okey = ObjectKey(ks_, key);
   if (!old || !gone.empty() || !came.empty()) batch->Put(db_->rindex, okey, EncodeEntries(now));
+  if (sealed_) {
+    KCACHE_ASSIGN_OR_RETURN(std::string record, EncodeRecord(key, object));
+    batch->Put(db_->objects, okey, record);
+    return Status::OK();
+  }
   // Header and JSON go into the batch as two parts: no intermediate copy.
   std::string header = EncodeObjectHeader(object.resource_version());
   rocksdb::Slice key_part(okey);
   rocksdb::Slice value_parts[2] = {header,
                                    rocksdb::Slice(object.json().data(), object.json().size())};
   batch->Put(db_->objects, rocksdb::SliceParts(&key_part, 1), rocksdb::SliceParts(value_parts, 2));
+  return Status::OK();
 }
 
 void RocksIndexer::DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
@@ -366,6 +400,7 @@ StatusOr<RocksIndexer::StoredJson> RocksIndexer::ReadStoredJson(
     auto s = stored.find(p.key);
     if (s != stored.end() && s->second) out[p.key];
   }
+  const std::shared_ptr<const Keyring> keyring = db_->keyring();
   Status read =
       MultiGetEach(*db_, db_->objects, ks_, &out,
                    [&](const std::string& key, std::string& json, const rocksdb::Status& st,
@@ -376,8 +411,9 @@ StatusOr<RocksIndexer::StoredJson> RocksIndexer::ReadStoredJson(
                      }
                      if (!st.ok()) return FromRocks(st, "read " + ks_);
                      std::string_view rv, body;
+                     std::string opened;
                      KCACHE_RETURN_IF_ERROR(
-                         DecodeObject(View(record), &rv, &body).WithContext("keyspace " + ks_));
+                         OpenObject(keyring.get(), ks_, key, View(record), &rv, &body, &opened));
                      json.assign(body);
                      return Status::OK();
                    });
@@ -433,18 +469,20 @@ Status RocksIndexer::WriteCommit(const Transaction& txn, std::vector<PlannedOp>*
           } else if (txn.resource_version) {
             event_rv = *txn.resource_version;
           }
-          journal_.Append(&jp, &batch, Type::kDeleted, p.key, event_rv,
-                          op.object ? op.object->json() : json_before(p.key), "", now_ms);
+          KCACHE_RETURN_IF_ERROR(journal_.Append(&jp, &batch, Type::kDeleted, p.key, event_rv,
+                                                 op.object ? op.object->json() : json_before(p.key),
+                                                 "", now_ms));
           json_now[p.key] = std::string_view();
         }
       }
       entries = std::nullopt;
     } else {
-      PutObject(&batch, p.key, *op.object, entries, p.entries);
+      KCACHE_RETURN_IF_ERROR(PutObject(&batch, p.key, *op.object, entries, p.entries));
       if (journal) {
-        journal_.Append(&jp, &batch, entries ? Type::kModified : Type::kAdded, p.key,
-                        op.object->resource_version(), op.object->json(),
-                        entries ? json_before(p.key) : std::string_view(), now_ms);
+        KCACHE_RETURN_IF_ERROR(
+            journal_.Append(&jp, &batch, entries ? Type::kModified : Type::kAdded, p.key,
+                            op.object->resource_version(), op.object->json(),
+                            entries ? json_before(p.key) : std::string_view(), now_ms));
         json_now[p.key] = op.object->json();
       }
       if (!entries) ++count;
@@ -717,6 +755,7 @@ class RocksReplaceSession final : public ReplaceSession {
     std::vector<StoreChange> changes;
     std::vector<std::string> index_puts;
     const std::string seen = SeenRange().start;
+    const std::shared_ptr<const Keyring> keyring = db->keyring();
     for (size_t i = 0; i < n; ++i) {
       Item& item = chunk_[i];
       if (!s1[i].ok() && !s1[i].IsNotFound()) return FromRocks(s1[i], "relist " + ix_->ks_);
@@ -726,19 +765,22 @@ class RocksReplaceSession final : public ReplaceSession {
       ObjectPtr old_obj;
       if (s1[i].ok()) {
         std::string_view rv, json;
-        KCACHE_RETURN_IF_ERROR(DecodeObject(View(records[i]), &rv, &json));
+        std::string opened;
+        KCACHE_RETURN_IF_ERROR(
+            OpenObject(keyring.get(), ix_->ks_, item.key, View(records[i]), &rv, &json, &opened));
         if (!rv.empty() && rv == item.obj->resource_version() && json == item.obj->json() &&
             s2[i].ok()) {
           ++unchanged_;
           continue;
         }
-        KCACHE_ASSIGN_OR_RETURN(old_obj, ix_->Decode(View(records[i])));
+        KCACHE_ASSIGN_OR_RETURN(old_obj, ix_->Decode(item.key, View(records[i])));
       }
       if (s2[i].ok()) {
         KCACHE_ASSIGN_OR_RETURN(auto e, DecodeEntries(View(reverse[i])));
         old = std::move(e);
       }
-      ix_->PutObject(&batch, item.key, *item.obj, old, item.entries, &index_puts);
+      KCACHE_RETURN_IF_ERROR(
+          ix_->PutObject(&batch, item.key, *item.obj, old, item.entries, &index_puts));
       if (!old) ++count;
       changes.push_back({old_obj ? StoreChange::Type::kUpdated : StoreChange::Type::kAdded,
                          std::move(item.key), std::move(old_obj), std::move(item.obj)});
@@ -822,8 +864,12 @@ class RocksReplaceSession final : public ReplaceSession {
     std::string value;
     for (size_t i = 0; i < chunk.items.size(); ++i) {
       const Item& item = chunk.items[i];
-      value = EncodeObjectHeader(item.obj->resource_version());
-      value.append(item.obj->json());
+      if (ix_->sealed_) {
+        KCACHE_ASSIGN_OR_RETURN(value, ix_->EncodeRecord(item.key, *item.obj));
+      } else {
+        value = EncodeObjectHeader(item.obj->resource_version());
+        value.append(item.obj->json());
+      }
       const std::string& okey = chunk.okeys[i];
       KCACHE_RETURN_IF_ERROR(FromRocks(seg.objects.Put(okey, value), "relist " + ix_->ks_));
       KCACHE_RETURN_IF_ERROR(
@@ -1195,7 +1241,7 @@ Status RocksIndexer::RebuildIndexesLocked() {
   }
   ChunkWriter rebuild([this](rocksdb::WriteBatch* b) { return Write(b, "rebuild indexes of"); });
   KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view key, std::string_view record) -> Status {
-    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(record));
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(key, record));
     KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, EntriesOf(defs, key, *obj));
     for (const auto& [index, value] : entries) {
       rebuild.batch()->Put(db_->index, IndexKey(ks_, index, value, key), "");
@@ -1231,7 +1277,7 @@ Status RocksIndexer::AddIndexers(const Indexers& indexers) {
   size_t pending = 0;
   KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view k, std::string_view record) -> Status {
     std::string key(k);
-    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(record));
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Decode(key, record));
     KCACHE_ASSIGN_OR_RETURN(std::vector<IndexEntry> fresh, EntriesOf(added, key, *obj));
     KCACHE_ASSIGN_OR_RETURN(auto old, CurrentEntries({}, key));
     std::vector<IndexEntry> all = old ? *old : std::vector<IndexEntry>{};

@@ -70,10 +70,15 @@ class RocksIndexer final : public StoredIndexer {
   // `index_puts` is set, the index keys to put are appended to it instead,
   // for the caller to write (in key order: see RocksReplaceSession::Flush);
   // only safe where no other op of the batch touches the same keys.
-  void PutObject(rocksdb::WriteBatch* batch, const std::string& key, const Object& object,
-                 const std::optional<std::vector<IndexEntry>>& old,
-                 const std::vector<IndexEntry>& now,
-                 std::vector<std::string>* index_puts = nullptr) const;
+  // In a sealed keyspace the object is sealed; an error then leaves
+  // `batch` unusable.
+  Status PutObject(rocksdb::WriteBatch* batch, const std::string& key, const Object& object,
+                   const std::optional<std::vector<IndexEntry>>& old,
+                   const std::vector<IndexEntry>& now,
+                   std::vector<std::string>* index_puts = nullptr) const;
+  // The record to store for `object` under `key`: sealed in a sealed
+  // keyspace.
+  StatusOr<std::string> EncodeRecord(const std::string& key, const Object& object) const;
   void DeleteObject(rocksdb::WriteBatch* batch, const std::string& key,
                     const std::vector<IndexEntry>& old) const;
   // A commit in three steps, under write_mu_: plan (keys and index entries
@@ -114,12 +119,17 @@ class RocksIndexer final : public StoredIndexer {
   // write_mu_ held and markless_ set.
   Status MarkRelistedKeys();
   Status LoadState();
+  // Decides whether the keyspace is sealed (CacheOptions::encryption) and
+  // seals what it holds if it is to be and is not yet. Writers only.
+  Status PrepareSealing();
 
   const std::shared_ptr<Db> db_;
 
   // One writer at a time: a write reads reverse records, then replaces them.
   std::mutex write_mu_;
   JournalWriter journal_;  // guarded by write_mu_
+  // Objects are stored sealed (encryption at rest); set by Open.
+  bool sealed_ = false;
   // Batches written, so that a relist session can tell whether anything
   // else wrote the keyspace beside it. Guarded by write_mu_.
   uint64_t writes_ = 0;

@@ -79,6 +79,8 @@ class DbRowsImpl final : public Rows, public std::enable_shared_from_this<DbRows
     return std::make_shared<DbRowsImpl>(db_, TakeSnapshot(db_));
   }
 
+  std::shared_ptr<const Keyring> keyring() const override { return db_->keyring(); }
+
  private:
   const std::shared_ptr<Db> db_;
   const DbSnapshot snapshot_;  // null: the current state

@@ -17,6 +17,7 @@
 namespace kcache::storage {
 
 struct Db;
+class Keyring;
 
 // Walks the rows of one family in ascending bytewise key order.
 class RowCursor {
@@ -45,6 +46,8 @@ class Rows {
   // A view that does not change while it lives, for reads that must agree
   // with each other (an index walk and the objects it looks up).
   virtual std::shared_ptr<const Rows> Pin() const = 0;
+  // The keyring that opens sealed object records (never null).
+  virtual std::shared_ptr<const Keyring> keyring() const = 0;
 };
 
 // The rows of a RocksDB cache, current at each read (a read-only cache:

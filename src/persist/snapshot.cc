@@ -47,7 +47,10 @@ uint64_t Hash(std::string_view s) { return std::hash<std::string_view>()(s); }
 // in different orders.
 class RowChecker {
  public:
-  explicit RowChecker(const SnapshotManifest& m) : manifest_(m) {
+  // `kek`: the key-encryption key, where given; `parse_objects`: every
+  // object is parsed and its resourceVersion compared with its record's.
+  RowChecker(const SnapshotManifest& m, std::string kek, bool parse_objects)
+      : manifest_(m), kek_(std::move(kek)), parse_objects_(parse_objects) {
     for (const KeyspaceStats& r : m.resources) state_[r.name];
   }
 
@@ -74,10 +77,23 @@ class RowChecker {
     switch (family) {
       case Family::kObjects: {
         std::string_view rv, json;
-        if (Status st = storage::DecodeObject(value, &rv, &json); !st.ok()) {
+        bool sealed = false;
+        if (Status st = storage::DecodeObjectRecord(value, &rv, &json, &sealed); !st.ok()) {
           return Status::Corruption("object " + std::string(ks) + " " + std::string(rest) + ": " +
                                     std::string(st.message()));
         }
+        // A sealed object is authenticated (the keyring row, a meta row,
+        // came first; it is required where any object is sealed).
+        std::string opened;
+        if (sealed || parse_objects_) {
+          if (sealed && !keyring_) {
+            return Status::Corruption("object " + std::string(rest) + " of " + std::string(ks) +
+                                      " is sealed, and the file has no keyring");
+          }
+          KCACHE_RETURN_IF_ERROR(
+              storage::OpenObject(keyring_.get(), ks, rest, value, &rv, &json, &opened));
+        }
+        if (parse_objects_) KCACHE_RETURN_IF_ERROR(CheckParses(ks, rest, rv, json));
         ++s.objects;
         s.object_keys += Hash(rest);
         break;
@@ -150,7 +166,28 @@ class RowChecker {
     uint64_t object_keys = 0, reverse_keys = 0, index_entries = 0, listed_entries = 0;
   };
 
+  static Status CheckParses(std::string_view ks, std::string_view key, std::string_view rv,
+                            std::string_view json) {
+    const std::string what = "object " + std::string(key) + " of " + std::string(ks);
+    StatusOr<ObjectPtr> obj = Object::Parse(std::string(json));
+    if (!obj.ok()) return Status::Corruption(what + ": " + std::string(obj.status().message()));
+    if ((*obj)->resource_version() != rv) {
+      return Status::Corruption(what + ": its resourceVersion is \"" + (*obj)->resource_version() +
+                                "\", its record's \"" + std::string(rv) + "\"");
+    }
+    return Status::OK();
+  }
+
   Status AddMeta(std::string_view key, std::string_view value) {
+    if (key == storage::kKeysKey) {
+      if (kek_.empty()) {
+        return Status::FailedPrecondition(
+            "it holds objects encrypted at rest, and no key-encryption key was given");
+      }
+      std::optional<std::string> row{std::string(value)};
+      KCACHE_ASSIGN_OR_RETURN(keyring_, storage::Keyring::Load(row, kek_));
+      return Status::OK();
+    }
     size_t zero = key.find('\0');
     if (zero == std::string_view::npos) return Status::OK();  // "cluster"
     std::string_view kind = key.substr(0, zero), ks = key.substr(zero + 1);
@@ -171,6 +208,9 @@ class RowChecker {
   }
 
   const SnapshotManifest& manifest_;
+  const std::string kek_;
+  const bool parse_objects_;
+  std::shared_ptr<const storage::Keyring> keyring_;  // once its row is read
   std::map<std::string, State, std::less<>> state_;
   int family_ = 0;
   std::string last_key_;
@@ -181,7 +221,8 @@ class RowChecker {
 namespace snapshot {
 
 Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
-               SnapshotManifest* manifest, const RowFn& row, const BlockFn& block) {
+               SnapshotManifest* manifest, const RowFn& row, const BlockFn& block,
+               const ReadAllOptions& options) {
   KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<snapshot::FileReader> reader,
                           snapshot::FileReader::Open(path));
   BlockType type;
@@ -204,7 +245,7 @@ Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
   *manifest = *std::move(m);
   if (!row) return Status::OK();
 
-  RowChecker checker(*manifest);
+  RowChecker checker(*manifest, options.key_encryption_key, options.parse_objects);
   SnapshotProgress p;
   for (const KeyspaceStats& r : manifest->resources) p.objects_total += r.objects;
   for (;;) {
@@ -229,8 +270,11 @@ Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
       std::string_view key, value;
       if (Status st = rows.Next(&family, &key, &value); !st.ok())
         return Status::Corruption(where + ": " + std::string(st.message()));
-      if (Status st = checker.Add(family, key, value); !st.ok())
+      if (Status st = checker.Add(family, key, value); !st.ok()) {
+        // A missing or wrong key is told apart from damage.
+        if (st.code() == StatusCode::kFailedPrecondition) return st.WithContext(path);
         return Status::Corruption(where + ": " + std::string(st.message()));
+      }
       if (Status st = row(family, key, value); !st.ok()) {
         if (st.code() != StatusCode::kCorruption) return st;
         return Status::Corruption(where + ": " + std::string(st.message()));
@@ -292,6 +336,24 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
 
   std::set<std::string, std::less<>> listed;
   for (const KeyspaceStats& r : m.resources) listed.insert(r.name);
+  // The keyring goes with the rows where a keyspace they hold is sealed
+  // (or being sealed: it lists none yet), and makes them format 3.
+  bool with_keyring = false;
+  {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    std::string value;
+    rocksdb::Status s = db.db->Get(ro, db.meta, storage::kKeysKey, &value);
+    if (!s.ok() && !s.IsNotFound()) return storage::FromRocks(s, "read the keyring of " + db.dir);
+    if (s.ok()) {
+      KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const storage::Keyring> ring,
+                              storage::Keyring::Load(value, ""));
+      const EncryptionStatus e = ring->Describe();
+      with_keyring = e.keyspaces.empty();
+      for (const std::string& ks : e.keyspaces) with_keyring = with_keyring || listed.count(ks);
+    }
+  }
+  if (with_keyring) m.storage_format = storage::kSealedRowsFormatVersion;
 
   // Written in a working directory beside `path`, renamed over it once
   // complete.
@@ -322,6 +384,7 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
     std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, families[f]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       if (f == 0 && it->key() == storage::kFormatKey) continue;
+      if (f == 0 && !with_keyring && it->key() == storage::kKeysKey) continue;
       if (!excluded.empty() &&
           excluded.count(RowKeyspace(static_cast<Family>(f), storage::View(it->key())))) {
         continue;
@@ -362,38 +425,22 @@ StatusOr<SnapshotManifest> ImportSnapshot(const std::string& path, const std::st
                           storage::BulkLoader::Create(cache_dir, options.cache));
   KCACHE_RETURN_IF_ERROR(ReadAll(
       path, options.progress, &m,
-      [&](Family f, std::string_view k, std::string_view v) { return loader->Add(f, k, v); }));
+      [&](Family f, std::string_view k, std::string_view v) { return loader->Add(f, k, v); }, {},
+      {.key_encryption_key = options.cache.encryption.key_encryption_key}));
   KCACHE_RETURN_IF_ERROR(loader->Finish());
   return m;
 }
 
-StatusOr<SnapshotManifest> VerifySnapshot(const std::string& path, SnapshotProgressFn progress) {
+StatusOr<SnapshotManifest> VerifySnapshot(const std::string& path, SnapshotProgressFn progress,
+                                          const std::string& key_encryption_key) {
   SnapshotManifest m;
   // Beyond what every read checks: each object is parsed, and its
   // resourceVersion is the one its record carries. (Whether a key is the
   // object's namespace/name depends on the application's key function,
   // which the file does not record.)
-  KCACHE_RETURN_IF_ERROR(
-      ReadAll(path, progress, &m, [](Family family, std::string_view key, std::string_view value) {
-        if (family != Family::kObjects) return Status::OK();
-        std::string_view rv, json;
-        if (Status st = storage::DecodeObject(value, &rv, &json); !st.ok()) return st;
-        auto what = [&] {
-          size_t zero = key.find('\0');
-          return "object " + std::string(key.substr(zero + 1)) + " of " +
-                 std::string(key.substr(0, zero));
-        };
-        StatusOr<ObjectPtr> obj = Object::Parse(std::string(json));
-        if (!obj.ok()) {
-          return Status::Corruption(what() + ": " + std::string(obj.status().message()));
-        }
-        if ((*obj)->resource_version() != rv) {
-          return Status::Corruption(what() + ": its resourceVersion is \"" +
-                                    (*obj)->resource_version() + "\", its record's \"" +
-                                    std::string(rv) + "\"");
-        }
-        return Status::OK();
-      }));
+  KCACHE_RETURN_IF_ERROR(ReadAll(
+      path, progress, &m, [](Family, std::string_view, std::string_view) { return Status::OK(); },
+      {}, {.key_encryption_key = key_encryption_key, .parse_objects = true}));
   return m;
 }
 

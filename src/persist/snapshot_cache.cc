@@ -21,6 +21,7 @@
 #include "core/resource_version.h"
 #include "kcache/snapshot.h"
 #include "persist/journal.h"
+#include "persist/keyring.h"
 #include "persist/rows.h"
 #include "persist/snapshot_format.h"
 #include "persist/stored_indexer.h"
@@ -71,6 +72,11 @@ class SnapshotRows final : public storage::Rows, public std::enable_shared_from_
 
   // The file never changes under a reader: every view is the same.
   std::shared_ptr<const Rows> Pin() const override { return shared_from_this(); }
+
+  std::shared_ptr<const storage::Keyring> keyring() const override { return keyring_; }
+  void set_keyring(std::shared_ptr<const storage::Keyring> keyring) {
+    keyring_ = std::move(keyring);
+  }
 
   size_t blocks() const { return blocks_.size(); }
   size_t cached_bytes() const {
@@ -162,6 +168,7 @@ class SnapshotRows final : public storage::Rows, public std::enable_shared_from_
   const int fd_;
   const std::vector<BlockRef> blocks_;  // ascending by first row
   const size_t capacity_;
+  std::shared_ptr<const storage::Keyring> keyring_;  // set once, at open
 
   mutable std::mutex mu_;
   // Below: guarded by mu_. Most recently used first.
@@ -387,10 +394,14 @@ StatusOr<std::shared_ptr<Cache>> OpenSnapshot(const std::string& path,
   std::map<std::string, uint64_t, std::less<>> bytes;
   uint64_t* last_bytes = nullptr;
   std::string last_ks;
+  std::optional<std::string> keys;  // the keyring row, read by the pass
   Status st = snapshot::ReadAll(
       path, options.progress, &manifest,
       [&](Family family, std::string_view key, std::string_view value) -> Status {
-        if (family == Family::kMeta) return Status::OK();
+        if (family == Family::kMeta) {
+          if (key == storage::kKeysKey) keys = std::string(value);
+          return Status::OK();
+        }
         std::string_view ks = key.substr(0, key.find('\0'));
         if (!last_bytes || ks != last_ks) {
           last_ks.assign(ks);
@@ -408,7 +419,8 @@ StatusOr<std::shared_ptr<Cache>> OpenSnapshot(const std::string& path,
         if (!rows.Next(&family, &key, &value).ok()) return Status::OK();
         blocks.push_back(BlockRef{offset, number, family, std::string(key)});
         return Status::OK();
-      });
+      },
+      {.key_encryption_key = options.key_encryption_key});
   if (!st.ok()) {
     ::close(fd);
     return st;
@@ -427,6 +439,11 @@ StatusOr<std::shared_ptr<Cache>> OpenSnapshot(const std::string& path,
   }
   auto rows =
       std::make_shared<SnapshotRows>(path, fd, std::move(blocks), options.block_cache_bytes);
+  // The keyring travels as a meta row (the pass checked it opens).
+  StatusOr<std::shared_ptr<const storage::Keyring>> keyring =
+      storage::Keyring::Load(keys, options.key_encryption_key);
+  if (!keyring.ok()) return keyring.status().WithContext(path);
+  rows->set_keyring(*std::move(keyring));
   return std::shared_ptr<Cache>(
       std::make_shared<SnapshotCache>(path, std::move(manifest), std::move(rows)));
 }

@@ -118,8 +118,17 @@ using BlockFn = std::function<Status(uint64_t offset, int number, std::string_vi
 // unless `row` is empty, passes each row to `row` and checks everything
 // docs/snapshot-format.md lists under Verification. `block` may be empty.
 // Stops at the first error, which names the file and where in it.
+struct ReadAllOptions {
+  // Required where the rows have a keyring (sealed objects, which are then
+  // authenticated): FailedPrecondition without it or for another key.
+  std::string key_encryption_key;
+  // Every object is parsed, and its resourceVersion compared with its
+  // record's (VerifySnapshot).
+  bool parse_objects = false;
+};
 Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
-               SnapshotManifest* manifest, const RowFn& row, const BlockFn& block = {});
+               SnapshotManifest* manifest, const RowFn& row, const BlockFn& block = {},
+               const ReadAllOptions& options = {});
 
 std::string EncodeManifest(const SnapshotManifest& m);
 StatusOr<SnapshotManifest> DecodeManifest(std::string_view json);

@@ -13,7 +13,7 @@ constexpr char kNamespaceVersion[] = "kcache.io/namespace@1";
 constexpr char kNamespaceFromKeysVersion[] = "kcache.io/namespace@keys";
 constexpr char kLabelVersion[] = "kcache.io/labels@1";
 
-using DecodeFn = std::function<StatusOr<ObjectPtr>(std::string_view)>;
+using DecodeFn = std::function<StatusOr<ObjectPtr>(std::string_view key, std::string_view record)>;
 
 // Iterates the objects of a keyspace, or the objects one index value lists,
 // over a pinned view of the rows.
@@ -56,9 +56,11 @@ class RowIterator final : public ObjectIterator {
     }
     if (!cursor_->Valid()) return;
     key_.assign(cursor_->key().substr(strip_));
-    StatusOr<ObjectPtr> obj = via_index_ ? Lookup() : decode_(cursor_->value());
+    StatusOr<ObjectPtr> obj = via_index_ ? Lookup() : decode_(key_, cursor_->value());
     if (!obj.ok()) {
-      status_ = obj.status().WithContext("object " + key_);
+      // Named once: a sealed object's errors name it already.
+      const bool named = obj.status().message().find("object " + key_) != std::string_view::npos;
+      status_ = named ? obj.status() : obj.status().WithContext("object " + key_);
       return;
     }
     obj_ = std::move(obj).value();
@@ -73,7 +75,7 @@ class RowIterator final : public ObjectIterator {
     if (!*record) {
       return Status::Corruption("keyspace " + ks_ + ": index entry for missing object " + key_);
     }
-    return decode_(**record);
+    return decode_(key_, **record);
   }
 
   std::shared_ptr<const Rows> rows_;  // outlives cursor_
@@ -203,9 +205,11 @@ Status StoredIndexer::HasIndex(std::string_view name) const {
   return defs_.count(name) ? Status::OK() : UnknownIndexError(name);
 }
 
-StatusOr<ObjectPtr> StoredIndexer::Decode(std::string_view record) const {
+StatusOr<ObjectPtr> StoredIndexer::Decode(std::string_view key, std::string_view record) const {
   std::string_view rv, json;
-  KCACHE_RETURN_IF_ERROR(DecodeObject(record, &rv, &json).WithContext("keyspace " + ks_));
+  std::string opened;
+  const std::shared_ptr<const Keyring> keyring = rows_->keyring();
+  KCACHE_RETURN_IF_ERROR(OpenObject(keyring.get(), ks_, key, record, &rv, &json, &opened));
   // Validated when written, checksummed by RocksDB since: metadata only.
   StatusOr<ObjectPtr> obj = Object::ParseTrusted(json);
   if (!obj.ok())
@@ -224,7 +228,7 @@ StatusOr<ObjectPtr> StoredIndexer::GetByKey(std::string_view key) const {
   StatusOr<std::optional<std::string>> record = rows_->Get(Family::kObjects, ObjectKey(ks_, key));
   if (!record.ok()) return record.status().WithContext("read " + ks_);
   if (!*record) return ObjectPtr();
-  return Decode(**record);
+  return Decode(key, **record);
 }
 
 std::unique_ptr<ObjectIterator> StoredIndexer::NewIterator() const { return NewIteratorFrom(""); }
@@ -233,16 +237,16 @@ std::unique_ptr<ObjectIterator> StoredIndexer::NewIteratorFrom(std::string_view 
   KeyRange keys = KeyspaceRange(ks_);
   size_t strip = keys.start.size();
   keys.start.append(start);  // the iterator seeks its first key
-  return std::make_unique<RowIterator>(rows_, Family::kObjects, std::move(keys.start),
-                                       std::move(keys.limit), strip,
-                                       /*via_index=*/false, /*cluster_only=*/false, ks_,
-                                       [this](std::string_view r) { return Decode(r); });
+  return std::make_unique<RowIterator>(
+      rows_, Family::kObjects, std::move(keys.start), std::move(keys.limit), strip,
+      /*via_index=*/false, /*cluster_only=*/false, ks_,
+      [this](std::string_view k, std::string_view r) { return Decode(k, r); });
 }
 
 std::unique_ptr<ObjectIterator> StoredIndexer::NewIndexIterator(std::string_view name,
                                                                 std::string_view value) const {
   if (Status st = HasIndex(name); !st.ok()) return std::make_unique<ErrorIterator>(st);
-  auto decode = [this](std::string_view r) { return Decode(r); };
+  auto decode = [this](std::string_view k, std::string_view r) { return Decode(k, r); };
   if (FromKeys(name)) {
     // A namespace's objects are the keys "<ns>/..."; cluster-scoped ones
     // (namespace "") are the keys without '/'.

@@ -79,7 +79,8 @@ class StoredIndexer : public Indexer {
   Status HasIndex(std::string_view name) const;
   // True if `name` is answered from the object keys (see IndexDef).
   bool FromKeys(std::string_view name) const;
-  StatusOr<ObjectPtr> Decode(std::string_view record) const;
+  // The object of `record`, stored under `key` (a sealed one is opened).
+  StatusOr<ObjectPtr> Decode(std::string_view key, std::string_view record) const;
 
   const std::shared_ptr<const Rows> rows_;
   const std::string ks_;

@@ -1006,10 +1006,10 @@ TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
   EXPECT_TRUE(Cache::OpenReadOnly(dir.Sub("absent")).status().IsNotFound());
 
   {  // A newer format.
-    PutRawMeta(dir.path(), storage::kFormatKey, "3");
+    PutRawMeta(dir.path(), storage::kFormatKey, "4");
     auto newer = Cache::Open(dir.path());
     EXPECT_EQ(newer.status().code(), StatusCode::kUnimplemented) << newer.status();
-    EXPECT_THAT(std::string(newer.status().message()), HasSubstr("format version 3 is newer"));
+    EXPECT_THAT(std::string(newer.status().message()), HasSubstr("format version 4 is newer"));
   }
   {  // A RocksDB database that is not a cache.
     rocksdb::DB* raw = nullptr;
