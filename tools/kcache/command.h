@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kcache/status.h"
+#include "kcache/status_or.h"
 #include "tools/kcache/flags.h"
 
 namespace kcache::tool {
@@ -31,6 +32,10 @@ struct Command {
 // The text above "Flags:" in `kcache help NAME`.
 std::string HelpText(const Command& command);
 
+// A status's message for the user: where the library asks for a key, the
+// flags that give it.
+std::string ErrorText(const Status& status);
+
 // Prints "error: NAME: message" to stderr; returns 2 for InvalidArgument (a
 // usage error), else 1.
 int Fail(const Status& status, const std::string& name);
@@ -46,6 +51,14 @@ int ParseFlagsOnly(const Command& command, cli::FlagSet& flags,
 
 // --cache DIR and --snapshot FILE, the flags of every offline reader.
 void SourceFlags(cli::FlagSet& flags, std::string* cache_dir, std::string* snapshot);
+
+// --encryption-key-file, --encryption-key-env and --encryption-key-exec:
+// where the key-encryption key of a cache or snapshot with encrypted
+// resources comes from (docs/security.md). SourceFlags adds them too.
+void KeyFlags(cli::FlagSet& flags);
+// The key those flags name, loaded on the first call; "" if no flag was
+// given. InvalidArgument for more than one.
+StatusOr<std::string> GivenKeyEncryptionKey();
 
 // For a group's run: prints its help and true if `args` asks for it.
 bool GroupHelp(const Command& group, const std::vector<std::string>& args);
@@ -63,6 +76,7 @@ extern const Command kDiffCommand;      // diff.cc
 extern const Command kSnapshotCommand;  // snapshot.cc, with its verbs:
 extern const std::vector<Command> kSnapshotCommands;
 extern const Command kVersionCommand;  // version.cc
+extern const Command kRekeyCommand;    // rekey.cc
 
 }  // namespace kcache::tool
 

@@ -156,6 +156,7 @@ int DiffMain(const Command& self, const std::vector<std::string>& args) {
   DiffOptions o;
   cli::FlagSet flags;
   flags.Bool("summary", '\0', &o.summary_only, "only the counts per resource");
+  KeyFlags(flags);
   std::vector<std::string> positional;
   if (int rc = ParseFlags(self, flags, args, &positional); rc >= 0) return rc;
   if (positional.size() != 2) {

@@ -1234,7 +1234,7 @@ int GetMain(const Command& self, const std::vector<std::string>& args) {
   StatusOr<int> rc = RunGet(o, std::cout, std::cerr);
   if (!rc.ok()) {
     // kubectl's wording and exit code for every failure.
-    std::cerr << "error: " << rc.status().message() << "\n";
+    std::cerr << "error: " << ErrorText(rc.status()) << "\n";
     return 1;
   }
   return *rc;

@@ -23,6 +23,7 @@ std::vector<const Command*> Table() {
     table.push_back(c);
   }
   for (const Command& c : kSnapshotCommands) table.push_back(&c);
+  table.push_back(&kRekeyCommand);
   table.push_back(&kVersionCommand);
   return table;
 }

@@ -74,6 +74,7 @@ void DefineSynthetic(cli::FlagSet& flags, ServeFlags* f) {
 void DefineCache(cli::FlagSet& flags, ServeFlags* f) {
   flags.Bool("serve-secrets", '\0', &f->cache.serve_secrets,
              "with --cache or --snapshot: serve secrets too");
+  KeyFlags(flags);
   flags.String("token-file", '\0', &f->cache.token_file,
                "with --cache or --snapshot: require a bearer token from this file, one per line "
                "with what it may read: TOKEN [name=USER] [resources=R,...] [namespaces=N,...]");

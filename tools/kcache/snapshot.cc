@@ -67,6 +67,7 @@ void PrintManifest(const SnapshotManifest& m, std::ostream& out) {
 StatusOr<std::shared_ptr<Cache>> OpenToCopy(const std::string& dir) {
   CacheOptions o;
   o.create_if_missing = false;
+  KCACHE_ASSIGN_OR_RETURN(o.encryption.key_encryption_key, GivenKeyEncryptionKey());
   // A cache on a read-only volume (a backup taken from one) is read as a
   // reader does: a writer's open would write its LOG there.
   if (::access(dir.c_str(), W_OK) != 0 && errno != ENOENT) return Cache::OpenReadOnly(dir, o);
@@ -140,6 +141,7 @@ Status RunSnapshotImport(const SnapshotOptions& options, std::ostream& out,
   auto start = Clock::now();
   ImportOptions io;
   io.progress = Progress(options, progress, "importing");
+  KCACHE_ASSIGN_OR_RETURN(io.cache.encryption.key_encryption_key, GivenKeyEncryptionKey());
   StatusOr<SnapshotManifest> m = ImportSnapshot(options.target, options.cache_dir, io);
   EndProgress(options, progress);
   KCACHE_RETURN_IF_ERROR(m.status());
@@ -154,8 +156,9 @@ Status RunSnapshotVerify(const SnapshotOptions& options, std::ostream& out,
   if (options.target.empty())
     return Status::InvalidArgument("name the snapshot file, e.g. kcache snapshot verify FILE");
   auto start = Clock::now();
+  KCACHE_ASSIGN_OR_RETURN(std::string key, GivenKeyEncryptionKey());
   StatusOr<SnapshotManifest> m =
-      VerifySnapshot(options.target, Progress(options, progress, "verifying"));
+      VerifySnapshot(options.target, Progress(options, progress, "verifying"), key);
   EndProgress(options, progress);
   KCACHE_RETURN_IF_ERROR(m.status());
   out << options.target << ": OK (checksums, manifest, row order, indexes, objects) in "
@@ -177,6 +180,7 @@ int SnapshotVerb(const Command& self, const std::vector<std::string>& args) {
         "cache", '\0', &o.cache_dir,
         verb == "import" ? "the cache directory to create" : "the cache directory to copy");
   }
+  KeyFlags(flags);
   if (verb == "export") {
     flags.Int("zstd-level", '\0', &level, "zstd compression level, 1 (fast) to 19 (small)");
     flags.Bool("exclude-secrets", '\0', &o.exclude_secrets,

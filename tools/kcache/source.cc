@@ -12,6 +12,7 @@
 
 #include "kcache/snapshot.h"
 #include "tools/kcache/apiserver/resource_types.h"
+#include "tools/kcache/command.h"
 #include "util/strings.h"
 
 namespace kcache::tool {
@@ -56,10 +57,12 @@ StatusOr<std::unique_ptr<Source>> Source::Open(const std::string& cache_dir,
     // touches.
     SnapshotReadOptions o;
     o.block_cache_bytes = kReaderBlockCacheBytes;
+    KCACHE_ASSIGN_OR_RETURN(o.key_encryption_key, GivenKeyEncryptionKey());
     KCACHE_ASSIGN_OR_RETURN(s->cache_, OpenSnapshot(snapshot, o));
   } else {
     CacheOptions o;
     o.create_if_missing = false;
+    KCACHE_ASSIGN_OR_RETURN(o.encryption.key_encryption_key, GivenKeyEncryptionKey());
     // One command reads each block about once: a large block cache would
     // only hold what was read, growing the process with the cache's size.
     o.block_cache_bytes = kReaderBlockCacheBytes;

@@ -294,6 +294,15 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   }
   CacheOptions cache_options;
   cache_options.journal = options.journal;
+  cache_options.encryption.key_encryption_key = options.key_encryption_key;
+  cache_options.encryption.keyspaces.clear();
+  if (!options.key_encryption_key.empty()) {
+    for (const std::string& name : options.encrypt) {
+      StatusOr<ApiResource> r = discovery->Resolve(name);
+      if (!r.ok()) return r.status().WithContext("--encrypt " + name);
+      cache_options.encryption.keyspaces.push_back(r->gvr.group_resource().String());
+    }
+  }
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> opened,
                           Cache::Open(options.cache_dir, cache_options));
   std::shared_ptr<Cache> cache = std::move(opened);
@@ -431,6 +440,10 @@ int SyncMain(const Command& self, const std::vector<std::string>& args) {
                "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one)");
   flags.String("log-format", '\0', &o.log_format,
                "text (HH:MM:SS.mmm message) or json (one {\"time\", \"msg\"} object per line)");
+  o.encrypt.clear();  // the flag appends; its default is set after parsing
+  flags.StringSlice("encrypt", '\0', &o.encrypt,
+                    "resources stored encrypted, given a key-encryption key (default: secrets)");
+  KeyFlags(flags);
   flags.String("request-timeout", '\0', &request_timeout,
                "the longest a list or other request may take before it is retried (watches "
                "end at their timeoutSeconds), e.g. 30s; 0: no limit");
@@ -439,6 +452,17 @@ int SyncMain(const Command& self, const std::vector<std::string>& args) {
   StatusOr<std::chrono::milliseconds> timeout = cli::ParseDuration(request_timeout);
   if (!timeout.ok()) return Fail(timeout.status(), "sync");
   o.request_timeout = *timeout;
+  if (!flags.Changed("encrypt")) o.encrypt = {"secrets"};
+  std::erase(o.encrypt, "");  // --encrypt= : nothing
+  StatusOr<std::string> key = GivenKeyEncryptionKey();
+  if (!key.ok()) return Fail(key.status(), "sync");
+  o.key_encryption_key = *std::move(key);
+  if (flags.Changed("encrypt") && !o.encrypt.empty() && o.key_encryption_key.empty()) {
+    return Fail(Status::InvalidArgument("--encrypt needs a key-encryption key: give "
+                                        "--encryption-key-file, --encryption-key-env or "
+                                        "--encryption-key-exec"),
+                "sync");
+  }
   if (journal_events < 0 || journal_mib < 0 || journal_minutes < 0) {
     return Fail(Status::InvalidArgument("--journal-max-* must not be negative"), "sync");
   }

@@ -41,6 +41,10 @@ struct SyncOptions {
   // Each request but a watch: a list page, discovery (RestClientOptions).
   // 0: no limit.
   std::chrono::milliseconds request_timeout{60000};
+  // The resources stored encrypted (as kubectl names them), given
+  // `key_encryption_key` (32 bytes; empty: none, and nothing is encrypted).
+  std::vector<std::string> encrypt = {"secrets"};
+  std::string key_encryption_key;
 };
 
 // Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume,
