@@ -1,6 +1,7 @@
 #include "persist/keyring.h"
 
 #include <openssl/crypto.h>
+#include <zstd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,26 @@ std::string BigEndian64(uint64_t v) {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (56 - 8 * i));
   return out;
+}
+
+// A sealed payload's first byte: how the plaintext follows.
+constexpr char kRaw = 0x00;
+constexpr char kZstd = 0x01;
+constexpr int kZstdLevel = 1;
+// No object is larger: the API server's limit on a request is 3 MiB.
+constexpr unsigned long long kMaxObject = 1ull << 30;
+
+// One zstd context per thread, reused: making one per object costs more
+// than compressing a small object.
+ZSTD_CCtx* ThreadCCtx() {
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> ctx(ZSTD_createCCtx(),
+                                                                      ZSTD_freeCCtx);
+  return ctx.get();
+}
+ZSTD_DCtx* ThreadDCtx() {
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(),
+                                                                      ZSTD_freeDCtx);
+  return ctx.get();
 }
 
 Status BadRow(const std::string& why) {
@@ -153,7 +174,21 @@ StatusOr<std::shared_ptr<const Keyring>> Keyring::Rewrapped(std::string_view kek
 StatusOr<std::string> Keyring::Seal(std::string_view plaintext, std::string_view context) const {
   auto key = keys_.find(current_);
   if (key == keys_.end()) return Status::FailedPrecondition("no data key to seal with");
-  return crypto::Seal(key->second, current_, plaintext, context);
+  // Compressed first: sealed bytes do not compress, so the tables' block
+  // compression gets nothing from them.
+  std::string payload(1 + ZSTD_compressBound(plaintext.size()), '\0');
+  const size_t n = ZSTD_compressCCtx(ThreadCCtx(), payload.data() + 1, payload.size() - 1,
+                                     plaintext.data(), plaintext.size(), kZstdLevel);
+  if (!ZSTD_isError(n) && n < plaintext.size()) {
+    payload[0] = kZstd;
+    payload.resize(1 + n);
+  } else {
+    payload.assign(1, kRaw);
+    payload.append(plaintext);
+  }
+  StatusOr<std::string> sealed = crypto::Seal(key->second, current_, payload, context);
+  OPENSSL_cleanse(payload.data(), payload.size());
+  return sealed;
 }
 
 StatusOr<std::string> Keyring::Open(std::string_view sealed, std::string_view context,
@@ -169,8 +204,26 @@ StatusOr<std::string> Keyring::Open(std::string_view sealed, std::string_view co
     return Status::Corruption(what + ": sealed with data key " + std::to_string(*id) +
                               ", which the cache's keyring does not hold");
   }
-  StatusOr<std::string> out = crypto::Open(key->second, sealed, context);
-  if (!out.ok()) return Status::Corruption(what + ": " + std::string(out.status().message()));
+  StatusOr<std::string> payload = crypto::Open(key->second, sealed, context);
+  if (!payload.ok()) {
+    return Status::Corruption(what + ": " + std::string(payload.status().message()));
+  }
+  if (!payload->empty() && (*payload)[0] == kRaw) return payload->substr(1);
+  if (payload->empty() || (*payload)[0] != kZstd) {
+    return Status::Corruption(what + ": unknown payload encoding");
+  }
+  const char* frame = payload->data() + 1;
+  const size_t frame_size = payload->size() - 1;
+  const unsigned long long size = ZSTD_getFrameContentSize(frame, frame_size);
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kMaxObject) {
+    return Status::Corruption(what + ": a compressed payload without a valid size");
+  }
+  std::string out(size, '\0');
+  const size_t n = ZSTD_decompressDCtx(ThreadDCtx(), out.data(), out.size(), frame, frame_size);
+  OPENSSL_cleanse(payload->data(), payload->size());
+  if (ZSTD_isError(n) || n != size) {
+    return Status::Corruption(what + ": a compressed payload does not decompress");
+  }
   return out;
 }
 

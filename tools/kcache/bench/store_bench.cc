@@ -121,6 +121,60 @@ Status RunWatchEvents(const StoreBenchOptions& o, CacheOptions copts, const std:
   return Status::OK();
 }
 
+// Encryption at rest: the same pods committed into, and listed from, a
+// plain keyspace and a sealed one, alternating, three of each; medians.
+// The difference per object is what sealing (on commit) and opening (on
+// read) cost.
+Status RunEncryption(const StoreBenchOptions& o, CacheOptions copts, const std::string& root,
+                     std::ostream& out) {
+  const int pods = std::min(o.objects, 20000);
+  constexpr int kRuns = 3;
+  std::vector<double> commit[2], list[2];
+  uint64_t sealed_disk = 0, plain_disk = 0;
+  for (int run = 0; run < 2 * kRuns; ++run) {
+    const int sealed = run % 2;
+    CacheOptions c = copts;
+    c.journal.max_events = 0;  // the objects alone
+    if (sealed) {
+      c.encryption.key_encryption_key = std::string(32, 'k');
+      c.encryption.keyspaces = {"pods"};
+    }
+    const std::string dir = root + "/encryption-" + std::to_string(run);
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, c));
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> store,
+                            cache->OpenKeyspace("pods", {.label_index = o.label_index}));
+    double seconds = 0;
+    for (int first = 0; first < pods; first += o.batch) {
+      std::vector<std::string> docs = Batch(first, std::min(o.batch, pods - first));
+      auto start = Clock::now();
+      Transaction txn;
+      for (std::string& d : docs) {
+        KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(std::move(d)));
+        txn.Add(std::move(obj));
+      }
+      KCACHE_RETURN_IF_ERROR(store->Commit(txn, nullptr));
+      seconds += Seconds(Clock::now() - start);
+    }
+    commit[sealed].push_back(seconds / pods * 1e6);
+    KCACHE_RETURN_IF_ERROR(cache->Compact());
+    list[sealed].push_back(Median(1, [&] { (void)store->List(); }) / pods * 1e6);
+    (sealed ? sealed_disk : plain_disk) = DiskBytes(dir);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  encryption at rest, %d pods: commit %.1f us/pod plain, %.1f sealed (+%.1f); "
+                "list %.2f us/pod plain, %.2f sealed (+%.2f); disk %.1f MB plain, %.1f sealed\n",
+                pods, median(commit[0]), median(commit[1]), median(commit[1]) - median(commit[0]),
+                median(list[0]), median(list[1]), median(list[1]) - median(list[0]),
+                plain_disk / 1e6, sealed_disk / 1e6);
+  out << line;
+  return Status::OK();
+}
+
 // Step 1. Raw RocksDB: the same pod bytes under the same keys, WriteBatches
 // of `batch` puts, with the options of the cache's objects column family
 // (same compression, block cache, memtable budget, background jobs).
@@ -356,7 +410,8 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   pods.reset();
   cache.reset();
   KCACHE_RETURN_IF_ERROR(ReportDisk(o, ro, copts, root, bytes, out));
-  return RunWatchEvents(o, copts, root, out);
+  KCACHE_RETURN_IF_ERROR(RunWatchEvents(o, copts, root, out));
+  return RunEncryption(o, copts, root, out);
 }
 
 }  // namespace kcache::bench
