@@ -209,11 +209,6 @@ Status Rekey(Cache& cache, const std::string& new_key_encryption_key) {
   return impl->Rekey(new_key_encryption_key);
 }
 
-StatusOr<EncryptionStatus> GetEncryptionStatus(const Cache& cache) {
-  if (const std::shared_ptr<Db>& db = storage::DbOf(cache)) return db->keyring()->Describe();
-  return Status::Unimplemented("the encryption status of a snapshot file's cache");
-}
-
 StatusOr<std::shared_ptr<Cache>> Cache::Open(const std::string& dir, const CacheOptions& options) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Db> db, storage::OpenDb(dir, options, false));
   return std::shared_ptr<Cache>(new CacheImpl(std::move(db)));

@@ -20,6 +20,7 @@
 
 #include "core/resource_version.h"
 #include "kcache/snapshot.h"
+#include "persist/db.h"
 #include "persist/journal.h"
 #include "persist/keyring.h"
 #include "persist/rows.h"
@@ -359,6 +360,8 @@ class SnapshotCache final : public Cache {
 
   const std::string& dir() const override { return path_; }
 
+  std::shared_ptr<const storage::Keyring> keyring() const { return rows_->keyring(); }
+
  private:
   const KeyspaceStats* Find(std::string_view keyspace) const {
     for (const KeyspaceStats& r : manifest_.resources) {
@@ -446,6 +449,18 @@ StatusOr<std::shared_ptr<Cache>> OpenSnapshot(const std::string& path,
   rows->set_keyring(*std::move(keyring));
   return std::shared_ptr<Cache>(
       std::make_shared<SnapshotCache>(path, std::move(manifest), std::move(rows)));
+}
+
+// Here, where both kinds of Cache are known: a database's keyring, or the
+// one a snapshot file carries.
+StatusOr<EncryptionStatus> GetEncryptionStatus(const Cache& cache) {
+  if (const std::shared_ptr<storage::Db>& db = storage::DbOf(cache)) {
+    return db->keyring()->Describe();
+  }
+  if (const auto* snap = dynamic_cast<const SnapshotCache*>(&cache)) {
+    return snap->keyring()->Describe();
+  }
+  return Status::InvalidArgument("not a cache of this library");
 }
 
 }  // namespace kcache

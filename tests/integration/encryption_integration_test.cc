@@ -121,6 +121,26 @@ TEST(EncryptionIntegrationTest, SecretsSyncedWithAKeyAreSealedAndReadOnlyWithIt)
   EXPECT_NE(keyless.exit_code, 0) << keyless.output;
   EXPECT_THAT(keyless.output, HasSubstr("keyspace secrets is encrypted at rest"));
 
+  // Served: without the key the encrypted resource is left out, saying
+  // why; with it, kubectl reads the Secrets through the cache as from the
+  // server.
+  {
+    testing::ServeProcess keyless_serve =
+        testing::StartServe("--cache " + cache + " --serve-secrets --listen 127.0.0.1:0");
+    ASSERT_FALSE(keyless_serve.url.empty()) << keyless_serve.banner;
+    EXPECT_THAT(keyless_serve.banner, HasSubstr("secrets: encrypted at rest, served only with its "
+                                                "key"));
+  }
+  {
+    testing::ServeProcess served = testing::StartServe(
+        "--cache " + cache + " --serve-secrets --listen 127.0.0.1:0" + with_key);
+    ASSERT_FALSE(served.url.empty()) << served.banner;
+    CommandResult through = RunCommand("kubectl --server " + served.url + " get secrets db -n " +
+                                       ns + " -o jsonpath={.data.password} 2>&1");
+    EXPECT_EQ(through.exit_code, 0) << through.output;
+    EXPECT_EQ(through.output, encoded);
+  }
+
   // A snapshot carries the sealed rows and the wrapped key: useless without
   // the key, whole with it.
   const std::string file = dir.Sub("snap.kcs");

@@ -108,7 +108,13 @@ ServeProcess StartServe(const std::string& args) {
   ServeProcess s{StartCommand(KcacheBin() + " serve " + args), "", ""};
   EXPECT_GT(s.process.pid, 0) << args;
   if (s.process.pid <= 0) return s;
-  s.banner = ReadLines(s.process.out, 2);
+  // Up to the "serving on" line: a cache's banner lists what is not served
+  // between its first line and that one.
+  for (int i = 0; i < 64 && s.banner.find("serving on ") == std::string::npos; ++i) {
+    std::string line = ReadLines(s.process.out, 1);
+    if (line.empty()) break;
+    s.banner += line;
+  }
   size_t at = s.banner.find("serving on ");
   EXPECT_NE(at, std::string::npos) << s.banner;
   if (at != std::string::npos) at += std::string_view("serving on ").size();

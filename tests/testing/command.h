@@ -39,11 +39,11 @@ std::string KcacheBin();
 // command's result.
 CommandResult MakeServingCertificate(const std::string& cert, const std::string& key);
 
-// `kcache serve ARGS` in the background, after the two lines it prints
-// once it listens. Stopped (SIGTERM) when destroyed, unless stopped before.
+// `kcache serve ARGS` in the background, after the lines it prints up to
+// the one that says where it listens. Stopped (SIGTERM) when destroyed, unless stopped before.
 struct ServeProcess {
   Background process;
-  std::string banner;  // those two lines
+  std::string banner;  // those lines
   std::string url;     // http://HOST:PORT from the banner; empty if none
   // HOST:PORT, for a server started again on the same address.
   std::string listen() const;

@@ -19,6 +19,7 @@
 
 #include "core/resource_version.h"
 #include "kcache/cache.h"
+#include "kcache/encryption.h"
 #include "tools/kcache/apiserver/api_query.h"
 #include "tools/kcache/apiserver/api_reply.h"
 #include "tools/kcache/apiserver/api_serve.h"
@@ -26,6 +27,7 @@
 #include "tools/kcache/apiserver/event_window.h"
 #include "tools/kcache/apiserver/foreground.h"
 #include "tools/kcache/apiserver/http_server.h"
+#include "tools/kcache/command.h"
 #include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/source.h"
 #include "tools/kcache/token_grants.h"
@@ -327,6 +329,8 @@ class CacheServer::Impl : public serve::ApiSource {
 };
 
 Status CacheServer::Impl::Load() {
+  KCACHE_ASSIGN_OR_RETURN(const EncryptionStatus encryption, GetEncryptionStatus(source_->cache()));
+  KCACHE_ASSIGN_OR_RETURN(const std::string key, GivenKeyEncryptionKey());
   for (const KeyspaceStats& ks : source_->keyspaces()) {
     if (!ks.resource) {
       skipped_.push_back(ks.name + ": no resource recorded (synced by an older kcache)");
@@ -335,6 +339,13 @@ Status CacheServer::Impl::Load() {
     const ResourceInfo& info = *ks.resource;
     if (info.group.empty() && info.resource == "secrets" && !options_.serve_secrets) {
       skipped_.push_back(ks.name + ": secrets are served only with --serve-secrets");
+      continue;
+    }
+    if (key.empty() && std::find(encryption.keyspaces.begin(), encryption.keyspaces.end(),
+                                 ks.name) != encryption.keyspaces.end()) {
+      skipped_.push_back(ks.name +
+                         ": encrypted at rest, served only with its key (--encryption-key-file, "
+                         "--encryption-key-env or --encryption-key-exec)");
       continue;
     }
     ResourceType rt;
