@@ -90,6 +90,8 @@ int Serve(const Command& self, const std::vector<std::string>& args) {
         f.Int("pods", '\0', &o->pods, "pods in the served cluster");
         f.Int("events", '\0', &o->events, "watch events in the burst");
         f.Int("runs", '\0', &o->runs, "timed runs of each (the median is reported)");
+        f.String("http-peer", '\0', &o->http_peer,
+                 "HOST:PORT of an HTTP server answering GET /?bytes=N (tools/bench/http-bench)");
       },
       bench::RunServeBench);
 }

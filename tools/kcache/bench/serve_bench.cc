@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "tools/kcache/apiserver/http_server.h"
 #include "tools/kcache/bench/timing.h"
 #include "tools/kcache/testcluster/server.h"
 #include "tools/kcache/testcluster/synthetic.h"
@@ -85,6 +86,26 @@ Read Loopback(size_t bytes) {
   return r;
 }
 
+// kcache's HTTP server answering every request with `bytes` bytes from
+// memory, chunked in 1 MiB writes, as a LIST is sent.
+StatusOr<std::unique_ptr<http::Server>> StaticServer() {
+  return http::Server::Start("127.0.0.1:0", [](const http::Request& req, http::ResponseWriter& w) {
+    static const std::string block(1 << 20, 'x');
+    const size_t bytes = std::stoull(req.Query("bytes").value_or("0"));
+    if (!w.Begin(200, {{"Content-Type", "application/json"}})) return;
+    for (size_t sent = 0; sent < bytes; sent += block.size()) {
+      if (!w.Write(std::string_view(block).substr(0, std::min(block.size(), bytes - sent)))) {
+        return;
+      }
+    }
+    w.End();
+  });
+}
+
+int PortOf(const std::string& host_port) {
+  return std::atoi(host_port.substr(host_port.rfind(':') + 1).c_str());
+}
+
 }  // namespace
 
 Status RunServeBench(const ServeBenchOptions& o, std::ostream& out) {
@@ -119,8 +140,12 @@ Status RunServeBench(const ServeBenchOptions& o, std::ostream& out) {
   const std::string watch_request =
       "GET /api/v1/pods?watch=true&resourceVersion=" + std::to_string(before) +
       " HTTP/1.1\r\nHost: bench\r\n\r\n";
-  std::vector<double> loop_rate, list_rate, watch_rate;
+  std::vector<double> loop_rate, list_rate, watch_rate, own_rate, peer_rate;
   size_t list_bytes = 0, watch_bytes = 0;
+  std::unique_ptr<http::Server> own;
+  if (!o.http_peer.empty()) {
+    KCACHE_ASSIGN_OR_RETURN(own, StaticServer());
+  }
   for (int run = 0; run < o.runs; ++run) {
     Read list = ReadAll(Connect(port), list_request);
     Read watch = ReadAll(Connect(port), watch_request, static_cast<size_t>(o.events));
@@ -132,6 +157,20 @@ Status RunServeBench(const ServeBenchOptions& o, std::ostream& out) {
     list_rate.push_back(list.bytes / list.seconds / 1e6);
     watch_rate.push_back(watch.bytes / watch.seconds / 1e6);
     loop_rate.push_back(loop.bytes / loop.seconds / 1e6);
+    if (own) {
+      // The same body from memory, by each server in turn.
+      const std::string request = "GET /?bytes=" + std::to_string(list.bytes) +
+                                  " HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+      Read mine = ReadAll(Connect(own->port()), request);
+      Read theirs = ReadAll(Connect(PortOf(o.http_peer)), request);
+      if (mine.bytes < list.bytes || theirs.bytes < list.bytes) {
+        return Status::Internal("a static body came short: " + std::to_string(mine.bytes) +
+                                " and " + std::to_string(theirs.bytes) + " bytes of " +
+                                std::to_string(list.bytes));
+      }
+      own_rate.push_back(mine.bytes / mine.seconds / 1e6);
+      peer_rate.push_back(theirs.bytes / theirs.seconds / 1e6);
+    }
   }
   const double loop = Median(loop_rate), list = Median(list_rate), watch = Median(watch_rate);
   char line[256];
@@ -149,6 +188,16 @@ Status RunServeBench(const ServeBenchOptions& o, std::ostream& out) {
   std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s  %.2fx the limit\n",
                 "WATCH burst from a resourceVersion", watch, watch / loop);
   out << line;
+  if (own) {
+    const double mine = Median(own_rate), theirs = Median(peer_rate);
+    std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s  %.2fx the limit\n",
+                  "kcache's HTTP server, from memory", mine, mine / loop);
+    out << line;
+    std::snprintf(line, sizeof line, "  %-34s %8.0f MB/s  %.2fx the limit, %.2fx kcache's\n",
+                  ("peer " + o.http_peer + ", from memory").c_str(), theirs, theirs / loop,
+                  theirs / mine);
+    out << line;
+  }
   server->Stop();
   return Status::OK();
 }

@@ -7,6 +7,7 @@
 #define KCACHE_TOOLS_KCACHE_BENCH_SERVE_BENCH_H_
 
 #include <ostream>
+#include <string>
 
 #include "kcache/status.h"
 
@@ -19,6 +20,11 @@ struct ServeBenchOptions {
   int events = 50000;
   // Timed runs of each; the median is reported. Default: 5.
   int runs = 5;
+  // "HOST:PORT" of another HTTP server that answers GET /?bytes=N with N
+  // bytes, chunked (tools/bench/http-bench starts libmicrohttpd's). When
+  // set, kcache's own HTTP server and that one each send a body of the
+  // LIST's size from memory, read by the same client. Default: none.
+  std::string http_peer;
 };
 
 Status RunServeBench(const ServeBenchOptions& options, std::ostream& out);
