@@ -19,6 +19,8 @@
 #include <kcache/cache.h>
 #include <kcache/informer_factory.h>
 #include <kcache/label_selector.h>
+#include <kcache/object_builder.h>
+#include <kcache/owner.h>
 #include <kcache/rest_config.h>
 #include <kcache/workqueue.h>
 #include <signal.h>
@@ -115,21 +117,13 @@ class Controller {
       return st;
     }
     if (!current.ok()) {
-      nlohmann::json cm = {
-          {"apiVersion", "v1"},
-          {"kind", "ConfigMap"},
-          {"metadata",
-           {{"name", flags_.configmap},
-            {"namespace", ns},
-            {"labels", {{"app.kubernetes.io/managed-by", "kcache-example-controller"}}},
-            {"ownerReferences",
-             {{{"apiVersion", "v1"},
-               {"kind", "Namespace"},
-               {"name", ns},
-               {"uid", (*owner)->meta().uid},
-               {"controller", true}}}}}},
-          {"data", flags_.data}};
-      auto created = client_->Create(ref, cm.dump());
+      auto cm = kcache::ObjectBuilder("v1", "ConfigMap")
+                    .Name(flags_.configmap)
+                    .Namespace(ns)
+                    .Label("app.kubernetes.io/managed-by", "kcache-example-controller")
+                    .Owner(kcache::NewControllerRef(**owner, "v1", "Namespace"))
+                    .Set("data", flags_.data);
+      auto created = client_->Create(ref, cm.Json());
       if (created.ok()) Log("created " + ns + "/" + flags_.configmap);
       // AlreadyExists: the lister has not seen it yet; the retry will.
       return created.status();
@@ -149,10 +143,8 @@ class Controller {
   // True if `cm` is controlled by the namespace with `uid` (or, when the
   // namespace is gone, by any namespace: its deletion takes it anyway).
   static bool Controls(const ObjectPtr& cm, const std::string& uid) {
-    for (const auto& ref : cm->meta().owner_references) {
-      if (ref.kind == "Namespace" && ref.controller && (uid.empty() || ref.uid == uid)) return true;
-    }
-    return false;
+    const kcache::OwnerReference* ref = kcache::GetControllerOf(*cm);
+    return ref && ref->kind == "Namespace" && (uid.empty() || ref->uid == uid);
   }
 
   const Flags flags_;

@@ -120,7 +120,7 @@ std::string Keyring::Encode() const {
                         {"current", current_},
                         {"keys", std::move(keys)},
                         {"keyspaces", keyspaces_}};
-  return doc.dump();
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 EncryptionStatus Keyring::Describe() const {

@@ -17,6 +17,8 @@
 #include "client/http_error.h"
 #include "integration/cluster.h"
 #include "kcache/discovery.h"
+#include "kcache/object_builder.h"
+#include "kcache/owner.h"
 #include "kcache/rest_client.h"
 #include "testing/command.h"
 #include "testing/process_stats.h"
@@ -431,6 +433,50 @@ TEST(RestIntegrationWriteTest, CreateGetUpdateWithConflicts) {
   ASSERT_OK(c->Update(cms, doc.dump(), {.dry_run = true}));
   EXPECT_EQ(*(*c->Get(cms, "a"))->FieldValue("data.k"), "3");
   EXPECT_TRUE(c->Get(cms, "missing").status().IsNotFound());
+}
+
+// ObjectBuilder, NewControllerRef and MergePatch as the real server takes
+// them: the dependent it creates is controlled by its owner (the server
+// keeps the reference), and a patch conditional on an old version fails.
+TEST(RestIntegrationWriteTest, BuiltObjectsOwnerReferencesAndMergePatches) {
+  auto c = Cluster::Get().Admin();
+  const std::string ns = Cluster::Get().Namespace("builder");
+  auto owner = c->Get(ResourceRef{{"", "v1", "namespaces"}, false, ""}, ns);
+  ASSERT_OK(owner) << owner.status();
+  const ResourceRef cms = ConfigMaps(ns);
+  auto created = c->Create(cms, ObjectBuilder("v1", "ConfigMap")
+                                    .Name("derived")
+                                    .Namespace(ns)
+                                    .Label("app.kubernetes.io/managed-by", "kcache-test")
+                                    .Owner(NewControllerRef(**owner, "v1", "Namespace"))
+                                    .Set({"data", "app.conf"}, "a=1")
+                                    .Json());
+  ASSERT_OK(created) << created.status();
+  EXPECT_TRUE(IsControlledBy(**created, **owner));
+  EXPECT_EQ(GetControllerOf(**created)->kind, "Namespace");
+  EXPECT_TRUE(GetControllerOf(**created)->block_owner_deletion);
+
+  auto patched = c->Patch(cms, "derived", PatchType::kMerge,
+                          MergePatch()
+                              .SetLabel("tier", "web")
+                              .RemoveLabel("app.kubernetes.io/managed-by")
+                              .Set({"data", "b"}, "2")
+                              .IfResourceVersion((*created)->resource_version())
+                              .Json());
+  ASSERT_OK(patched) << patched.status();
+  EXPECT_EQ((*patched)->labels(), (Labels{{"tier", "web"}}));
+  EXPECT_EQ(*(*patched)->FieldValue("data.b"), "2");
+  EXPECT_TRUE(IsControlledBy(**patched, **owner));
+  auto stale = c->Patch(
+      cms, "derived", PatchType::kMerge,
+      MergePatch().SetLabel("tier", "db").IfResourceVersion((*created)->resource_version()).Json());
+  EXPECT_TRUE(stale.status().IsConflict()) << stale.status();
+  // An Update of a copy with a label changed.
+  auto relabeled = WithLabels(**patched, {{"tier", "db"}});
+  ASSERT_OK(relabeled);
+  auto updated = c->Update(cms, std::string((*relabeled)->json()));
+  ASSERT_OK(updated) << updated.status();
+  EXPECT_EQ((*updated)->labels().at("tier"), "db");
 }
 
 TEST(RestIntegrationWriteTest, PatchesOfEveryType) {
