@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kcache/clock.h"
@@ -128,6 +129,17 @@ struct KCACHE_EXPORT InformerMetrics {
   std::vector<HandlerMetrics> handlers;  // in registration order
 };
 
+// How far an informer's store is behind what the caller knows of the
+// server (SharedIndexInformer::Staleness).
+struct KCACHE_EXPORT Staleness {
+  std::string store_resource_version;  // what the store has applied
+  // Versions the store is behind the one given, where both are decimal and
+  // the server orders them: 0 once it has caught up; unset otherwise.
+  std::optional<uint64_t> versions_behind;
+  // Since a list, watch batch or bookmark was last applied; unset if never.
+  std::optional<std::chrono::milliseconds> since_last_sync;
+};
+
 struct KCACHE_EXPORT InformerOptions {
   // Default: Clock::Real(); also used by the reflector unless it has one.
   std::shared_ptr<Clock> clock;
@@ -186,6 +198,36 @@ class KCACHE_EXPORT SharedIndexInformer {
   virtual Status AddIndexers(const Indexers& indexers) = 0;
 
   virtual std::string LastSyncResourceVersion() const = 0;
+
+  // Read-your-writes (the model of Kubernetes' KEP-5647): after a write
+  // answered with resourceVersion `rv`, waits until the store has applied
+  // it, so that the informer's listers return what was written (or
+  // something newer). Compares versions as integers, which the server
+  // promises (ReflectorOptions::ordered_resource_versions). OK once the
+  // store is at or past `rv`; DeadlineExceeded after `timeout`;
+  // FailedPrecondition once stopped, or for a server whose versions are not
+  // ordered (wait for the object instead); InvalidArgument for a `rv` that
+  // is not a decimal version.
+  virtual Status WaitForResourceVersion(std::string_view rv,
+                                        std::chrono::milliseconds timeout) const {
+    (void)rv, (void)timeout;
+    return Status::Unimplemented("WaitForResourceVersion");
+  }
+  // The same for opaque versions: waits until the object stored under
+  // `key` is at `rv` exactly, or has been deleted.
+  virtual Status WaitForObjectVersion(std::string_view key, std::string_view rv,
+                                      std::chrono::milliseconds timeout) const {
+    (void)key, (void)rv, (void)timeout;
+    return Status::Unimplemented("WaitForObjectVersion");
+  }
+  // How stale the store is against `server_rv`, the newest version the
+  // caller has seen from the server (a write's answer); "" for the time
+  // since the last sync alone.
+  virtual Staleness GetStaleness(std::string_view server_rv = "") const {
+    (void)server_rv;
+    return {};
+  }
+
   virtual ReflectorStats stats() const = 0;
   // A consistent-enough reading of every counter, for dashboards: each
   // value is read under its own lock.

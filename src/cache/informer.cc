@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cache/events.h"
+#include "core/resource_version.h"
 
 namespace kcache {
 namespace {
@@ -331,6 +332,49 @@ class Informer final : public SharedIndexInformer {
     const Reflector* r = reflector();
     return r ? r->LastSyncResourceVersion() : indexer_->LastSyncResourceVersion();
   }
+
+  Status WaitForResourceVersion(std::string_view rv,
+                                std::chrono::milliseconds timeout) const override {
+    const std::optional<uint64_t> want = ParseCanonicalResourceVersion(rv);
+    if (!want) {
+      return Status::InvalidArgument("resourceVersion \"" + std::string(rv) +
+                                     "\" is not a decimal version");
+    }
+    if (!o_.reflector.ordered_resource_versions) {
+      return Status::FailedPrecondition(
+          "the server's resourceVersions are not ordered: wait for the object's version "
+          "(WaitForObjectVersion)");
+    }
+    return WaitUntil(timeout, "resourceVersion " + std::string(rv), [&] {
+      std::optional<uint64_t> at =
+          ParseCanonicalResourceVersion(indexer_->LastSyncResourceVersion());
+      return at && *at >= *want;
+    });
+  }
+
+  Status WaitForObjectVersion(std::string_view key, std::string_view rv,
+                              std::chrono::milliseconds timeout) const override {
+    return WaitUntil(timeout, std::string(key) + " at resourceVersion " + std::string(rv), [&] {
+      StatusOr<ObjectPtr> got = indexer_->GetByKey(key);
+      return got.ok() && (!*got || (*got)->resource_version() == rv);
+    });
+  }
+
+  Staleness GetStaleness(std::string_view server_rv) const override {
+    Staleness s;
+    s.store_resource_version = indexer_->LastSyncResourceVersion();
+    const std::optional<uint64_t> at = ParseCanonicalResourceVersion(s.store_resource_version);
+    const std::optional<uint64_t> server = ParseCanonicalResourceVersion(server_rv);
+    if (at && server && o_.reflector.ordered_resource_versions) {
+      s.versions_behind = *server > *at ? *server - *at : 0;
+    }
+    const Clock::TimePoint last = stats().last_applied;
+    if (last != Clock::TimePoint{}) {
+      s.since_last_sync =
+          std::chrono::duration_cast<std::chrono::milliseconds>(o_.clock->Now() - last);
+    }
+    return s;
+  }
   ReflectorStats stats() const override {
     const Reflector* r = reflector();
     return r ? r->stats() : ReflectorStats{};
@@ -390,6 +434,7 @@ class Informer final : public SharedIndexInformer {
     for (const NotificationPtr& n : out) {
       for (auto& listener : listeners_) listener->Push(Entry{n, nullptr, false});
     }
+    sync_cv_.notify_all();  // WaitForResourceVersion
     return Status::OK();
   }
 
@@ -411,6 +456,25 @@ class Informer final : public SharedIndexInformer {
   }
 
   bool has_listeners() const { return !listeners_.empty(); }  // REQUIRES: mu_ held
+
+  // Waits until `reached()` (read without mu_ held: it reads the store),
+  // woken by each applied batch and every 50 ms (a relist's end).
+  template <typename F>
+  Status WaitUntil(std::chrono::milliseconds timeout, const std::string& what, F reached) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (reached()) return Status::OK();
+      std::unique_lock l(mu_);
+      if (stopped_) return Status::FailedPrecondition("the informer stopped before " + what);
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        return Status::DeadlineExceeded("the informer's store did not reach " + what + " in " +
+                                        std::to_string(timeout.count()) + " ms");
+      }
+      sync_cv_.wait_for(l, std::min<std::chrono::steady_clock::duration>(
+                               deadline - now, std::chrono::milliseconds(50)));
+    }
+  }
 
   // A relist's committed changes: a chunk of adds and updates is held back
   // until the relist ends, so that its deletions are announced first, as

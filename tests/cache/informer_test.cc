@@ -110,6 +110,34 @@ TEST(InformerTest, FirstSyncListsOnceThenWatches) {
   }
 }
 
+// Read-your-writes over opaque versions: WaitForResourceVersion refuses a
+// server that does not order its versions, WaitForObjectVersion waits for
+// the exact version (or the deletion) of one object.
+TEST(InformerTest, WaitsForAnObjectsVersionWhereVersionsAreOpaque) {
+  ServeFixture f;
+  f.Create("a", "1");
+  testing::TempDir dir;
+  InformerOptions o = Fast();
+  o.reflector.ordered_resource_versions = false;
+  CacheInformer c(f, dir.path(), o);
+  ASSERT_OK(c.informer->Start());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  EXPECT_EQ(c.informer->WaitForResourceVersion("1", std::chrono::seconds(1)).code(),
+            StatusCode::kFailedPrecondition);
+  f.Update("a", "2");
+  auto written = f.client->Get(ServeFixture::ConfigMaps().InNamespace("default"), "a");
+  ASSERT_OK(written) << written.status();
+  const std::string rv = (*written)->resource_version();
+  ASSERT_OK(c.informer->WaitForObjectVersion("default/a", rv, std::chrono::seconds(20)));
+  EXPECT_EQ(*(*c.indexer->GetByKey("default/a"))->FieldValue("data.k"), "2");
+  EXPECT_EQ(c.informer->WaitForObjectVersion("default/a", "999999", std::chrono::milliseconds(200))
+                .code(),
+            StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(c.informer->GetStaleness(rv).versions_behind.has_value());  // not comparable
+  f.Delete("a");
+  EXPECT_OK(c.informer->WaitForObjectVersion("default/a", "999999", std::chrono::seconds(20)));
+}
+
 // Invariant 2: a handler hears of a change only after the store has it, and
 // in watch order.
 TEST(InformerTest, StoreFirstThenHandlersInWatchOrder) {

@@ -248,6 +248,48 @@ TEST(InformerIntegrationTest, CacheAndHandlersFollowTheApi) {
   informer->Stop();
 }
 
+// Read-your-writes: after a write, WaitForResourceVersion returns once the
+// informer's store holds what was written (the lister shows it), a version
+// the server has not reached yet is DeadlineExceeded, and GetStaleness
+// counts how far behind a write the store is.
+TEST(InformerIntegrationTest, ReadYourWritesWaitsForTheWrittenVersion) {
+  Api api(Cluster::Get().Namespace("ryw"));
+  api.Create("a");
+  testing::TempDir dir;
+  auto cache = Cache::Open(dir.path());
+  ASSERT_OK(cache) << cache.status();
+  auto ks = (*cache)->OpenKeyspace("configmaps");
+  ASSERT_OK(ks);
+  auto informer =
+      SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
+  ASSERT_OK(informer->Start());
+  ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(60)));
+  const ResourceRef cms = ConfigMaps(api.ns());
+  for (int i = 2; i < 12; ++i) {
+    auto written = api.client()->Update(cms, ConfigMapJson("a", std::to_string(i)));
+    ASSERT_OK(written) << written.status();
+    const std::string rv = (*written)->resource_version();
+    ASSERT_OK(informer->WaitForResourceVersion(rv, std::chrono::seconds(30)));
+    // The write is visible through the lister at once after the wait.
+    auto got = informer->GetLister().Namespace(api.ns()).Get("a");
+    ASSERT_OK(got) << got.status();
+    EXPECT_EQ(*(*got)->FieldValue("data.k"), std::to_string(i));
+    EXPECT_EQ(informer->GetStaleness(rv).versions_behind, 0u);
+    ASSERT_OK(informer->WaitForObjectVersion(api.ns() + "/a", rv, std::chrono::seconds(30)));
+  }
+  const uint64_t now = std::stoull(informer->LastSyncResourceVersion());
+  const std::string ahead = std::to_string(now + 1000000);
+  Status late = informer->WaitForResourceVersion(ahead, std::chrono::milliseconds(300));
+  EXPECT_EQ(late.code(), StatusCode::kDeadlineExceeded) << late;
+  Staleness behind = informer->GetStaleness(ahead);
+  ASSERT_TRUE(behind.versions_behind.has_value());
+  EXPECT_GE(*behind.versions_behind, 1000000u);
+  EXPECT_TRUE(informer->WaitForResourceVersion("x", std::chrono::seconds(1)).IsInvalidArgument());
+  informer->Stop();
+  EXPECT_EQ(informer->WaitForResourceVersion(ahead, std::chrono::seconds(1)).code(),
+            StatusCode::kFailedPrecondition);
+}
+
 // Invariant 3: a checkpoint older than etcd's history (configmaps bypass
 // the watch cache here, so compaction expires it) leads to one relist; a
 // changes-only handler sees exactly the changes made while down.
