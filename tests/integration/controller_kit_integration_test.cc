@@ -1,8 +1,9 @@
-// Leader election against the real kube-apiserver: of two candidate
-// processes one leads, and when it is SIGKILLed the other takes over within
-// the lease duration; a leader cut off from the server (its connection a
-// black hole) stops leading before the other candidate starts; a leader
-// that stops with release_on_cancel hands over at once.
+// The controller kit against the real kube-apiserver. Leader election: of
+// two candidate processes one leads, and when it is SIGKILLed the other
+// takes over within the lease duration; a leader cut off from the server
+// (its connection a black hole) stops leading before the other candidate
+// starts; a leader that stops with release_on_cancel hands over at once.
+// The event recorder: repeats become a count, similar events are combined.
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
@@ -24,7 +25,10 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "integration/cluster.h"
+#include "kcache/event_recorder.h"
 #include "kcache/leader_election.h"
 #include "testing/command.h"
 #include "testing/status_matchers.h"
@@ -301,6 +305,72 @@ TEST(LeaderElectionIntegrationTest, BadConfigurationsAreRefusedNamingTheField) {
   bad = e;
   bad.callbacks.on_started_leading = nullptr;
   EXPECT_TRUE(LeaderElector::Create({}, bad).status().IsInvalidArgument());
+}
+
+// The events of `name` in `ns`, as the server lists them.
+std::vector<nlohmann::json> EventsOf(const std::string& ns, const std::string& name) {
+  ListOptions o;
+  o.field_selector = "involvedObject.name=" + name;
+  auto list = Cluster::Get().Admin()->List(ResourceRef{{"", "v1", "events"}, true, ns}, o);
+  EXPECT_OK(list) << list.status();
+  std::vector<nlohmann::json> out;
+  if (!list.ok()) return out;
+  for (const ObjectPtr& e : list->items) out.push_back(nlohmann::json::parse(e->json()));
+  return out;
+}
+
+TEST(EventRecorderIntegrationTest, RepeatsAreCountedAndSimilarEventsCombined) {
+  const std::string ns = Cluster::Get().Namespace("events");
+  auto admin = Cluster::Get().Admin();
+  auto cm =
+      admin->Create(ResourceRef{{"", "v1", "configmaps"}, true, ns},
+                    R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"subject"}})");
+  ASSERT_OK(cm) << cm.status();
+  auto recorder = EventRecorder::Create(Cluster::Get().AdminConfig(),
+                                        {.component = "kcache-test", .host = "here"});
+  ASSERT_OK(recorder) << recorder.status();
+  for (int i = 0; i < 5; ++i) {
+    (*recorder)->Event(**cm, EventType::kNormal, "Synced", "made what it should be");
+  }
+  ASSERT_TRUE((*recorder)->Flush(std::chrono::seconds(30)));
+  std::vector<nlohmann::json> events = EventsOf(ns, "subject");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["count"], 5);
+  EXPECT_EQ(events[0]["type"], "Normal");
+  EXPECT_EQ(events[0]["reason"], "Synced");
+  EXPECT_EQ(events[0]["source"]["component"], "kcache-test");
+  EXPECT_EQ(events[0]["involvedObject"]["kind"], "ConfigMap");
+  EXPECT_EQ(events[0]["involvedObject"]["uid"], (*cm)->meta().uid);
+  // kubectl describe shows it, as a controller's users would look for it.
+  auto described = RunCommand("kubectl --kubeconfig " + Cluster::Get().File("kubeconfig") +
+                              " describe configmap subject -n " + ns + " 2>&1");
+  EXPECT_THAT(described.output, ::testing::HasSubstr("made what it should be"));
+
+  // Twelve warnings of one reason with distinct messages: the tenth and
+  // later are combined into one event (client-go's EventAggregator).
+  for (int i = 0; i < 12; ++i) {
+    (*recorder)->Event(**cm, EventType::kWarning, "Failed", "attempt " + std::to_string(i));
+  }
+  ASSERT_TRUE((*recorder)->Flush(std::chrono::seconds(30)));
+  int warnings = 0, combined = 0;
+  for (const nlohmann::json& e : EventsOf(ns, "subject")) {
+    if (e["type"] != "Warning") continue;
+    ++warnings;
+    const std::string message = e["message"];
+    if (message.rfind("(combined from similar events): ", 0) == 0) {
+      ++combined;
+      EXPECT_EQ(e["count"], 3) << message;  // attempts 9, 10 and 11
+      EXPECT_EQ(message, "(combined from similar events): attempt 11");
+    }
+  }
+  EXPECT_EQ(warnings, 10);
+  EXPECT_EQ(combined, 1);
+  const EventRecorderStats stats = (*recorder)->stats();
+  EXPECT_EQ(stats.created, 11u);
+  EXPECT_EQ(stats.updated, 6u);
+  EXPECT_EQ(stats.failed, 0u);
+  EXPECT_EQ(stats.dropped, 0u);
+  EXPECT_TRUE(EventRecorder::Create(Cluster::Get().AdminConfig(), {}).status().IsInvalidArgument());
 }
 
 }  // namespace
