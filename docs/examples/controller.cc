@@ -17,15 +17,19 @@
 // the work in progress.
 
 #include <kcache/cache.h>
+#include <kcache/client_flags.h>
+#include <kcache/exit_on_error.h>
 #include <kcache/informer_factory.h>
 #include <kcache/label_selector.h>
 #include <kcache/object_builder.h>
 #include <kcache/owner.h>
 #include <kcache/rest_config.h>
+#include <kcache/signals.h>
 #include <kcache/workqueue.h>
 #include <signal.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -156,7 +160,7 @@ class Controller {
   std::once_flag first_;
 };
 
-Status Run(const Flags& flags) {
+Status Run(const Flags& flags, std::stop_token stop) {
   KCACHE_ASSIGN_OR_RETURN(auto selector, kcache::LabelSelector::Parse(flags.selector));
   KCACHE_ASSIGN_OR_RETURN(auto config, kcache::LoadClientConfig(flags.kubeconfig));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::Cache> cache,
@@ -213,13 +217,11 @@ Status Run(const Flags& flags) {
     workers.emplace_back([controller] { controller->Work(); });
   Log("running " + std::to_string(flags.workers) + " workers");
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  int sig = 0;
-  sigwait(&signals, &sig);
-  Log(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+  std::mutex wait_mu;
+  std::condition_variable_any until_stopped;
+  std::unique_lock wait(wait_mu);
+  until_stopped.wait(wait, stop, [] { return false; });
+  Log(std::string("stopping on ") + (kcache::StopSignal() == SIGINT ? "SIGINT" : "SIGTERM"));
   factory->Stop();             // no handler runs after this: nothing more is queued
   queue->ShutDownWithDrain();  // the reconciles in progress finish
   for (auto& w : workers) w.join();
@@ -229,26 +231,19 @@ Status Run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Blocked in every thread (they inherit it); Run() waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+  // Before any thread starts: SIGINT and SIGTERM then stop Run().
+  std::stop_token stop = kcache::SetupSignalHandler();
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  KCACHE_ASSIGN_OR_EXIT(flags.kubeconfig, kcache::TakeClientFlags(&args));
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (i + 1 >= args.size()) {
       std::cerr << "error: " << a << " needs a value\n";
       return 1;
     }
-    std::string v = argv[++i];
-    if (a == "--kubeconfig") {
-      flags.kubeconfig.path = v;
-    } else if (a == "--server") {
-      flags.kubeconfig.server = v;
-    } else if (a == "--cache") {
+    const std::string& v = args[++i];
+    if (a == "--cache") {
       flags.cache_dir = v;
     } else if (a == "--selector") {
       flags.selector = v;
@@ -271,10 +266,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (flags.data.empty()) flags.data["greeting"] = "hello";
-  Status st = Run(flags);
-  if (!st.ok()) {
-    std::cerr << "error: " << st << "\n";
-    return 1;
-  }
+  KCACHE_EXIT_IF_ERROR(Run(flags, stop));
   return 0;
 }

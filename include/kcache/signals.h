@@ -20,6 +20,10 @@ namespace kcache {
 // earlier would still receive the signals itself.
 KCACHE_EXPORT std::stop_token SetupSignalHandler();
 
+// The signal that requested the stop (SIGINT or SIGTERM), for a log line;
+// 0 while none has.
+KCACHE_EXPORT int StopSignal();
+
 }  // namespace kcache
 
 #endif  // KCACHE_SIGNALS_H_

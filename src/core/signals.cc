@@ -4,10 +4,18 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <mutex>
 #include <thread>
 
 namespace kcache {
+namespace {
+
+std::atomic<int> first_signal{0};
+
+}  // namespace
+
+int StopSignal() { return first_signal.load(); }
 
 std::stop_token SetupSignalHandler() {
   static std::stop_source source;
@@ -25,6 +33,7 @@ std::stop_token SetupSignalHandler() {
         int sig = 0;
         if (sigwait(&set, &sig) != 0) continue;
         if (++seen == 1) {
+          first_signal.store(sig);
           source.request_stop();
         } else {
           _exit(1);  // a second signal: the shutdown hangs

@@ -43,13 +43,19 @@ TEST(SignalsTest, TheFirstSignalAsksToStopAndASecondEndsTheProcess) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
       if (!stop.stop_requested()) _exit(2);
-      (void)!write(pipe_fds[1], "s", 1);
+      // It says which signal asked: 's' for SIGTERM, 'i' for SIGINT.
+      (void)!write(pipe_fds[1],
+                   StopSignal() == SIGTERM  ? "s"
+                   : StopSignal() == SIGINT ? "i"
+                                            : "?",
+                   1);
       // A shutdown that hangs: only the second signal ends it.
       for (;;) pause();
     }
     EXPECT_EQ(ReadByte(pipe_fds[0]), 'r');
     ASSERT_EQ(kill(pid, first), 0);
-    EXPECT_EQ(ReadByte(pipe_fds[0]), 's') << "the first signal did not ask to stop";
+    EXPECT_EQ(ReadByte(pipe_fds[0]), first == SIGTERM ? 's' : 'i')
+        << "the first signal did not ask to stop, or StopSignal() did not name it";
     ASSERT_EQ(kill(pid, first == SIGTERM ? SIGINT : SIGTERM), 0);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
