@@ -74,66 +74,66 @@ struct KCACHE_EXPORT CacheOptions {
   // time). Default (empty): std::chrono::system_clock::now.
   std::function<std::chrono::system_clock::time_point()> wall_clock;
   // Bounds of each keyspace's change journal (see journal.h).
-  JournalOptions journal;
+  JournalOptions journal{};
   // Encryption at rest of chosen keyspaces (see encryption.h). Default:
   // no key; nothing is sealed.
-  EncryptionOptions encryption;
+  EncryptionOptions encryption{};
 };
 
 // A column a custom resource definition adds to kubectl's table
 // (spec.versions[].additionalPrinterColumns).
 struct KCACHE_EXPORT PrinterColumn {
-  std::string name;       // "Ready"
-  std::string type;       // "string", "integer", "number", "boolean" or "date"
-  std::string format;     // "", "name", ...
-  std::string json_path;  // ".status.ready"
-  int32_t priority = 0;   // > 0: only in -o wide
+  std::string name{};       // "Ready"
+  std::string type{};       // "string", "integer", "number", "boolean" or "date"
+  std::string format{};     // "", "name", ...
+  std::string json_path{};  // ".status.ready"
+  int32_t priority = 0;     // > 0: only in -o wide
 };
 
 // What a keyspace holds, recorded by whoever syncs it, so that offline
 // readers (kcache get, tree, snapshots) know kinds, scopes, names and
 // columns without a server.
 struct KCACHE_EXPORT ResourceInfo {
-  std::string group;     // "" for the core group
-  std::string version;   // "v1"
-  std::string resource;  // "pods"
-  std::string kind;      // "Pod"
+  std::string group{};     // "" for the core group
+  std::string version{};   // "v1"
+  std::string resource{};  // "pods"
+  std::string kind{};      // "Pod"
   bool namespaced = true;
-  std::string singular;                  // "pod"; empty if the server did not say
-  std::vector<std::string> short_names;  // "po"
+  std::string singular{};                  // "pod"; empty if the server did not say
+  std::vector<std::string> short_names{};  // "po"
   // A custom resource's table columns; empty for built-in resources (their
   // tables are kubectl's) and for definitions that declare none.
-  std::vector<PrinterColumn> printer_columns;
-  bool custom = false;                  // served from a CustomResourceDefinition
-  std::vector<std::string> categories;  // "all"; as discovery reported them
+  std::vector<PrinterColumn> printer_columns{};
+  bool custom = false;                    // served from a CustomResourceDefinition
+  std::vector<std::string> categories{};  // "all"; as discovery reported them
 };
 
 // The cluster a cache mirrors, where known.
 struct KCACHE_EXPORT ClusterInfo {
-  std::string server;   // "https://10.0.0.1:6443"
-  std::string version;  // the server's gitVersion, "v1.20.2"; may be empty
+  std::string server{};   // "https://10.0.0.1:6443"
+  std::string version{};  // the server's gitVersion, "v1.20.2"; may be empty
   // The uid of the cluster's kube-system namespace, which lives as long as
   // the cluster: what tells one cluster from another at the same address.
   // Empty where unknown (not readable, or recorded by an older kcache).
-  std::string uid;
+  std::string uid{};
 };
 
 // One keyspace's state, as Cache::Stats reports it.
 struct KCACHE_EXPORT KeyspaceStats {
-  std::string name;
+  std::string name{};
   uint64_t objects = 0;
   // Approximate bytes of the keyspace's objects and index entries in
   // RocksDB's files and memtables.
   uint64_t bytes_on_disk = 0;
   // The resume point as recorded (also while a relist is incomplete).
-  std::string resource_version;
+  std::string resource_version{};
   bool relist_in_progress = false;
   // The time of the last commit; unset if none was recorded.
-  std::optional<std::chrono::system_clock::time_point> last_sync;
-  std::optional<ResourceInfo> resource;
+  std::optional<std::chrono::system_clock::time_point> last_sync{};
+  std::optional<ResourceInfo> resource{};
   // (index name, version) of the indexes recorded on disk.
-  std::vector<std::pair<std::string, std::string>> indexes;
-  JournalStats journal;
+  std::vector<std::pair<std::string, std::string>> indexes{};
+  JournalStats journal{};
 };
 
 // The memory a cache holds, by kind: what of a process's memory the
@@ -155,13 +155,13 @@ struct KCACHE_EXPORT KeyspaceOptions {
   // Default: MetaNamespaceKeyFunc.
   KeyFunc key_func = MetaNamespaceKeyFunc;
   // Extra indexes. Default: none.
-  Indexers indexers;
+  Indexers indexers{};
   // A version for each index in `indexers`: change it whenever the
   // function's output changes. An index whose version is missing here, or
   // differs from the one recorded on disk, is rebuilt when the keyspace is
   // opened, so an index is never silently stale. Default: none (rebuild on
   // every open).
-  std::map<std::string, std::string, std::less<>> index_versions;
+  std::map<std::string, std::string, std::less<>> index_versions{};
   // Maintain kNamespaceIndex. Default: true.
   bool namespace_index = true;
   // Maintain kLabelIndex. Default: true.

@@ -42,8 +42,8 @@ enum class DeltaType { kAdded, kUpdated, kDeleted, kReplaced, kSync };
 KCACHE_EXPORT std::string_view DeltaTypeName(DeltaType type);
 
 struct KCACHE_EXPORT Delta {
-  DeltaType type;
-  DeletedObject object;  // a tombstone only for kDeleted
+  DeltaType type{};
+  DeletedObject object{};  // a tombstone only for kDeleted
 };
 
 // Oldest first.
@@ -54,13 +54,13 @@ struct KCACHE_EXPORT DeltaFIFOOptions {
   KeyFunc key_func = MetaNamespaceKeyFunc;
   // What the consumer holds (its store): the source of Resync and of
   // deletions detected by Replace. Null: the queue's own contents are used.
-  std::shared_ptr<const Store> known_objects;
+  std::shared_ptr<const Store> known_objects{};
   // Queue listed objects as kReplaced rather than kSync. Default: true.
   bool emit_delta_type_replaced = true;
   // Applied once per object entering the queue: by Add, Update, Delete and
   // Replace, not to tombstones nor to Resync's kSync objects, which come
   // from the known objects. Default: none.
-  TransformFunc transform;
+  TransformFunc transform{};
 };
 
 class KCACHE_EXPORT DeltaFIFO final : public ReflectorSink {

@@ -19,15 +19,15 @@
 namespace kcache {
 
 struct KCACHE_EXPORT ApiResource {
-  GroupVersionResource gvr;
-  std::string kind;      // "Pod"
-  std::string singular;  // "pod" (empty when the server does not say)
+  GroupVersionResource gvr{};
+  std::string kind{};      // "Pod"
+  std::string singular{};  // "pod" (empty when the server does not say)
   bool namespaced = true;
-  std::vector<std::string> short_names;  // "po"
-  std::vector<std::string> verbs;        // "list", "watch", ...
+  std::vector<std::string> short_names{};  // "po"
+  std::vector<std::string> verbs{};        // "list", "watch", ...
   // The groups kubectl names the resource by ("all" for pods, services,
   // deployments, ...), in the server's order.
-  std::vector<std::string> categories;
+  std::vector<std::string> categories{};
 
   bool Supports(std::string_view verb) const;
   // A collection of this resource in `namespace_` ("" = all namespaces).

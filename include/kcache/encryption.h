@@ -28,12 +28,12 @@ class Cache;
 // Kubernetes' EncryptionConfiguration writes keys:
 // `head -c 32 /dev/urandom | base64` makes one.
 struct KCACHE_EXPORT KeySource {
-  std::string file;  // a file holding the key
-  std::string env;   // the name of an environment variable holding it
+  std::string file{};  // a file holding the key
+  std::string env{};   // the name of an environment variable holding it
   // A command (argv) that prints the key, or a JSON object {"key": "BASE64"};
   // it runs with this process's environment and is killed after
   // `exec_timeout`.
-  std::vector<std::string> exec;
+  std::vector<std::string> exec{};
   std::chrono::milliseconds exec_timeout{std::chrono::seconds(10)};
 };
 
@@ -52,7 +52,7 @@ struct KCACHE_EXPORT EncryptionOptions {
   // A key other than the one the cache's data keys are wrapped with is
   // FailedPrecondition at open, told apart from damage (Corruption).
   // Default: empty.
-  std::string key_encryption_key;
+  std::string key_encryption_key{};
   // The keyspaces a writer given a key seals. A keyspace stays sealed once
   // it is, whatever later writers list. Opening a plain keyspace that is
   // listed here seals the objects it already holds (and drops its journal,
@@ -75,11 +75,11 @@ KCACHE_EXPORT Status Rekey(Cache& cache, const std::string& new_key_encryption_k
 
 // What Rekey and an open of a sealed cache can say about its keys.
 struct KCACHE_EXPORT EncryptionStatus {
-  bool encrypted = false;              // the cache has a keyring
-  std::string key_fingerprint;         // the wrapping key's (hex, 16 digits)
-  uint32_t current_data_key = 0;       // the id new objects are sealed with
-  std::vector<uint32_t> data_keys;     // every id the keyring holds
-  std::vector<std::string> keyspaces;  // sealed keyspaces, sorted
+  bool encrypted = false;                // the cache has a keyring
+  std::string key_fingerprint{};         // the wrapping key's (hex, 16 digits)
+  uint32_t current_data_key = 0;         // the id new objects are sealed with
+  std::vector<uint32_t> data_keys{};     // every id the keyring holds
+  std::vector<std::string> keyspaces{};  // sealed keyspaces, sorted
 };
 // The cache's keyring as recorded (readable without the key).
 KCACHE_EXPORT StatusOr<EncryptionStatus> GetEncryptionStatus(const Cache& cache);

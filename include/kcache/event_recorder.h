@@ -31,9 +31,9 @@ enum class EventType { kNormal, kWarning };
 
 struct KCACHE_EXPORT EventRecorderOptions {
   // The source.component of every event: the controller's name. Required.
-  std::string component;
+  std::string component{};
   // The source.host. Default: empty.
-  std::string host;
+  std::string host{};
   // Events waiting to be written before Event() drops. Default: 1000.
   size_t queue_limit = 1000;
   // Similar events (one object, type and reason) within this window are

@@ -30,9 +30,9 @@ using Fields = Labels;
 class KCACHE_EXPORT FieldSelector {
  public:
   struct Term {
-    std::string field;
-    bool equal = true;  // false for "!="
-    std::string value;  // unescaped
+    std::string field{};
+    bool equal = true;    // false for "!="
+    std::string value{};  // unescaped
   };
 
   // Matches everything.

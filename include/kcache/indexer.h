@@ -65,7 +65,7 @@ struct KCACHE_EXPORT MemoryIndexerOptions {
   // Default: MetaNamespaceKeyFunc.
   KeyFunc key_func = MetaNamespaceKeyFunc;
   // Indexes to maintain besides the namespace index. Default: none.
-  Indexers indexers;
+  Indexers indexers{};
   // Maintain kNamespaceIndex (MetaNamespaceIndexFunc) unless `indexers`
   // defines that name itself. Default: true.
   bool namespace_index = true;

@@ -79,12 +79,12 @@ struct KCACHE_EXPORT HandlerOptions {
   // on the informer's resync checks: a period under the check period is
   // raised to it when the informer has started, and lowers it before.
   // Default: unset.
-  std::optional<std::chrono::milliseconds> resync_period;
+  std::optional<std::chrono::milliseconds> resync_period{};
   // Default: StartMode::kReplay.
   StartMode start_mode = StartMode::kReplay;
   // Names the handler in metrics. Default: "handler-N", N counting the
   // informer's registrations from 1.
-  std::string name;
+  std::string name{};
 };
 
 // One AddEventHandler call (client-go's ResourceEventHandlerRegistration).
@@ -107,12 +107,12 @@ class KCACHE_EXPORT HandlerRegistration {
 
 // One handler's share of InformerMetrics.
 struct KCACHE_EXPORT HandlerMetrics {
-  std::string name;
+  std::string name{};
   // Notifications queued and not yet handled (HandlerRegistration::Backlog).
   size_t queued = 0;
   // How long handler calls took (client-go's processing latency); its
   // count is the calls made.
-  LatencyHistogram latency;
+  LatencyHistogram latency{};
 };
 
 // What an informer reports about itself (client-go's informer metrics: queue
@@ -121,32 +121,32 @@ struct KCACHE_EXPORT HandlerMetrics {
 struct KCACHE_EXPORT InformerMetrics {
   bool synced = false;
   // The store's committed resourceVersion (its resume point).
-  std::string resource_version;
+  std::string resource_version{};
   // How long ago the store was last known current (ReflectorStats::
   // last_applied), on the informer's clock; unset if never.
-  std::optional<std::chrono::milliseconds> since_last_sync;
-  ReflectorStats reflector;
-  std::vector<HandlerMetrics> handlers;  // in registration order
+  std::optional<std::chrono::milliseconds> since_last_sync{};
+  ReflectorStats reflector{};
+  std::vector<HandlerMetrics> handlers{};  // in registration order
 };
 
 // How far an informer's store is behind what the caller knows of the
 // server (SharedIndexInformer::Staleness).
 struct KCACHE_EXPORT Staleness {
-  std::string store_resource_version;  // what the store has applied
+  std::string store_resource_version{};  // what the store has applied
   // Versions the store is behind the one given, where both are decimal and
   // the server orders them: 0 once it has caught up; unset otherwise.
-  std::optional<uint64_t> versions_behind;
+  std::optional<uint64_t> versions_behind{};
   // Since a list, watch batch or bookmark was last applied; unset if never.
-  std::optional<std::chrono::milliseconds> since_last_sync;
+  std::optional<std::chrono::milliseconds> since_last_sync{};
 };
 
 struct KCACHE_EXPORT InformerOptions {
   // Default: Clock::Real(); also used by the reflector unless it has one.
-  std::shared_ptr<Clock> clock;
-  ReflectorOptions reflector;
+  std::shared_ptr<Clock> clock{};
+  ReflectorOptions reflector{};
   // Applied once to every object before it is stored (client-go's
   // SetTransform). Default: none.
-  TransformFunc transform;
+  TransformFunc transform{};
   // The resync period of handlers registered without one, and the first
   // resync check period (client-go's defaultEventHandlerResyncPeriod).
   // 0: handlers without a period never resync. Default: 0.

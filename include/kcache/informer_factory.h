@@ -32,18 +32,18 @@ namespace kcache {
 
 struct KCACHE_EXPORT InformerFactoryOptions {
   // The namespace every namespaced informer watches. Default: "" (all).
-  std::string namespace_;
+  std::string namespace_{};
   // Selectors sent with every list and watch. Default: none.
-  std::string label_selector;
-  std::string field_selector;
+  std::string label_selector{};
+  std::string field_selector{};
   // Options of each informer (and its reflector).
-  InformerOptions informer;
+  InformerOptions informer{};
   // Options of each keyspace.
-  KeyspaceOptions keyspace;
+  KeyspaceOptions keyspace{};
   // Options of the factory's REST client when it makes one (Create with a
   // RestConfig); `parse` applies in both cases. Objects also get their
   // resource's kind and apiVersion if the server left them out (list items).
-  RestClientOptions client;
+  RestClientOptions client{};
   // Resume the cache only from the cluster it was synced from. A cluster's
   // identity is the uid of its kube-system namespace (KubeSystemUid), kept
   // in the cache's ClusterInfo. Another cluster at the same address (one

@@ -56,27 +56,27 @@ struct KCACHE_EXPORT JournalOptions {
 struct KCACHE_EXPORT JournalEvent {
   enum class Type { kAdded, kModified, kDeleted };
   Type type = Type::kAdded;
-  std::string key;
+  std::string key{};
   // The change's resourceVersion; strictly increasing within a keyspace.
-  std::string resource_version;
+  std::string resource_version{};
   // The object after the change; for kDeleted its last state (the deleted
   // object as the watch reported it, else as it was stored).
-  ObjectPtr object;
+  ObjectPtr object{};
   // kModified: the object before the change (a reader filtering by
   // selector needs it to turn a change that leaves its selection into a
   // deletion); null otherwise.
-  ObjectPtr previous;
+  ObjectPtr previous{};
 };
 
 // The result of Cache::ReadJournal.
 struct KCACHE_EXPORT JournalRead {
   // The changes after the requested resourceVersion, oldest first.
-  std::vector<JournalEvent> events;
+  std::vector<JournalEvent> events{};
   // Where to read on from: the last event's resourceVersion if the limit
   // cut the read (`more`), else the later of the requested resourceVersion
   // and the keyspace's resume point (which moves also without changes,
   // e.g. on watch bookmarks).
-  std::string resource_version;
+  std::string resource_version{};
   bool more = false;
 };
 
@@ -84,7 +84,7 @@ struct KCACHE_EXPORT JournalRead {
 struct KCACHE_EXPORT JournalStats {
   // Changes after this resourceVersion are all in the journal; "" if the
   // keyspace has no usable window.
-  std::string start;
+  std::string start{};
   size_t events = 0;
   size_t bytes = 0;
 };

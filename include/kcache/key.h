@@ -20,8 +20,8 @@ namespace kcache {
 
 // A namespace and a name; the namespace is empty for cluster-scoped objects.
 struct KCACHE_EXPORT ObjectName {
-  std::string namespace_;
-  std::string name;
+  std::string namespace_{};
+  std::string name{};
 
   // "namespace/name", or "name" when the namespace is empty.
   std::string String() const;
@@ -46,8 +46,8 @@ KCACHE_EXPORT StatusOr<ObjectName> SplitMetaNamespaceKey(std::string_view key);
 // state (possibly null) under the key it was stored with. Informers hand it
 // to delete handlers when a relist finds an object gone.
 struct KCACHE_EXPORT DeletedFinalStateUnknown {
-  std::string key;
-  ObjectPtr obj;  // may be null
+  std::string key{};
+  ObjectPtr obj{};  // may be null
 };
 
 // What a delete notification carries: the deleted object, or a tombstone.

@@ -41,10 +41,10 @@ struct KCACHE_EXPORT LeaderCallbacks {
 
 struct KCACHE_EXPORT LeaderElectionConfig {
   // The Lease "namespace/name" the candidates share, created if absent.
-  std::string lease_namespace;
-  std::string lease_name;
+  std::string lease_namespace{};
+  std::string lease_name{};
   // Unique among the candidates: hostname and pid, or a pod name.
-  std::string identity;
+  std::string identity{};
   // How long a lease held by another is respected after it was last seen
   // to change. Default: 15 s (client-go's common choice).
   std::chrono::milliseconds lease_duration{std::chrono::seconds(15)};
@@ -58,9 +58,9 @@ struct KCACHE_EXPORT LeaderElectionConfig {
   // (holderIdentity emptied, leaseDurationSeconds 1) so that another
   // candidate need not wait out the lease. Default: false (client-go's).
   bool release_on_cancel = false;
-  LeaderCallbacks callbacks;
+  LeaderCallbacks callbacks{};
   // Times the lease's expiry. Default: Clock::Real().
-  std::shared_ptr<Clock> clock;
+  std::shared_ptr<Clock> clock{};
 };
 
 class KCACHE_EXPORT LeaderElector {

@@ -19,31 +19,31 @@ namespace kcache {
 // Query parameters of a list or watch request (metav1.ListOptions). Empty
 // strings and unset optionals are not sent; neither is `cancel`.
 struct KCACHE_EXPORT ListOptions {
-  std::string label_selector;
-  std::string field_selector;
-  std::string resource_version;
+  std::string label_selector{};
+  std::string field_selector{};
+  std::string resource_version{};
   // "", "NotOlderThan" or "Exact".
-  std::string resource_version_match;
+  std::string resource_version_match{};
   // Page size; 0 = no limit.
   int64_t limit = 0;
-  std::string continue_token;
-  std::optional<int64_t> timeout_seconds;
+  std::string continue_token{};
+  std::optional<int64_t> timeout_seconds{};
   bool allow_watch_bookmarks = false;
-  std::optional<bool> send_initial_events;
+  std::optional<bool> send_initial_events{};
   // Ends the request with Cancelled once a stop is requested (Go's
   // context): a LIST, its Retry-After waits, or a watch until its headers
   // arrive. Default: never.
-  std::stop_token cancel;
+  std::stop_token cancel{};
 };
 
 // One page of a list response.
 struct KCACHE_EXPORT ObjectList {
-  std::vector<ObjectPtr> items;
+  std::vector<ObjectPtr> items{};
   // The list's resourceVersion: the point in time it describes.
-  std::string resource_version;
+  std::string resource_version{};
   // Non-empty when more pages follow.
-  std::string continue_token;
-  std::optional<int64_t> remaining_item_count;
+  std::string continue_token{};
+  std::optional<int64_t> remaining_item_count{};
 };
 
 }  // namespace kcache

@@ -25,10 +25,10 @@
 namespace kcache {
 
 struct KCACHE_EXPORT OwnerReference {
-  std::string api_version;
-  std::string kind;
-  std::string name;
-  std::string uid;
+  std::string api_version{};
+  std::string kind{};
+  std::string name{};
+  std::string uid{};
   bool controller = false;
   bool block_owner_deletion = false;
 
@@ -37,17 +37,17 @@ struct KCACHE_EXPORT OwnerReference {
 
 // The fields of metadata that kcache reads. Absent fields are empty (or 0).
 struct KCACHE_EXPORT ObjectMeta {
-  std::string name;
-  std::string namespace_;
-  std::string generate_name;
-  std::string uid;
-  std::string resource_version;
-  std::string creation_timestamp;
-  std::string deletion_timestamp;
+  std::string name{};
+  std::string namespace_{};
+  std::string generate_name{};
+  std::string uid{};
+  std::string resource_version{};
+  std::string creation_timestamp{};
+  std::string deletion_timestamp{};
   int64_t generation = 0;
-  Labels labels;
-  Labels annotations;
-  std::vector<OwnerReference> owner_references;
+  Labels labels{};
+  Labels annotations{};
+  std::vector<OwnerReference> owner_references{};
 };
 
 class Object;
@@ -67,8 +67,8 @@ struct KCACHE_EXPORT ParseOptions {
   // Written into objects that lack a top-level "apiVersion" or "kind": items
   // of built-in list responses omit both, and a cache should hold whole
   // objects. Empty: nothing is added. Default: empty.
-  std::string default_api_version;
-  std::string default_kind;
+  std::string default_api_version{};
+  std::string default_kind{};
 };
 
 class KCACHE_EXPORT Object {

@@ -34,7 +34,7 @@ struct KCACHE_EXPORT ListPagerOptions {
 class KCACHE_EXPORT ListPager {
  public:
   struct Result {
-    ObjectList list;         // continue_token empty
+    ObjectList list{};       // continue_token empty
     bool paginated = false;  // more than one page was requested
   };
 

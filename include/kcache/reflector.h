@@ -132,7 +132,7 @@ struct KCACHE_EXPORT ReflectorEvent {
 
 struct KCACHE_EXPORT ReflectorOptions {
   // Default: Clock::Real().
-  std::shared_ptr<Clock> clock;
+  std::shared_ptr<Clock> clock{};
   // LIST page size. Default: 500 (client-go's pager).
   int64_t page_size = 500;
   // Ask for a streaming list (sendInitialEvents) first; a server that
@@ -168,8 +168,8 @@ struct KCACHE_EXPORT ReflectorOptions {
   // When set, watch events whose object has another apiVersion or kind are
   // not applied but reported as kSkipped (client-go's expected GVK).
   // Default: empty, any.
-  std::string expected_api_version;
-  std::string expected_kind;
+  std::string expected_api_version{};
+  std::string expected_kind{};
   // Starting from a resume point, the reflector counts as synced once the
   // watch is quiet for this long (the server sends the backlog since the
   // resume point at once), or once it reaches the probe's resourceVersion.
@@ -200,7 +200,7 @@ struct KCACHE_EXPORT ReflectorOptions {
   // server_identity differs, the sink holds another cluster's objects and
   // resourceVersions: the reflector lists from "" instead of resuming.
   // Default: "" (unknown: resume).
-  std::string sink_identity;
+  std::string sink_identity{};
   // Watch events committed per write, at most. Default: 1,000.
   size_t max_batch = 1000;
   // A thread of the reflector's own reads and decodes each watch (and
@@ -246,7 +246,7 @@ struct KCACHE_EXPORT ReflectorStats {
   Clock::TimePoint last_applied{};
   // The server_identity the sink's contents were listed (or resumed) under;
   // "" if unknown or not asked.
-  std::string server_identity;
+  std::string server_identity{};
 };
 
 class KCACHE_EXPORT Reflector {

@@ -12,8 +12,8 @@
 namespace kcache {
 
 struct KCACHE_EXPORT GroupResource {
-  std::string group;     // "" for the core group
-  std::string resource;  // plural, lower case: "pods"
+  std::string group{};     // "" for the core group
+  std::string resource{};  // plural, lower case: "pods"
 
   // "pods", or "deployments.apps" for a named group.
   std::string String() const { return group.empty() ? resource : resource + "." + group; }
@@ -21,9 +21,9 @@ struct KCACHE_EXPORT GroupResource {
 };
 
 struct KCACHE_EXPORT GroupVersionResource {
-  std::string group;
-  std::string version;
-  std::string resource;
+  std::string group{};
+  std::string version{};
+  std::string resource{};
 
   GroupResource group_resource() const { return {group, resource}; }
   friend bool operator==(const GroupVersionResource&, const GroupVersionResource&) = default;
@@ -32,9 +32,9 @@ struct KCACHE_EXPORT GroupVersionResource {
 // A collection to list or watch: a resource, and a namespace for namespaced
 // resources ("" = all namespaces).
 struct KCACHE_EXPORT ResourceRef {
-  GroupVersionResource gvr;
+  GroupVersionResource gvr{};
   bool namespaced = true;
-  std::string namespace_;
+  std::string namespace_{};
 
   // "/api/v1/pods", "/api/v1/namespaces/ns/pods", "/apis/apps/v1/deployments".
   std::string CollectionPath() const {

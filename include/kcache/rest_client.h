@@ -30,7 +30,7 @@ namespace kcache {
 
 struct KCACHE_EXPORT RestClientOptions {
   // Sent as User-Agent. Default: "kcache/<version>".
-  std::string user_agent;
+  std::string user_agent{};
   // Limit for a whole non-watch request. Default: 60 s.
   std::chrono::milliseconds request_timeout{60000};
   // Limit for establishing a connection. Default: 10 s.
@@ -67,7 +67,7 @@ struct KCACHE_EXPORT RestClientOptions {
   // Default: 4 MiB.
   size_t watch_read_ahead_bytes = 4 << 20;
   // Applied to every object decoded from a list or watch.
-  ParseOptions parse;
+  ParseOptions parse{};
 };
 
 class KCACHE_EXPORT RestClient {

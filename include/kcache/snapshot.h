@@ -30,10 +30,10 @@ namespace kcache {
 struct KCACHE_EXPORT SnapshotManifest {
   int format_version = 0;  // of the file (docs/snapshot-format.md)
   int storage_format = 0;  // of the rows (docs/storage-format.md)
-  std::chrono::system_clock::time_point created;
-  std::optional<ClusterInfo> cluster;
+  std::chrono::system_clock::time_point created{};
+  std::optional<ClusterInfo> cluster{};
   // One per keyspace, sorted by name; bytes_on_disk is 0 (unknown).
-  std::vector<KeyspaceStats> resources;
+  std::vector<KeyspaceStats> resources{};
 };
 
 // How far an export, import or verification has got.
@@ -51,18 +51,18 @@ struct KCACHE_EXPORT ExportOptions {
   // 3 is about 10% smaller and half as fast).
   int zstd_level = 1;
   // Called after every block, on the exporting thread. Default: none.
-  SnapshotProgressFn progress;
+  SnapshotProgressFn progress{};
   // The manifest's creation time. Default (empty): the system clock.
   std::function<std::chrono::system_clock::time_point()> wall_clock;
   // Keyspaces left out of the file entirely (objects, indexes, resume
   // point), e.g. {"secrets"}. Default: none.
-  std::vector<std::string> exclude_keyspaces;
+  std::vector<std::string> exclude_keyspaces{};
 };
 
 struct KCACHE_EXPORT ImportOptions {
   // Options of the cache written. Default: CacheOptions{}.
-  CacheOptions cache;
-  SnapshotProgressFn progress;
+  CacheOptions cache{};
+  SnapshotProgressFn progress{};
 };
 
 // Writes every keyspace of `cache` to `path` as of one instant: a RocksDB
@@ -85,10 +85,10 @@ struct KCACHE_EXPORT SnapshotReadOptions {
   // first). Default: 32 MiB.
   size_t block_cache_bytes = size_t{32} << 20;
   // Called after every block of the verifying pass at open.
-  SnapshotProgressFn progress;
+  SnapshotProgressFn progress{};
   // The key-encryption key of a snapshot with encrypted keyspaces (see
   // VerifySnapshot). Default: none.
-  std::string key_encryption_key;
+  std::string key_encryption_key{};
 };
 
 // Opens the snapshot at `path` as a read-only Cache, without importing it.

@@ -50,9 +50,9 @@ KCACHE_EXPORT std::string_view StatusCodeName(StatusCode code);
 
 // One cause in a metav1.Status's details.causes.
 struct KCACHE_EXPORT StatusCause {
-  std::string type;     // "reason" in JSON: "ResourceVersionTooLarge", "FieldValueInvalid", ...
-  std::string message;  // human-readable, may be empty
-  std::string field;    // the field at fault, may be empty
+  std::string type{};     // "reason" in JSON: "ResourceVersionTooLarge", "FieldValueInvalid", ...
+  std::string message{};  // human-readable, may be empty
+  std::string field{};    // the field at fault, may be empty
   friend bool operator==(const StatusCause&, const StatusCause&) = default;
 };
 
@@ -60,14 +60,14 @@ struct KCACHE_EXPORT StatusCause {
 // became. Kept apart from the message so callers decide on code and reason,
 // never on text.
 struct KCACHE_EXPORT HttpError {
-  int http_code = 0;   // 0 when the error arrived as a watch ERROR event without one
-  std::string reason;  // metav1.Status reason: "Expired", "TooManyRequests", ...
+  int http_code = 0;     // 0 when the error arrived as a watch ERROR event without one
+  std::string reason{};  // metav1.Status reason: "Expired", "TooManyRequests", ...
   // From Retry-After or details.retryAfterSeconds, when given.
-  std::optional<int64_t> retry_after_seconds;
+  std::optional<int64_t> retry_after_seconds{};
   // metadata.continue of a 410 for an expired continue token, when given.
-  std::string continue_token;
+  std::string continue_token{};
   // details.causes, in the server's order.
-  std::vector<StatusCause> causes;
+  std::vector<StatusCause> causes{};
   // True if a cause has `type` (client-go's HasStatusCause).
   bool HasCause(std::string_view type) const {
     for (const StatusCause& c : causes) {

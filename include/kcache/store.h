@@ -51,9 +51,9 @@ class KCACHE_EXPORT ObjectIterator {
 struct KCACHE_EXPORT Transaction {
   enum class OpType { kAdd, kUpdate, kDelete };
   struct Op {
-    OpType type;
-    ObjectPtr object;  // for kDelete may be null when `key` is set
-    std::string key;   // kDelete only: deletes this key; empty = key of object
+    OpType type{};
+    ObjectPtr object{};  // for kDelete may be null when `key` is set
+    std::string key{};   // kDelete only: deletes this key; empty = key of object
   };
 
   std::vector<Op> ops;
@@ -69,16 +69,16 @@ struct KCACHE_EXPORT Transaction {
 
 // Which ops of a Transaction were committed.
 struct KCACHE_EXPORT TransactionResult {
-  std::vector<size_t> successful_indices;
+  std::vector<size_t> successful_indices{};
 };
 
 // One change made by Replace.
 struct KCACHE_EXPORT StoreChange {
   enum class Type { kAdded, kUpdated, kDeleted };
-  Type type;
-  std::string key;
-  ObjectPtr old_object;  // null for kAdded
-  ObjectPtr new_object;  // null for kDeleted
+  Type type{};
+  std::string key{};
+  ObjectPtr old_object{};  // null for kAdded
+  ObjectPtr new_object{};  // null for kDeleted
 };
 
 // What Replace did. Objects that did not change (the same resourceVersion
@@ -87,7 +87,7 @@ struct KCACHE_EXPORT StoreChange {
 // only unique within one cluster's history: an object of another cluster
 // with the same key may carry the same one.
 struct KCACHE_EXPORT ReplaceResult {
-  std::vector<StoreChange> changes;
+  std::vector<StoreChange> changes{};
   size_t unchanged = 0;
 };
 
@@ -123,7 +123,7 @@ class KCACHE_EXPORT ReplaceSession {
 struct KCACHE_EXPORT CutShortRelist {
   // What its last committed Checkpoint recorded; empty if none was, or if
   // what it wrote cannot be continued (the relist must start over).
-  std::string progress;
+  std::string progress{};
 };
 
 // Receives a relist's changes as they are committed, chunk by chunk, on the

@@ -29,7 +29,7 @@ struct KCACHE_EXPORT WatchEvent {
   // The object after the change; for kDeleted its last state with the
   // deletion's resourceVersion; for kBookmark only metadata.resourceVersion
   // (and annotations) are meaningful. Never null.
-  ObjectPtr object;
+  ObjectPtr object{};
 
   // True for the bookmark that ends a streaming list's initial events.
   bool IsInitialEventsEnd() const;

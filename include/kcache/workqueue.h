@@ -39,21 +39,21 @@ namespace kcache {
 
 struct KCACHE_EXPORT WorkQueueOptions {
   // Reported in metrics. Default: "".
-  std::string name;
+  std::string name{};
   // Default: RateLimiter::Default(clock).
-  std::shared_ptr<RateLimiter> rate_limiter;
+  std::shared_ptr<RateLimiter> rate_limiter{};
   // Times delays and latencies. Default: Clock::Real().
-  std::shared_ptr<Clock> clock;
+  std::shared_ptr<Clock> clock{};
 };
 
 // client-go's workqueue metrics.
 struct KCACHE_EXPORT WorkQueueMetrics {
-  std::string name;
-  size_t depth = 0;                // keys queued, not being processed
-  uint64_t adds = 0;               // keys queued (a key added while queued counts once)
-  uint64_t retries = 0;            // AddRateLimited calls
-  LatencyHistogram queue_latency;  // from queued to Get()
-  LatencyHistogram work_duration;  // from Get() to Done()
+  std::string name{};
+  size_t depth = 0;                  // keys queued, not being processed
+  uint64_t adds = 0;                 // keys queued (a key added while queued counts once)
+  uint64_t retries = 0;              // AddRateLimited calls
+  LatencyHistogram queue_latency{};  // from queued to Get()
+  LatencyHistogram work_duration{};  // from Get() to Done()
   // Seconds the keys being processed have been so far, summed, and the
   // longest of them (client-go's unfinished_work_seconds and
   // longest_running_processor_seconds).
