@@ -1,7 +1,7 @@
 #include "kcache/event_recorder.h"
 
 #include <condition_variable>
-#include <ctime>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "kcache/rest_client.h"
+#include "util/rfc3339.h"
 
 namespace kcache {
 namespace {
@@ -18,19 +20,7 @@ namespace {
 constexpr char kCombined[] = "(combined from similar events): ";
 constexpr size_t kMaxKeys = 4096;
 
-// metav1.Time: RFC 3339 in seconds, UTC.
-std::string Time(std::chrono::system_clock::time_point t) {
-  std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char out[64];
-  std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return out;
-}
-
-std::string Dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+using json::Dump;
 
 struct Pending {
   nlohmann::json involved;  // involvedObject
@@ -123,7 +113,6 @@ class Recorder final : public EventRecorder {
   struct Written {
     std::string name;
     int64_t count = 0;
-    std::string first;
   };
   // Similar events (one object, type and reason) seen in the window.
   struct Similar {
@@ -152,7 +141,7 @@ class Recorder final : public EventRecorder {
       key = similar_key + "\n" + kCombined;
     }
     const ResourceRef events{{"", "v1", "events"}, true, p.namespace_};
-    const std::string now = Time(p.at);
+    const std::string now = util::FormatRfc3339(p.at);  // metav1.Time
     auto w = written_events_.find(key);
     if (w != written_events_.end()) {
       nlohmann::json patch = {
@@ -186,7 +175,7 @@ class Recorder final : public EventRecorder {
                             {"reportingInstance", o_.host}};
     if (!o_.host.empty()) event["source"]["host"] = o_.host;
     if (!client_->Create(events, Dump(event)).ok()) return Outcome::kFailed;
-    written_events_[key] = Written{name, 1, now};
+    written_events_[key] = Written{name, 1};
     return Outcome::kCreated;
   }
 

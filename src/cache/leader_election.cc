@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "kcache/rest_client.h"
 
 namespace kcache {
@@ -67,9 +68,7 @@ nlohmann::json SpecOf(const LeaseRecord& r) {
   return spec;
 }
 
-std::string Dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+using json::Dump;
 
 class Elector final : public LeaderElector {
  public:

@@ -1,12 +1,12 @@
 #include "kcache/object_builder.h"
 
+#include "core/json_text.h"
+#include "util/strings.h"
+
 namespace kcache {
 namespace {
 
-// Never throws: invalid UTF-8 in a string is replaced (U+FFFD).
-std::string Dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+using json::Dump;
 
 // The value at `path` under `doc`, made (as objects) where absent or not an
 // object.
@@ -45,13 +45,7 @@ StatusOr<ObjectPtr> WithMap(const Object& object, const char* field, const Label
 }  // namespace
 
 FieldPath::FieldPath(std::string_view dotted) {
-  size_t from = 0;
-  for (;;) {
-    size_t dot = dotted.find('.', from);
-    keys_.emplace_back(dotted.substr(from, dot == std::string_view::npos ? dot : dot - from));
-    if (dot == std::string_view::npos) break;
-    from = dot + 1;
-  }
+  for (std::string_view key : Split(dotted, '.')) keys_.emplace_back(key);
 }
 
 ObjectBuilder::ObjectBuilder(std::string api_version, std::string kind)

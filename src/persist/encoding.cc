@@ -11,7 +11,7 @@ namespace kcache::storage {
 namespace {
 
 constexpr char kObjectRecordVersion = 0x01;
-constexpr char kSealedObjectRecordVersion = 0x02;
+constexpr char kSealedObjectRecordVersion = 0x02;  // IsSealedObject in encoding.h
 
 using util::GetVarint32;
 using util::PutVarint32;
@@ -149,15 +149,16 @@ Status OpenObject(const Keyring* keyring, std::string_view ks, std::string_view 
                   std::string_view record, std::string_view* rv, std::string_view* json,
                   std::string* buffer) {
   bool sealed = false;
-  KCACHE_RETURN_IF_ERROR(
-      DecodeObjectRecord(record, rv, json, &sealed).WithContext("keyspace " + std::string(ks)));
+  const auto what = [&] {
+    return "object " + std::string(key) + " of keyspace " + std::string(ks);
+  };
+  KCACHE_RETURN_IF_ERROR(DecodeObjectRecord(record, rv, json, &sealed).WithContext(what()));
   if (!sealed) return Status::OK();
-  const std::string what = "object " + std::string(key) + " of keyspace " + std::string(ks);
   if (!keyring) {
-    return Status::FailedPrecondition(what +
+    return Status::FailedPrecondition(what() +
                                       " is encrypted at rest, and no key-encryption key was given");
   }
-  KCACHE_ASSIGN_OR_RETURN(*buffer, keyring->Open(*json, ObjectSealContext(ks, key), what));
+  KCACHE_ASSIGN_OR_RETURN(*buffer, keyring->Open(*json, ObjectSealContext(ks, key), what()));
   *json = *buffer;
   return Status::OK();
 }

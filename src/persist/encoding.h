@@ -93,12 +93,15 @@ Status DecodeObject(std::string_view record, std::string_view* rv, std::string_v
 std::string EncodeSealedObject(std::string_view rv, std::string_view sealed);
 StatusOr<std::string> SealObject(const Keyring& keyring, std::string_view ks, std::string_view key,
                                  std::string_view rv, std::string_view json);
+// Whether `record` is a sealed object record (by its version byte).
+inline bool IsSealedObject(std::string_view record) { return !record.empty() && record[0] == 0x02; }
 // Splits either record; `body` is the json or the sealed json.
 Status DecodeObjectRecord(std::string_view record, std::string_view* rv, std::string_view* body,
                           bool* sealed);
 // Splits either record, opening a sealed one's json into `buffer` (which
 // `json` then views). FailedPrecondition for a sealed record and no
-// keyring or a locked one; Corruption for one that does not open.
+// keyring or a locked one; Corruption for one that is malformed or does not
+// open. Every error names the object: "object KEY of keyspace KS".
 Status OpenObject(const Keyring* keyring, std::string_view ks, std::string_view key,
                   std::string_view record, std::string_view* rv, std::string_view* json,
                   std::string* buffer);

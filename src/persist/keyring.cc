@@ -5,16 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "util/base64.h"
+#include "util/coding.h"
 
 namespace kcache::storage {
 namespace {
-
-std::string BigEndian64(uint64_t v) {
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (56 - 8 * i));
-  return out;
-}
 
 // A sealed payload's first byte: how the plaintext follows.
 constexpr char kRaw = 0x00;
@@ -56,7 +52,7 @@ std::string JournalSealContext(std::string_view ks, uint64_t rv, std::string_vie
   out.push_back('\0');
   out.append(ks);
   out.push_back('\0');
-  out.append(BigEndian64(rv));
+  util::PutBigEndian64(&out, rv);
   out.append(key);
   return out;
 }
@@ -120,7 +116,7 @@ std::string Keyring::Encode() const {
                         {"current", current_},
                         {"keys", std::move(keys)},
                         {"keyspaces", keyspaces_}};
-  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return json::Dump(doc);
 }
 
 EncryptionStatus Keyring::Describe() const {

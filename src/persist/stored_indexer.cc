@@ -58,9 +58,7 @@ class RowIterator final : public ObjectIterator {
     key_.assign(cursor_->key().substr(strip_));
     StatusOr<ObjectPtr> obj = via_index_ ? Lookup() : decode_(key_, cursor_->value());
     if (!obj.ok()) {
-      // Named once: a sealed object's errors name it already.
-      const bool named = obj.status().message().find("object " + key_) != std::string_view::npos;
-      status_ = named ? obj.status() : obj.status().WithContext("object " + key_);
+      status_ = obj.status();  // it names the object (StoredIndexer::Decode, Lookup)
       return;
     }
     obj_ = std::move(obj).value();
@@ -71,7 +69,7 @@ class RowIterator final : public ObjectIterator {
   StatusOr<ObjectPtr> Lookup() const {
     StatusOr<std::optional<std::string>> record =
         rows_->Get(Family::kObjects, ObjectKey(ks_, key_));
-    if (!record.ok()) return record.status().WithContext("read " + ks_);
+    if (!record.ok()) return record.status().WithContext("read object " + key_ + " of " + ks_);
     if (!*record) {
       return Status::Corruption("keyspace " + ks_ + ": index entry for missing object " + key_);
     }
@@ -208,13 +206,17 @@ Status StoredIndexer::HasIndex(std::string_view name) const {
 StatusOr<ObjectPtr> StoredIndexer::Decode(std::string_view key, std::string_view record) const {
   std::string_view rv, json;
   std::string opened;
-  const std::shared_ptr<const Keyring> keyring = rows_->keyring();
+  // The keyring only for a sealed record: a plain read (the hot path of
+  // lists) takes no lock for it.
+  const std::shared_ptr<const Keyring> keyring =
+      IsSealedObject(record) ? rows_->keyring() : nullptr;
   KCACHE_RETURN_IF_ERROR(OpenObject(keyring.get(), ks_, key, record, &rv, &json, &opened));
   // Validated when written, checksummed by RocksDB since: metadata only.
   StatusOr<ObjectPtr> obj = Object::ParseTrusted(json);
-  if (!obj.ok())
-    return Status::Corruption("keyspace " + ks_ +
+  if (!obj.ok()) {
+    return Status::Corruption("object " + std::string(key) + " of keyspace " + ks_ +
                               ": stored object: " + std::string(obj.status().message()));
+  }
   return obj;
 }
 

@@ -80,6 +80,7 @@ class StoredIndexer : public Indexer {
   // True if `name` is answered from the object keys (see IndexDef).
   bool FromKeys(std::string_view name) const;
   // The object of `record`, stored under `key` (a sealed one is opened).
+  // Errors name the object ("object KEY of keyspace KS").
   StatusOr<ObjectPtr> Decode(std::string_view key, std::string_view record) const;
 
   const std::shared_ptr<const Rows> rows_;

@@ -110,9 +110,10 @@ TEST(InformerTest, FirstSyncListsOnceThenWatches) {
   }
 }
 
-// Read-your-writes over opaque versions: WaitForResourceVersion refuses a
-// server that does not order its versions, WaitForObjectVersion waits for
-// the exact version (or the deletion) of one object.
+// Invariant 5 for read-your-writes: over opaque versions
+// WaitForResourceVersion, which compares as integers, refuses; the fallback,
+// WaitForObjectVersion, waits for one object's exact version (or its
+// deletion).
 TEST(InformerTest, WaitsForAnObjectsVersionWhereVersionsAreOpaque) {
   ServeFixture f;
   f.Create("a", "1");

@@ -220,16 +220,31 @@ TEST(InformerIntegrationTest, FactorySyncsALargeCompressedListBesideAnOpenWatch)
 
 // Create, update, relabel and delete while the informer runs: the cache and
 // a handler's mirror both end equal to what the API returns.
+// An informer of `api`'s config maps over keyspace "configmaps" of a new
+// cache in `dir`, not started; null (and a failure) if the cache fails.
+struct CacheInformer {
+  std::shared_ptr<Indexer> ks;
+  std::shared_ptr<SharedIndexInformer> informer;
+};
+CacheInformer NewCacheInformer(const Api& api, const std::string& dir) {
+  auto cache = Cache::Open(dir);
+  EXPECT_OK(cache) << cache.status();
+  if (!cache.ok()) return {};
+  auto ks = (*cache)->OpenKeyspace("configmaps");
+  EXPECT_OK(ks) << ks.status();
+  if (!ks.ok()) return {};
+  return {*ks, SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks,
+                                           Options())};
+}
+
 TEST(InformerIntegrationTest, CacheAndHandlersFollowTheApi) {
   Api api(Cluster::Get().Namespace("follow"));
   for (int i = 0; i < 10; ++i) api.Create("before-" + std::to_string(i));
   testing::TempDir dir;
-  auto cache = Cache::Open(dir.path());
-  ASSERT_OK(cache) << cache.status();
-  auto ks = (*cache)->OpenKeyspace("configmaps");
-  ASSERT_OK(ks);
-  auto informer =
-      SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
+  CacheInformer c = NewCacheInformer(api, dir.path());
+  ASSERT_TRUE(c.informer);
+  const std::shared_ptr<Indexer>& ks = c.ks;
+  const std::shared_ptr<SharedIndexInformer>& informer = c.informer;
   auto mirror = std::make_shared<Mirror>();
   ASSERT_OK(informer->AddEventHandler(mirror));
   ASSERT_OK(informer->Start());
@@ -242,13 +257,14 @@ TEST(InformerIntegrationTest, CacheAndHandlersFollowTheApi) {
   api.Delete("before-3");
   auto want = api.State();
   ASSERT_EQ(want.size(), 10u + 20u - 5u - 1u);
-  EXPECT_TRUE(Eventually([&] { return CacheState(**ks) == want && mirror->state() == want; }))
-      << ::testing::PrintToString(CacheState(**ks));
+  EXPECT_TRUE(Eventually([&] { return CacheState(*ks) == want && mirror->state() == want; }))
+      << ::testing::PrintToString(CacheState(*ks));
   EXPECT_EQ(informer->stats().lists, 1u);
   informer->Stop();
 }
 
-// Read-your-writes: after a write, WaitForResourceVersion returns once the
+// Read-your-writes (invariant 5: versions compared as integers, which
+// kube-apiserver promises): after a write, WaitForResourceVersion returns once the
 // informer's store holds what was written (the lister shows it), a version
 // the server has not reached yet is DeadlineExceeded, and GetStaleness
 // counts how far behind a write the store is.
@@ -256,12 +272,8 @@ TEST(InformerIntegrationTest, ReadYourWritesWaitsForTheWrittenVersion) {
   Api api(Cluster::Get().Namespace("ryw"));
   api.Create("a");
   testing::TempDir dir;
-  auto cache = Cache::Open(dir.path());
-  ASSERT_OK(cache) << cache.status();
-  auto ks = (*cache)->OpenKeyspace("configmaps");
-  ASSERT_OK(ks);
-  auto informer =
-      SharedIndexInformer::Create(NewListWatch(api.client(), ConfigMaps(api.ns())), *ks, Options());
+  std::shared_ptr<SharedIndexInformer> informer = NewCacheInformer(api, dir.path()).informer;
+  ASSERT_TRUE(informer);
   ASSERT_OK(informer->Start());
   ASSERT_TRUE(informer->WaitForSync(std::chrono::seconds(60)));
   const ResourceRef cms = ConfigMaps(api.ns());

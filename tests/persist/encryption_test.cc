@@ -182,7 +182,8 @@ TEST(EncryptionTest, WithTheKeyEverythingReadsBackWhole) {
   ASSERT_TRUE(journal->events[0].previous);
   EXPECT_EQ(journal->events[0].previous->resource_version(), "13");
   EXPECT_OK((*cache)->Verify());
-  // A relist that lists the same objects rewrites none of them.
+  // Invariant 3: a relist that lists the same objects rewrites none of
+  // them, sealed as they are (the compare opens them).
   auto relisted =
       (*secrets)->Replace({Secret("a", "12", kSecretValue), Secret("b", "11", kSecretValue),
                            Secret("c", "14", kSecretValue)},
@@ -202,6 +203,7 @@ TEST(EncryptionTest, WithTheKeyEverythingReadsBackWhole) {
   EXPECT_EQ(status->key_fingerprint, crypto::Key::FromBytes(key)->Fingerprint());
 }
 
+// Invariant 6: a missing or wrong key is a clear error that loses nothing.
 TEST(EncryptionTest, WithoutTheKeyOrWithAnotherReadsFailClearlyAndPlainKeyspacesStillRead) {
   TempDir dir;
   const std::string key = NewKey();
@@ -246,6 +248,7 @@ TEST(EncryptionTest, WithoutTheKeyOrWithAnotherReadsFailClearlyAndPlainKeyspaces
   EXPECT_EQ(wrong_reader.status().code(), StatusCode::kFailedPrecondition) << wrong_reader.status();
 }
 
+// Invariant 6: damage is named as damage, never read as data.
 TEST(EncryptionTest, DamageOrARecordMovedToAnotherKeyIsCorruption) {
   TempDir dir;
   const std::string key = NewKey();
@@ -339,9 +342,10 @@ TEST(EncryptionTest, RekeyRotatesTheDataKeyAndTheWrappingKeyWithoutARelist) {
   EXPECT_THAT((*a)->json(), HasSubstr(kSecretValue));
 }
 
-// Crash safety of key rotation and of sealing a plain keyspace: a process
-// killed at any instant of either leaves a cache whose every object reads
-// with the key it was opened with, and running again finishes the job.
+// Invariant 1 (a crash at any instant) for key rotation and for sealing a
+// plain keyspace: a process killed at any instant of either leaves a cache
+// that passes Verify and whose every object reads with the key it was
+// opened with, and running again finishes the job.
 TEST(EncryptionTest, SigkillDuringSealingOrRekeyLosesNoObjectAndRunningAgainFinishes) {
   TempDir dir;
   const std::string key = NewKey();
