@@ -90,6 +90,15 @@ struct KCACHE_EXPORT PrinterColumn {
   int32_t priority = 0;     // > 0: only in -o wide
 };
 
+// The part of a resource a keyspace holds: what its lists and watches
+// asked for.
+struct KCACHE_EXPORT ResourceSelection {
+  std::string namespace_{};      // "": every namespace
+  std::string label_selector{};  // "": every label
+  std::string field_selector{};  // "": every field
+  bool operator==(const ResourceSelection&) const = default;
+};
+
 // What a keyspace holds, recorded by whoever syncs it, so that offline
 // readers (kcache get, tree, snapshots) know kinds, scopes, names and
 // columns without a server.
@@ -106,6 +115,9 @@ struct KCACHE_EXPORT ResourceInfo {
   std::vector<PrinterColumn> printer_columns{};
   bool custom = false;                    // served from a CustomResourceDefinition
   std::vector<std::string> categories{};  // "all"; as discovery reported them
+  // The selection the keyspace's objects were listed with; unset where not
+  // recorded (by an older kcache, or by other code than InformerFactory).
+  std::optional<ResourceSelection> selection{};
 };
 
 // The cluster a cache mirrors, where known.

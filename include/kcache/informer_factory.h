@@ -58,6 +58,30 @@ struct KCACHE_EXPORT InformerFactoryOptions {
   bool check_cluster_identity = true;
 };
 
+// What one informer lists and watches where the factory's defaults do not
+// fit (controller-runtime's per-object cache options): a namespace and
+// selectors of its own, and a name that sets it apart from other informers
+// of the same resource.
+//
+// A keyspace records the selection its objects were listed with. An
+// informer whose selection is not the one recorded (the program changed
+// its selector) lists that keyspace again from the server instead of
+// resuming: objects no longer selected are deleted, unchanged ones are not
+// rewritten, other keyspaces keep their resume points. The new selection
+// is recorded once that list is committed; a process stopped before then
+// lists again on its next start.
+struct KCACHE_EXPORT ForResourceOptions {
+  // The informer's keyspace is "<group resource>#<name>" ("configmaps#owned")
+  // and "<group resource>" for "". Letters, digits, '-', '_' and '.' only.
+  // Default: "".
+  std::string name{};
+  // Replace the factory's namespace and selectors where set (an empty
+  // string: all namespaces, or no selector). Default: the factory's.
+  std::optional<std::string> namespace_{};
+  std::optional<std::string> label_selector{};
+  std::optional<std::string> field_selector{};
+};
+
 // The uid of the server's kube-system namespace: a cluster's identity. ""
 // if the namespace has none. Errors: the request's (403 without the right
 // to read it, 404 on a server without it).
@@ -84,14 +108,23 @@ class KCACHE_EXPORT InformerFactory {
 
   // The informer of the resource kubectl would call `name` ("pods", "po",
   // "deploy", "deployments.apps", "widgets.example.com"), resolved by the
-  // factory's Discovery. Created on first use, in keyspace
-  // GroupResource::String(); started by Start(), or at once if the factory
+  // factory's Discovery. Created on first use with the factory's namespace
+  // and selectors, in keyspace GroupResource::String(), which it then
+  // returns whatever options made it; started by Start(), or at once if the factory
   // has started already. Errors: NotFound for an unknown name,
   // InvalidArgument if it cannot be listed and watched, FailedPrecondition
   // after Stop().
   StatusOr<std::shared_ptr<SharedIndexInformer>> ForResource(std::string_view name);
   // The same for a resource already resolved.
   StatusOr<std::shared_ptr<SharedIndexInformer>> ForResource(const ApiResource& resource);
+  // The informer of `name` with options of its own, created on first use in
+  // its own keyspace (ForResourceOptions::name). InvalidArgument if the
+  // informer of that keyspace exists with another selection, or for a bad
+  // name; otherwise the errors of ForResource(name).
+  StatusOr<std::shared_ptr<SharedIndexInformer>> ForResource(std::string_view name,
+                                                             const ForResourceOptions& options);
+  StatusOr<std::shared_ptr<SharedIndexInformer>> ForResource(const ApiResource& resource,
+                                                             const ForResourceOptions& options);
 
   // The factory's client; made on first use when created from a RestConfig.
   StatusOr<std::shared_ptr<RestClient>> client();
@@ -110,7 +143,7 @@ class KCACHE_EXPORT InformerFactory {
   // (client-go's Shutdown.)
   void Stop();
 
-  // The informers by keyspace name.
+  // The informers by keyspace name ("pods", "configmaps#owned").
   std::map<std::string, std::shared_ptr<SharedIndexInformer>> informers() const;
   // Response bytes the factory's client received over the network
   // (RestClient::BytesReceived); 0 before the client is made.
@@ -120,6 +153,10 @@ class KCACHE_EXPORT InformerFactory {
   InformerFactory(RestConfig config, std::shared_ptr<RestClient> client,
                   std::shared_ptr<Cache> cache, InformerFactoryOptions options);
   StatusOr<std::shared_ptr<RestClient>> ClientLocked();
+  // ForResource's work; `options` null: the factory's selection, and the
+  // informer of the keyspace whatever its selection if it exists.
+  StatusOr<std::shared_ptr<SharedIndexInformer>> Make(const ApiResource& resource,
+                                                      const ForResourceOptions* options);
   // Records the cluster identity the informers hold, once they all hold
   // the same one (check_cluster_identity).
   void RecordIdentity();
@@ -131,6 +168,7 @@ class KCACHE_EXPORT InformerFactory {
   std::shared_ptr<RestClient> client_;                                     // guarded by mu_
   std::shared_ptr<const Discovery> discovery_;                             // guarded by mu_
   std::map<std::string, std::shared_ptr<SharedIndexInformer>> informers_;  // guarded by mu_
+  std::map<std::string, ResourceSelection> selections_;                    // guarded by mu_
   bool started_ = false;                                                   // guarded by mu_
   bool stopped_ = false;                                                   // guarded by mu_
   // The identity recorded in the cache; unset until the first informer.

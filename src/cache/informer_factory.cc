@@ -1,6 +1,7 @@
 #include "kcache/informer_factory.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <nlohmann/json.hpp>
 
@@ -75,16 +76,65 @@ ResourceInfo ResourceInfoOf(const ApiResource& resource) {
 StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(std::string_view name) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const Discovery> d, discovery());
   KCACHE_ASSIGN_OR_RETURN(ApiResource resource, d->Resolve(name));
-  return ForResource(resource);
+  return Make(resource, nullptr);
 }
 
 StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
     const ApiResource& resource) {
-  const std::string name = resource.gvr.group_resource().String();
+  return Make(resource, nullptr);
+}
+
+StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
+    std::string_view name, const ForResourceOptions& options) {
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const Discovery> d, discovery());
+  KCACHE_ASSIGN_OR_RETURN(ApiResource resource, d->Resolve(name));
+  return Make(resource, &options);
+}
+
+StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
+    const ApiResource& resource, const ForResourceOptions& options) {
+  return Make(resource, &options);
+}
+
+namespace {
+
+std::string Describe(const ResourceSelection& s) {
+  std::string d = s.namespace_.empty() ? "all namespaces" : "namespace " + s.namespace_;
+  d += s.label_selector.empty() ? ", no label selector" : ", -l " + s.label_selector;
+  if (!s.field_selector.empty()) d += ", --field-selector " + s.field_selector;
+  return d;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
+    const ApiResource& resource, const ForResourceOptions* options) {
+  std::string name = resource.gvr.group_resource().String();
+  ResourceSelection want{options_.namespace_, options_.label_selector, options_.field_selector};
+  if (options) {
+    for (char c : options->name) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+        return Status::InvalidArgument("informer name \"" + options->name + "\" of " + name +
+                                       ": only letters, digits, '-', '_' and '.' may be used");
+      }
+    }
+    if (!options->name.empty()) name += "#" + options->name;
+    if (options->namespace_) want.namespace_ = *options->namespace_;
+    if (options->label_selector) want.label_selector = *options->label_selector;
+    if (options->field_selector) want.field_selector = *options->field_selector;
+  }
+  if (!resource.namespaced) want.namespace_.clear();
   std::lock_guard l(mu_);
   if (stopped_)
     return Status::FailedPrecondition("informer factory stopped: no informer for " + name);
-  if (auto it = informers_.find(name); it != informers_.end()) return it->second;
+  if (auto it = informers_.find(name); it != informers_.end()) {
+    if (options && selections_[name] != want) {
+      return Status::InvalidArgument(
+          "the informer " + name + " exists with " + Describe(selections_[name]) + ", not " +
+          Describe(want) + ": give this one a name of its own (ForResourceOptions::name)");
+    }
+    return it->second;
+  }
   if (!resource.Supports("list") || !resource.Supports("watch")) {
     return Status::InvalidArgument("resource " + name + " does not support list and watch");
   }
@@ -98,10 +148,22 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
   std::shared_ptr<RestClient> client = base->WithParseOptions(parse);
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer,
                           cache_->OpenKeyspace(name, options_.keyspace));
-  // Offline readers (kcache get, tree, snapshots) learn kinds and scopes here.
-  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, ResourceInfoOf(resource)));
-  auto lw = NewListWatch(std::move(client), resource.Ref(options_.namespace_),
-                         options_.label_selector, options_.field_selector);
+  // The selection the keyspace's objects were listed with, if recorded.
+  std::optional<ResourceSelection> held;
+  if (StatusOr<KeyspaceStats> st = cache_->Stats(name); st.ok()) {
+    if (st->resource) held = st->resource->selection;
+  } else if (st.status().code() != StatusCode::kNotFound) {
+    return st.status();
+  }
+  const bool reselect = held && *held != want;
+  // Offline readers (kcache get, tree, snapshots) learn kinds and scopes
+  // here. A new selection is recorded only once listed (below).
+  ResourceInfo info = ResourceInfoOf(resource);
+  info.selection = reselect ? held : want;
+  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, info));
+  info.selection = want;
+  auto lw = NewListWatch(std::move(client), resource.Ref(want.namespace_), want.label_selector,
+                         want.field_selector);
   InformerOptions io = options_.informer;
   // Watch events of another kind are skipped, as client-go's typed
   // informers do.
@@ -109,8 +171,8 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
   io.reflector.expected_kind = resource.kind;
   if (options_.check_cluster_identity) {
     if (!recorded_identity_) {
-      KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> info, cache_->GetClusterInfo());
-      recorded_identity_ = info ? info->uid : "";
+      KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> cluster, cache_->GetClusterInfo());
+      recorded_identity_ = cluster ? cluster->uid : "";
     }
     if (io.reflector.sink_identity.empty()) io.reflector.sink_identity = *recorded_identity_;
     if (!io.reflector.server_identity) {
@@ -124,9 +186,40 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
         RecordIdentity();
     };
   }
+  if (reselect) {
+    // The keyspace holds another selection's objects: list, and record the
+    // new selection once the list is committed. A failed record is
+    // reported, and costs one more list on the next start.
+    io.reflector.resume = false;
+    io.reflector.on_event = [cache = cache_, name, info, user = io.reflector.on_event,
+                             why = " (listed with " + Describe(*held) + " before, now " +
+                                   Describe(want) + ": listed again, not resumed)",
+                             recorded = false](const ReflectorEvent& e) mutable {
+      if (e.type != ReflectorEvent::Type::kListed || recorded) {
+        if (user) user(e);
+        return;
+      }
+      // Only the selection changes: others may have added to the record
+      // since (kcache sync: a custom resource's columns).
+      ResourceInfo now = info;
+      if (StatusOr<KeyspaceStats> ks = cache->Stats(name); ks.ok() && ks->resource) {
+        now = *ks->resource;
+        now.selection = info.selection;
+      }
+      Status st = cache->SetResourceInfo(name, now);
+      recorded = st.ok();
+      if (!user) return;
+      user(ReflectorEvent{e.type, e.message + why});
+      if (!st.ok()) {
+        user(ReflectorEvent{ReflectorEvent::Type::kError,
+                            name + ": recording its selection: " + st.ToString()});
+      }
+    };
+  }
   auto informer = SharedIndexInformer::Create(std::move(lw), std::move(indexer), std::move(io));
   if (started_) KCACHE_RETURN_IF_ERROR(informer->Start());
   informers_[name] = informer;
+  selections_[name] = want;
   return informer;
 }
 

@@ -205,6 +205,11 @@ nlohmann::json ResourceInfoToJson(const ResourceInfo& info) {
   if (!info.short_names.empty()) j["shortNames"] = info.short_names;
   if (info.custom) j["custom"] = true;
   if (!info.categories.empty()) j["categories"] = info.categories;
+  if (info.selection) {
+    j["selection"] = {{"namespace", info.selection->namespace_},
+                      {"labelSelector", info.selection->label_selector},
+                      {"fieldSelector", info.selection->field_selector}};
+  }
   for (const PrinterColumn& c : info.printer_columns) {
     nlohmann::json col = {{"name", c.name}, {"type", c.type}, {"jsonPath", c.json_path}};
     if (!c.format.empty()) col["format"] = c.format;
@@ -232,6 +237,10 @@ ResourceInfo ResourceInfoFromJson(const nlohmann::json& j) {
     for (const nlohmann::json& n : *it) {
       if (n.is_string()) r.categories.push_back(n.get<std::string>());
     }
+  }
+  if (auto it = j.find("selection"); it != j.end() && it->is_object()) {
+    r.selection = ResourceSelection{it->value("namespace", ""), it->value("labelSelector", ""),
+                                    it->value("fieldSelector", "")};
   }
   if (auto it = j.find("printerColumns"); it != j.end() && it->is_array()) {
     for (const nlohmann::json& c : *it) {

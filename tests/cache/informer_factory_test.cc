@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "testing/process_stats.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
@@ -157,6 +161,144 @@ TEST(InformerFactoryTest, AClientThatCannotBeMadeIsAnErrorOfForResource) {
   auto got = factory->ForResource("pods");
   EXPECT_FALSE(got.ok());
   EXPECT_THAT(got.status().message(), HasSubstr("missing-ca.crt"));
+}
+
+// Creates configmap `name` labelled role=`role` in namespace default.
+void CreateWithRole(ServeFixture& serve, const std::string& name, const std::string& role) {
+  auto r =
+      serve.client->Do("POST", "/api/v1/namespaces/default/configmaps",
+                       ServeFixture::ConfigMapJson(name, "v", R"({"role":")" + role + R"("})"));
+  ASSERT_OK(r) << r.status();
+}
+
+std::vector<std::string> Names(SharedIndexInformer& informer) {
+  std::vector<std::string> out;
+  auto all = informer.GetLister().List(LabelSelector::Everything());
+  EXPECT_OK(all);
+  if (all.ok()) {
+    for (const ObjectPtr& o : *all) out.push_back(o->name());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Two informers of one resource with different selectors share the factory
+// and the cache, each in a keyspace of its own that records its selection.
+TEST(InformerFactoryTest, PerInformerSelectorsEachHaveAKeyspaceOfTheirOwn) {
+  Fixture f;
+  CreateWithRole(f.serve, "src-1", "source");
+  CreateWithRole(f.serve, "src-2", "source");
+  CreateWithRole(f.serve, "out-1", "derived");
+  auto factory = f.NewFactory();
+  auto sources =
+      factory->ForResource("configmaps", {.name = "sources", .label_selector = "role=source"});
+  ASSERT_OK(sources);
+  auto derived = factory->ForResource("cm", {.name = "derived", .label_selector = "role=derived"});
+  ASSERT_OK(derived);
+  auto pods = factory->ForResource("pods");
+  ASSERT_OK(pods);
+  ASSERT_OK(factory->Start());
+  ASSERT_OK(factory->WaitForCacheSync(20s));
+  EXPECT_EQ(Names(**sources), (std::vector<std::string>{"src-1", "src-2"}));
+  EXPECT_EQ(Names(**derived), (std::vector<std::string>{"out-1"}));
+  std::vector<std::string> names;
+  for (const auto& [name, informer] : factory->informers()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"configmaps#derived", "configmaps#sources", "pods"}));
+
+  // The same options give the same informer; other ones under its name are
+  // refused, naming both selections; a plain ForResource takes what is there.
+  auto again =
+      factory->ForResource("configmaps", {.name = "sources", .label_selector = "role=source"});
+  ASSERT_OK(again);
+  EXPECT_EQ(*again, *sources);
+  EXPECT_THAT(
+      factory->ForResource("configmaps", {.name = "sources", .label_selector = "role=x"}).status(),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("configmaps#sources exists with all namespaces, -l role=source, "
+                         "not all namespaces, -l role=x")));
+  EXPECT_THAT(factory->ForResource("pods", {.label_selector = "app=a"}).status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("pods exists with")));
+  auto plain = factory->ForResource("pods");
+  ASSERT_OK(plain);
+  EXPECT_EQ(*plain, *pods);
+  EXPECT_THAT(factory->ForResource("configmaps", {.name = "a/b"}).status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr(R"(informer name "a/b")")));
+
+  // Changes reach the informer whose selector they match.
+  CreateWithRole(f.serve, "src-3", "source");
+  ASSERT_TRUE(Eventually([&] { return Names(**sources).size() == 3; }));
+  EXPECT_EQ(Names(**derived), (std::vector<std::string>{"out-1"}));
+  factory->Stop();
+
+  auto stats = f.cache->Stats("configmaps#sources");
+  ASSERT_OK(stats);
+  ASSERT_TRUE(stats->resource.has_value());
+  EXPECT_EQ(stats->resource->resource, "configmaps");
+  ASSERT_TRUE(stats->resource->selection.has_value());
+  EXPECT_EQ(*stats->resource->selection, (ResourceSelection{"", "role=source", ""}));
+}
+
+// A selector that changed between two starts lists that keyspace again
+// (objects no longer selected are deleted, with handler calls); the other
+// keyspaces resume without a LIST, and so does the next start.
+TEST(InformerFactoryTest, ASelectorChangeRelistsOnlyItsKeyspaceOnRestart) {
+  Fixture f;
+  CreateWithRole(f.serve, "src-1", "source");
+  CreateWithRole(f.serve, "src-2", "source");
+  CreateWithRole(f.serve, "out-1", "derived");
+  struct Run {
+    std::vector<std::string> names;
+    ReflectorStats selected, pods;
+    int deletes = 0;
+    std::vector<std::string> events;
+  };
+  auto start = [&](const std::string& role) {
+    Run run;
+    InformerFactoryOptions o;
+    o.informer.reflector.on_event = [&run](const ReflectorEvent& e) {
+      run.events.push_back(e.message);
+    };
+    RestConfig config;
+    config.server = f.serve.server->url();
+    auto factory = InformerFactory::Create(config, f.cache, o);
+    auto selected =
+        factory->ForResource("configmaps", {.name = "mine", .label_selector = "role=" + role});
+    EXPECT_OK(selected);
+    auto pods = factory->ForResource("pods");
+    EXPECT_OK(pods);
+    auto handler = std::make_shared<RecordingHandler>();
+    EXPECT_OK((*selected)->AddEventHandler(handler));
+    EXPECT_OK(factory->Start());
+    EXPECT_OK(factory->WaitForCacheSync(20s));
+    factory->Stop();
+    run.names = Names(**selected);
+    run.selected = (*selected)->stats();
+    run.pods = (*pods)->stats();
+    for (const auto& call : handler->calls()) run.deletes += call.rfind("delete", 0) == 0;
+    return run;
+  };
+  Run first = start("source");
+  EXPECT_EQ(first.names, (std::vector<std::string>{"src-1", "src-2"}));
+  EXPECT_EQ(first.selected.lists, 1u);
+
+  Run changed = start("derived");
+  EXPECT_EQ(changed.names, (std::vector<std::string>{"out-1"}));
+  EXPECT_EQ(changed.selected.lists, 1u) << "listed again, not resumed";
+  EXPECT_EQ(changed.selected.probes, 0u);
+  EXPECT_EQ(changed.deletes, 2) << "src-1 and src-2 are no longer selected";
+  EXPECT_EQ(changed.pods.lists, 0u) << "another keyspace resumes";
+  EXPECT_EQ(changed.pods.probes, 1u);
+  bool said = false;
+  for (const std::string& m : changed.events)
+    said |= m.find(
+                "listed with all namespaces, -l role=source before, now all namespaces, "
+                "-l role=derived") != std::string::npos;
+  EXPECT_TRUE(said) << "the list says why it was not a resume";
+
+  Run same = start("derived");
+  EXPECT_EQ(same.names, (std::vector<std::string>{"out-1"}));
+  EXPECT_EQ(same.selected.lists, 0u) << "the new selection was recorded: resumed";
+  EXPECT_EQ(same.selected.probes, 1u);
 }
 
 }  // namespace

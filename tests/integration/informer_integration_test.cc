@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -177,6 +178,64 @@ TEST(InformerIntegrationTest, FactoryListsACacheOfAnotherClusterAgainAndRecordsT
   EXPECT_EQ(unchecked.probes, 1u) << "unchecked: resumed";
   EXPECT_EQ(unchecked.lists, 0u);
   EXPECT_EQ(recorded, "another-cluster");
+}
+
+// Per-informer selectors against the real kube-apiserver: two informers of
+// configmaps on one factory and cache, one selected by label, each in its
+// own keyspace. Restarted with another selector, only the selected
+// keyspace lists again (what is no longer selected is deleted); the plain
+// one resumes, and the start after resumes both.
+TEST(InformerIntegrationTest, FactorySelectorsPerInformerAndASelectorChangeRelistsOneKeyspace) {
+  Api api(Cluster::Get().Namespace("selectors"));
+  api.Create("a-1");
+  api.Create("a-2");
+  api.Create("b-1");
+  api.Update("b-1", "1", "b");
+  testing::TempDir dir;
+  struct Run {
+    std::vector<std::string> mine;
+    size_t all = 0;
+    ReflectorStats mine_stats, all_stats;
+  };
+  auto start = [&](const std::string& track) {
+    Run run;
+    auto cache = Cache::Open(dir.path());
+    EXPECT_OK(cache);
+    auto factory = InformerFactory::Create(Cluster::Get().AdminConfig(), *cache,
+                                           {.namespace_ = api.ns(), .informer = Options()});
+    auto mine =
+        factory->ForResource("configmaps", {.name = "mine", .label_selector = "track=" + track});
+    EXPECT_OK(mine);
+    auto all = factory->ForResource("configmaps");
+    EXPECT_OK(all);
+    EXPECT_OK(factory->Start());
+    EXPECT_OK(factory->WaitForCacheSync(std::chrono::seconds(60)));
+    factory->Stop();
+    auto listed = (*mine)->GetLister().List(LabelSelector::Everything());
+    EXPECT_OK(listed);
+    for (const ObjectPtr& o : *listed) run.mine.push_back(o->name());
+    std::sort(run.mine.begin(), run.mine.end());
+    run.all = CacheState(*(*all)->GetIndexer()).size();
+    run.mine_stats = (*mine)->stats();
+    run.all_stats = (*all)->stats();
+    return run;
+  };
+  Run first = start("a");
+  EXPECT_EQ(first.mine, (std::vector<std::string>{"a-1", "a-2"}));
+  EXPECT_EQ(first.all, 3u);
+
+  Run changed = start("b");
+  EXPECT_EQ(changed.mine, (std::vector<std::string>{"b-1"}));
+  EXPECT_EQ(changed.mine_stats.lists, 1u) << "a new selector: listed again";
+  EXPECT_EQ(changed.mine_stats.probes, 0u);
+  EXPECT_EQ(changed.all_stats.lists, 0u) << "the other keyspace resumes";
+  EXPECT_EQ(changed.all_stats.probes, 1u);
+  EXPECT_EQ(changed.all, 3u);
+
+  Run same = start("b");
+  EXPECT_EQ(same.mine, (std::vector<std::string>{"b-1"}));
+  EXPECT_EQ(same.mine_stats.lists, 0u) << "the new selector was recorded";
+  EXPECT_EQ(same.mine_stats.probes, 1u);
 }
 
 // A large LIST, paged, while another informer of the factory already

@@ -103,6 +103,12 @@ StatusOr<std::string> Source::Resolve(std::string name) const {
     if (r.group.empty()) return name == n + "." + r.version;
     return name == n + "." + r.group || name == n + "." + r.version + "." + r.group;
   };
+  // A keyspace by its name: one of several informers of a resource
+  // ("configmaps#owned"). Otherwise the resource's own keyspace comes
+  // first, as it sorts before its named ones.
+  for (const KeyspaceStats& ks : keyspaces_) {
+    if (AsciiLower(ks.name) == name) return ks.name;
+  }
   for (const KeyspaceStats& ks : keyspaces_) {
     if (ks.resource && matches(ks.resource->resource, *ks.resource)) return ks.name;
   }
@@ -134,7 +140,8 @@ std::vector<std::string> Source::Category(std::string name) const {
   bool recorded = false;
   std::vector<const KeyspaceStats*> members;
   for (const KeyspaceStats& ks : keyspaces_) {
-    if (!ks.resource) continue;
+    // A named informer's keyspace repeats part of its resource's.
+    if (!ks.resource || ks.name.find('#') != std::string::npos) continue;
     const std::vector<std::string>& c = ks.resource->categories;
     recorded = recorded || !c.empty();
     if (std::find(c.begin(), c.end(), name) != c.end()) members.push_back(&ks);

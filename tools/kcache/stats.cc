@@ -61,6 +61,23 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
   }
   PrintTable(rows, out);
 
+  // What a keyspace synced with a namespace or selectors holds is part of
+  // its resource only.
+  std::vector<std::vector<std::string>> selected = {
+      {"RESOURCE", "NAMESPACE", "LABEL SELECTOR", "FIELD SELECTOR"}};
+  for (const KeyspaceStats& ks : source->keyspaces()) {
+    if (!ks.resource || !ks.resource->selection || *ks.resource->selection == ResourceSelection{})
+      continue;
+    const ResourceSelection& s = *ks.resource->selection;
+    auto or_none = [](const std::string& v) { return v.empty() ? std::string("<all>") : v; };
+    selected.push_back(
+        {ks.name, or_none(s.namespace_), or_none(s.label_selector), or_none(s.field_selector)});
+  }
+  if (selected.size() > 1) {
+    out << "\n";
+    PrintTable(selected, out);
+  }
+
   // Per namespace: one pass over each namespaced keyspace (or over one
   // namespace's key range, with -n).
   std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>>

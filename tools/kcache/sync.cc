@@ -349,8 +349,16 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     // The factory recorded names and scope; custom resources add their
     // table columns, for offline readers (kcache get).
     if (BuiltInGroup(r.gvr.group)) continue;
-    KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo(
-        r.gvr.group_resource().String(), DescribeResource(*client, r, ResourceInfoOf(r), say)));
+    const std::string keyspace = r.gvr.group_resource().String();
+    // The selection as the factory recorded it: this one for a new keyspace,
+    // the one held until a relist commits for a keyspace of another.
+    ResourceInfo info = ResourceInfoOf(r);
+    info.selection =
+        ResourceSelection{r.namespaced ? fo.namespace_ : "", fo.label_selector, fo.field_selector};
+    if (StatusOr<KeyspaceStats> ks = cache->Stats(keyspace); ks.ok() && ks->resource)
+      info.selection = ks->resource->selection;
+    KCACHE_RETURN_IF_ERROR(
+        cache->SetResourceInfo(keyspace, DescribeResource(*client, r, std::move(info), say)));
   }
   say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +
       " into " + options.cache_dir);

@@ -1137,4 +1137,55 @@ TEST(KcacheToolTest, GetAllExpandsTheRecordedCategoryInDiscoveryOrder) {
   }
 }
 
+// A sync records the namespace and selectors it was given (kcache stats
+// shows them); a sync with other ones lists that resource again instead of
+// resuming (what is no longer selected goes), and the next one resumes. A
+// keyspace of a named informer ("pods#mine") is read by its name.
+TEST(KcacheToolTest, SyncRecordsItsSelectionAndAnotherOneListsAgain) {
+  ServeProcess s = StartServe(
+      "--listen 127.0.0.1:0 --pods 30 --namespaces 3 --nodes 2 --creates 0 --updates 0 "
+      "--relabels 0 --deletes 0");
+  ASSERT_FALSE(s.url.empty()) << s.banner;
+  kcache::testing::TempDir dir;
+  const std::string cache = dir.Sub("cache");
+  auto sync = [&](const std::string& ns) {
+    Result r = Kcache("sync pods -n " + ns + " --server " + s.url + " --cache " + cache +
+                      " --until-synced");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.output;
+  };
+  sync("ns-1");
+  Result stats = Kcache("stats --cache " + cache);
+  EXPECT_NE(stats.output.find("RESOURCE   NAMESPACE   LABEL SELECTOR   FIELD SELECTOR\n"
+                              "pods       ns-1        <all>            <all>\n"),
+            std::string::npos)
+      << stats.output;
+  std::string changed = sync("ns-0");
+  EXPECT_NE(changed.find("(listed with namespace ns-1, no label selector before, now namespace "
+                         "ns-0, no label selector: listed again, not resumed)"),
+            std::string::npos)
+      << changed;
+  Result got = Kcache("get pods -A --no-headers --cache " + cache);
+  EXPECT_EQ(std::count(got.output.begin(), got.output.end(), '\n'), 20) << got.output;
+  EXPECT_EQ(got.output.find("ns-1"), std::string::npos) << got.output;
+  std::string same = sync("ns-0");
+  EXPECT_NE(same.find("resuming the watch from resourceVersion"), std::string::npos) << same;
+
+  {
+    auto c = kcache::Cache::Open(cache);
+    ASSERT_OK(c);
+    kcache::ResourceInfo info{"", "v1", "pods", "Pod", true};
+    info.selection = kcache::ResourceSelection{"", "app=x", ""};
+    ASSERT_OK((*c)->SetResourceInfo("pods#mine", info));
+    auto ks = (*c)->OpenKeyspace("pods#mine");
+    ASSERT_OK(ks);
+    ASSERT_OK((*ks)->Add(kcache::testing::MakeObject(
+        R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"mine","namespace":"a","resourceVersion":"1"}})")));
+  }
+  Result mine = Kcache("get pods#mine -A -o name --cache " + cache);
+  EXPECT_EQ(mine.output, "pod/mine\n");
+  Result plain = Kcache("get pods -A -o name --cache " + cache);
+  EXPECT_EQ(std::count(plain.output.begin(), plain.output.end(), '\n'), 20) << plain.output;
+}
+
 }  // namespace
