@@ -495,7 +495,9 @@ class ReflectorImpl final : public Reflector {
       n0 = from->objects;
       bytes0 = from->bytes;
     } else {
-      KCACHE_ASSIGN_OR_RETURN(session, sink_->BeginReplace());
+      // The session begins with the first page: a LIST refused outright
+      // (a selector the server rejects, the server unreachable) leaves the
+      // sink as it was, resume point included.
       o.resource_version = rv;
       if (!rv.empty() && rv != "0") o.resource_version_match = "NotOlderThan";
     }
@@ -507,6 +509,9 @@ class ReflectorImpl final : public Reflector {
         [&](ObjectList& page) -> Status {
           if (first) list_rv = page.resource_version;
           first = false;
+          if (!session) {
+            KCACHE_ASSIGN_OR_RETURN(session, sink_->BeginReplace());
+          }
           for (ObjectPtr& obj : page.items) {
             ++n;
             bytes += obj->byte_size();
@@ -531,7 +536,6 @@ class ReflectorImpl final : public Reflector {
           first = true;
           continued = false;
           Listing(0, 0);
-          KCACHE_ASSIGN_OR_RETURN(session, sink_->BeginReplace());
           return Status::OK();
         });
     if (!st.ok()) {
