@@ -1,271 +1,199 @@
-// A controller built against an installed kcache: every namespace whose
-// labels match a selector gets a ConfigMap with the given data, owned by the
-// namespace (so it goes when the namespace goes); a namespace that stops
-// matching loses it; a ConfigMap changed by hand is put back.
-//
-//   controller [--kubeconfig FILE | --server URL] --cache DIR
-//              [--selector kcache.io/config=enabled] [--configmap kcache-config]
-//              [--data KEY=VALUE]... [--workers 2] [--reconcile-delay-ms 0]
-//
-// The shape is client-go's sample-controller: informers on two resources,
-// handlers that queue namespace names, workers that reconcile one name at a
-// time from the listers and write through the factory's client, retrying
-// conflicts with backoff. The informers live in a kcache Cache: a restart
-// resumes their watches with no LIST, hears only what changed while it was
-// down (kChangesOnly) and makes one pass over the cached namespaces to
-// finish what the previous run left undone. SIGINT or SIGTERM stop it after
-// the work in progress.
+// A controller built against an installed kcache, in client-go's
+// sample-controller shape: every namespace whose labels match a selector
+// gets a ConfigMap with the given data, owned by the namespace; one that
+// stops matching loses it; a ConfigMap changed by hand is put back. The
+// informers live in a kcache Cache: a restart resumes their watches with no
+// LIST. Replicas elect a leader over a Lease and only it reconciles; each
+// write becomes an Event and is waited for in the cache (read-your-writes).
+//   controller --cache DIR [--kubeconfig F | --server URL] [--selector S] [--configmap N]
+//     [--data K=V]... [--workers 2] [--reconcile-delay-ms 0] [--lease-duration-ms 15000] ...
 
-#include <kcache/cache.h>
 #include <kcache/client_flags.h>
+#include <kcache/event_recorder.h>
 #include <kcache/exit_on_error.h>
 #include <kcache/informer_factory.h>
-#include <kcache/label_selector.h>
+#include <kcache/leader_election.h>
 #include <kcache/object_builder.h>
 #include <kcache/owner.h>
-#include <kcache/rest_config.h>
 #include <kcache/signals.h>
 #include <kcache/workqueue.h>
 #include <signal.h>
+#include <unistd.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <cstring>
 #include <iostream>
-#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <string>
+#include <syncstream>
 #include <thread>
-#include <vector>
 
 namespace {
 
 using kcache::ObjectPtr;
 using kcache::Status;
+using namespace std::chrono_literals;
 
+// --NAME VALUE pairs; --data KEY=VALUE may repeat.
 struct Flags {
   kcache::KubeconfigOptions kubeconfig;
-  std::string cache_dir;
-  std::string selector = "kcache.io/config=enabled";
-  std::string configmap = "kcache-config";
+  // clang-format off
+  std::map<std::string, std::string> values = {{"cache", ""}, {"selector", "kcache.io/config=enabled"},
+      {"configmap", "kcache-config"}, {"workers", "2"}, {"reconcile-delay-ms", "0"},
+      {"lease-namespace", "default"}, {"lease-duration-ms", "15000"}};
+  // clang-format on
   std::map<std::string, std::string> data;
-  int workers = 2;
-  std::chrono::milliseconds reconcile_delay{0};  // to watch it work, and to test kills mid-work
+  const std::string& operator[](const std::string& name) const { return values.at(name); }
+  int Int(const std::string& name) const { return std::atoi(values.at(name).c_str()); }
 };
 
-std::mutex log_mu;
-void Log(const std::string& line) {
-  std::lock_guard l(log_mu);
-  std::cout << line << std::endl;
-}
+void Log(const std::string& line) { std::osyncstream(std::cout) << line << std::endl; }
 
-class Controller {
- public:
-  Controller(Flags flags, kcache::LabelSelector selector,
-             std::shared_ptr<kcache::RestClient> client, kcache::Lister namespaces,
-             kcache::Lister configmaps)
-      : flags_(std::move(flags)),
-        selector_(std::move(selector)),
-        client_(std::move(client)),
-        namespaces_(std::move(namespaces)),
-        configmaps_(std::move(configmaps)),
-        queue_(kcache::WorkQueue::Create(QueueOptions())) {}
+// Reads come from the informers' listers; only writes go to the server.
+struct Controller {
+  const Flags& flags;
+  const std::shared_ptr<kcache::RestClient> client;
+  const std::shared_ptr<kcache::SharedIndexInformer> namespaces, configmaps;
+  const std::shared_ptr<kcache::EventRecorder> events;
+  const std::shared_ptr<kcache::WorkQueue> queue =
+      kcache::WorkQueue::Create({.name = "namespaces"});
+  std::once_flag first{};
 
-  std::shared_ptr<kcache::WorkQueue> queue() const { return queue_; }
-
-  static kcache::WorkQueueOptions QueueOptions() {
-    kcache::WorkQueueOptions o;
-    o.name = "namespaces";  // the default rate limiter: 5 ms doubling, 10 qps overall
-    return o;
-  }
-
-  // Runs one worker until the queue shuts down.
-  void Work() {
-    while (auto ns = queue_->Get()) {
-      Status st = Reconcile(*ns);
-      if (st.ok()) {
-        queue_->Forget(*ns);
-      } else {
-        Log("retrying " + *ns + " (" + std::to_string(queue_->NumRequeues(*ns) + 1) +
-            "): " + st.ToString());
-        queue_->AddRateLimited(*ns);
-      }
-      queue_->Done(*ns);
-      std::call_once(first_, [] { Log("first reconcile"); });
-    }
-  }
-
- private:
-  // Makes namespace `ns`'s ConfigMap what it should be. Reads come from the
-  // listers (the local cache); only writes go to the server.
-  Status Reconcile(const std::string& ns) {
-    std::this_thread::sleep_for(flags_.reconcile_delay);
-    auto owner = namespaces_.Get(ns);
-    if (!owner.ok() && !owner.status().IsNotFound()) return owner.status();
-    bool wanted = owner.ok() && (*owner)->meta().deletion_timestamp.empty() &&
-                  selector_.Matches((*owner)->labels());
-    auto current = configmaps_.Namespace(ns).Get(flags_.configmap);
-    if (!current.ok() && !current.status().IsNotFound()) return current.status();
-    const kcache::ResourceRef ref = kcache::builtin::ConfigMaps(ns);
-
-    if (!wanted) {
-      if (!current.ok() || !Controls(*current, owner.ok() ? (*owner)->meta().uid : "")) {
-        return Status::OK();
-      }
-      kcache::DeleteOptions only_that_one;  // not a newer object of the same name
-      only_that_one.precondition_uid = (*current)->meta().uid;
-      Status st = client_->Delete(ref, flags_.configmap, only_that_one);
-      if (st.IsNotFound()) return Status::OK();
-      if (st.ok()) Log("deleted " + ns + "/" + flags_.configmap);
+  // Reconciles every cached namespace, then what is queued, until `stop`.
+  void Lead(std::stop_token stop) {
+    for (const ObjectPtr& ns : namespaces->GetLister().List({}).value_or({}))
+      queue->Add(ns->name());
+    std::stop_callback end(stop, [this] { queue->ShutDownWithDrain(); });
+    Log("running " + std::to_string(flags.Int("workers")) + " workers");
+    kcache::RunWorkers(*queue, flags.Int("workers"), [this](const std::string& ns) {
+      Status st = Reconcile(ns);
+      if (!st.ok()) Log("retrying " + ns + ": " + st.ToString());
+      std::call_once(first, [] { Log("first reconcile"); });
       return st;
+    });
+  }
+
+  // Makes namespace `ns`'s ConfigMap what it should be.
+  Status Reconcile(const std::string& ns) {
+    const std::string& name = flags["configmap"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(flags.Int("reconcile-delay-ms")));
+    auto owner = namespaces->GetLister().Get(ns);
+    if (!owner.ok() && !owner.status().IsNotFound()) return owner.status();
+    // The lister holds matching namespaces only.
+    const bool wanted = owner.ok() && (*owner)->meta().deletion_timestamp.empty();
+    auto current = configmaps->GetLister().Namespace(ns).Get(name);
+    if (!current.ok() && !current.status().IsNotFound()) return current.status();
+    const kcache::ResourceRef ref = configmaps->Ref()->InNamespace(ns);
+    if (!wanted) {
+      // Only a ConfigMap this controller made: one a namespace controls.
+      const kcache::OwnerReference* by = current.ok() ? GetControllerOf(**current) : nullptr;
+      if (!by || by->kind != "Namespace" || (owner.ok() && by->uid != (*owner)->meta().uid))
+        return Status::OK();
+      Status st = client->Delete(ref, name, {.precondition_uid = (*current)->meta().uid});
+      if (st.ok()) Done(ns, **current, "deleted", "ConfigDeleted", nullptr);
+      return st.IsNotFound() ? Status::OK() : st;
     }
     if (!current.ok()) {
       auto cm = kcache::ObjectBuilder("v1", "ConfigMap")
-                    .Name(flags_.configmap)
+                    .Name(name)
                     .Namespace(ns)
                     .Label("app.kubernetes.io/managed-by", "kcache-example-controller")
                     .Owner(kcache::NewControllerRef(**owner, "v1", "Namespace"))
-                    .Set("data", flags_.data);
-      auto created = client_->Create(ref, cm.Json());
-      if (created.ok()) Log("created " + ns + "/" + flags_.configmap);
-      // AlreadyExists: the lister has not seen it yet; the retry will.
+                    .Set("data", flags.data);
+      auto created = client->Create(ref, cm.Json());
+      if (created.ok()) Done(ns, **owner, "created", "ConfigCreated", *created);
       return created.status();
     }
     auto doc = (*current)->Document();
     if (!doc.ok()) return doc.status();
-    nlohmann::json want = flags_.data;
-    if (doc->value("data", nlohmann::json::object()) == want) return Status::OK();
-    (*doc)["data"] = want;
-    // Carries the resourceVersion read: a concurrent change is a Conflict,
-    // retried from the lister's newer copy.
-    auto updated = client_->Update(ref, doc->dump());
-    if (updated.ok()) Log("restored " + ns + "/" + flags_.configmap);
+    if (doc->value("data", nlohmann::json::object()) == nlohmann::json(flags.data))
+      return Status::OK();
+    (*doc)["data"] = flags.data;
+    // With the resourceVersion read: a concurrent change is a Conflict, retried.
+    auto updated = client->Update(ref, doc->dump());
+    if (updated.ok()) Done(ns, **owner, "restored", "ConfigRestored", *updated);
     return updated.status();
   }
 
-  // True if `cm` is controlled by the namespace with `uid` (or, when the
-  // namespace is gone, by any namespace: its deletion takes it anyway).
-  static bool Controls(const ObjectPtr& cm, const std::string& uid) {
-    const kcache::OwnerReference* ref = kcache::GetControllerOf(*cm);
-    return ref && ref->kind == "Namespace" && (uid.empty() || ref->uid == uid);
+  // Logs a write, makes it an Event, and waits until the cache holds it (or
+  // 10 s): the next reconcile reads its own write.
+  void Done(const std::string& ns, const kcache::Object& about, const std::string& what,
+            const std::string& reason, const ObjectPtr& written) {
+    Log(what + " " + ns + "/" + flags["configmap"]);
+    events->Event(about, kcache::EventType::kNormal, reason, what + " " + flags["configmap"]);
+    if (written) (void)configmaps->WaitForResourceVersion(written->resource_version(), 10s);
   }
-
-  const Flags flags_;
-  const kcache::LabelSelector selector_;
-  const std::shared_ptr<kcache::RestClient> client_;
-  const kcache::Lister namespaces_;
-  const kcache::Lister configmaps_;
-  const std::shared_ptr<kcache::WorkQueue> queue_;
-  std::once_flag first_;
 };
 
 Status Run(const Flags& flags, std::stop_token stop) {
-  KCACHE_ASSIGN_OR_RETURN(auto selector, kcache::LabelSelector::Parse(flags.selector));
+  KCACHE_RETURN_IF_ERROR(kcache::LabelSelector::Parse(flags["selector"]).status());
   KCACHE_ASSIGN_OR_RETURN(auto config, kcache::LoadClientConfig(flags.kubeconfig));
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::Cache> cache,
-                          kcache::Cache::Open(flags.cache_dir));
+  KCACHE_ASSIGN_OR_RETURN(auto cache, kcache::Cache::Open(flags["cache"]));
   auto factory = kcache::InformerFactory::Create(config, cache);
-  KCACHE_ASSIGN_OR_RETURN(auto namespaces, factory->ForResource("namespaces"));
+  // Only matching namespaces are cached; one that stops matching leaves the
+  // informer's view as a delete.
+  KCACHE_ASSIGN_OR_RETURN(
+      auto namespaces, factory->ForResource("namespaces", {.label_selector = flags["selector"]}));
   KCACHE_ASSIGN_OR_RETURN(auto configmaps, factory->ForResource("configmaps"));
+  KCACHE_ASSIGN_OR_RETURN(auto events, kcache::EventRecorder::Create(
+                                           config, {.component = "kcache-example-controller"}));
   KCACHE_ASSIGN_OR_RETURN(auto client, factory->client());
-  // Shared with the handlers: it must outlive them, and does, because
-  // factory->Stop() below ends every handler call first.
-  auto controller = std::make_shared<Controller>(flags, selector, client, namespaces->GetLister(),
-                                                 configmaps->GetLister());
-  auto queue = controller->queue();
-
-  auto on_namespace = std::make_shared<kcache::ResourceEventHandlerFuncs>();
-  on_namespace->add = [queue](const ObjectPtr& ns, bool) { queue->Add(ns->name()); };
-  on_namespace->update = [queue](const ObjectPtr&, const ObjectPtr& ns) { queue->Add(ns->name()); };
-  on_namespace->del = [queue](const kcache::DeletedObject& d) {
-    if (auto n = kcache::DeletionHandlingObjectToName(d); n.ok()) queue->Add(n->name);
-  };
-  auto on_configmap = std::make_shared<kcache::ResourceEventHandlerFuncs>();
-  const std::string name = flags.configmap;
-  auto enqueue_owner = [queue, name](const ObjectPtr& cm) {
-    if (cm->name() == name) queue->Add(cm->namespace_());
-  };
-  on_configmap->add = [enqueue_owner](const ObjectPtr& cm, bool) { enqueue_owner(cm); };
-  on_configmap->update = [enqueue_owner](const ObjectPtr&, const ObjectPtr& cm) {
-    enqueue_owner(cm);
-  };
-  on_configmap->del = [queue, name](const kcache::DeletedObject& d) {
-    auto n = kcache::DeletionHandlingObjectToName(d);  // tombstones too
-    if (n.ok() && n->name == name) queue->Add(n->namespace_);
-  };
+  Controller controller{flags, client, namespaces, configmaps, events};
+  const kcache::HandlerOptions changes_only{.start_mode = kcache::StartMode::kChangesOnly};
   // After a restart, only what changed while the controller was down.
-  kcache::HandlerOptions changes_only;
-  changes_only.start_mode = kcache::StartMode::kChangesOnly;
-  KCACHE_RETURN_IF_ERROR(namespaces->AddEventHandler(on_namespace, changes_only).status());
-  KCACHE_RETURN_IF_ERROR(configmaps->AddEventHandler(on_configmap, changes_only).status());
-
+  auto by_name = kcache::NewKeyHandler([q = controller.queue](auto&, auto& n) { q->Add(n); });
+  auto by_namespace = kcache::NewKeyHandler([q = controller.queue, &flags](auto& ns, auto& n) {
+    if (n == flags["configmap"]) q->Add(ns);
+  });
+  KCACHE_RETURN_IF_ERROR(namespaces->AddEventHandler(by_name, changes_only).status());
+  KCACHE_RETURN_IF_ERROR(configmaps->AddEventHandler(by_namespace, changes_only).status());
   KCACHE_RETURN_IF_ERROR(factory->Start());
-  KCACHE_RETURN_IF_ERROR(factory->WaitForCacheSync(std::chrono::minutes(2)));
-  for (const auto& [keyspace, informer] : factory->informers()) {
-    kcache::ReflectorStats s = informer->stats();
-    Log("synced " + keyspace + ": " + std::to_string(s.lists) + " lists, " +
-        std::to_string(s.probes) + " probes, resourceVersion " +
-        informer->LastSyncResourceVersion());
-  }
-  // One pass over the cached namespaces: the work a killed run left queued.
-  KCACHE_ASSIGN_OR_RETURN(auto matching, namespaces->GetLister().List(selector));
-  for (const ObjectPtr& ns : matching) queue->Add(ns->name());
-
-  std::vector<std::thread> workers;
-  for (int i = 0; i < flags.workers; ++i)
-    workers.emplace_back([controller] { controller->Work(); });
-  Log("running " + std::to_string(flags.workers) + " workers");
-
-  std::mutex wait_mu;
-  std::condition_variable_any until_stopped;
-  std::unique_lock wait(wait_mu);
-  until_stopped.wait(wait, stop, [] { return false; });
+  KCACHE_RETURN_IF_ERROR(factory->WaitForCacheSync(2min));
+  for (const auto& [keyspace, informer] : factory->informers())
+    Log("synced " + keyspace + ": " + std::to_string(informer->stats().lists) + " lists");
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  kcache::LeaderElectionConfig election;
+  election.lease_namespace = flags["lease-namespace"];
+  election.lease_name = "kcache-example-controller";
+  election.identity = std::string(host) + "_" + std::to_string(getpid());
+  election.lease_duration = std::chrono::milliseconds(flags.Int("lease-duration-ms"));
+  election.renew_deadline = election.lease_duration * 2 / 3;  // client-go's 15 s, 10 s, 2 s
+  election.retry_period = election.lease_duration * 2 / 15;
+  election.release_on_cancel = true;
+  election.callbacks.on_started_leading = [&](std::stop_token lead) {
+    Log("leading as " + election.identity);
+    controller.Lead(lead);
+  };
+  election.callbacks.on_new_leader = [](const std::string& id) { Log("leader is " + id); };
+  KCACHE_ASSIGN_OR_RETURN(auto elector, kcache::LeaderElector::Create(config, election));
+  elector->Run(stop);  // returns on a signal, or once the lease is lost
+  factory->Stop();     // no handler runs after this; `events` writes what it holds
+  if (!stop.stop_requested()) return Status::Aborted("lost the lease " + election.identity);
   Log(std::string("stopping on ") + (kcache::StopSignal() == SIGINT ? "SIGINT" : "SIGTERM"));
-  factory->Stop();             // no handler runs after this: nothing more is queued
-  queue->ShutDownWithDrain();  // the reconciles in progress finish
-  for (auto& w : workers) w.join();
   return Status::OK();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before any thread starts: SIGINT and SIGTERM then stop Run().
-  std::stop_token stop = kcache::SetupSignalHandler();
+  std::stop_token stop = kcache::SetupSignalHandler();  // before any thread starts
   Flags flags;
   std::vector<std::string> args(argv + 1, argv + argc);
   KCACHE_ASSIGN_OR_EXIT(flags.kubeconfig, kcache::TakeClientFlags(&args));
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (i + 1 >= args.size()) {
-      std::cerr << "error: " << a << " needs a value\n";
-      return 1;
-    }
-    const std::string& v = args[++i];
-    if (a == "--cache") {
-      flags.cache_dir = v;
-    } else if (a == "--selector") {
-      flags.selector = v;
-    } else if (a == "--configmap") {
-      flags.configmap = v;
-    } else if (a == "--data" && v.find('=') != std::string::npos) {
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    const std::string name = args[i].substr(std::min<size_t>(2, args[i].size())), v = args[i + 1];
+    if (name == "data" && v.find('=') != std::string::npos) {
       flags.data[v.substr(0, v.find('='))] = v.substr(v.find('=') + 1);
-    } else if (a == "--workers") {
-      flags.workers = std::max(1, std::atoi(v.c_str()));
-    } else if (a == "--reconcile-delay-ms") {
-      flags.reconcile_delay = std::chrono::milliseconds(std::atoi(v.c_str()));
-    } else {
-      std::cerr << "error: unknown flag " << a << " " << v << "\n";
+    } else if (args[i].rfind("--", 0) != 0 || !flags.values.count(name)) {
+      std::cerr << "error: unknown flag " << args[i] << "\n";
       return 1;
+    } else {
+      flags.values[name] = v;
     }
   }
-  if (flags.cache_dir.empty()) {
-    std::cerr << "usage: controller [--kubeconfig FILE | --server URL] --cache DIR "
-                 "[--selector SEL] [--configmap NAME] [--data KEY=VALUE]... [--workers N]\n";
+  if (args.size() % 2 != 0 || flags["cache"].empty()) {
+    std::cerr << "usage: controller --cache DIR [--FLAG VALUE]...\n";
     return 1;
   }
   if (flags.data.empty()) flags.data["greeting"] = "hello";
   KCACHE_EXIT_IF_ERROR(Run(flags, stop));
-  return 0;
 }

@@ -70,6 +70,13 @@ class KCACHE_EXPORT ResourceEventHandlerFuncs final : public ResourceEventHandle
   }
 };
 
+// A handler that calls `fn` with the namespace ("" for a cluster-scoped
+// object) and name of every object added, updated or deleted, tombstones
+// included: what a controller queues (controller-runtime's
+// EnqueueRequestForObject).
+KCACHE_EXPORT std::shared_ptr<ResourceEventHandler> NewKeyHandler(
+    std::function<void(const std::string& namespace_, const std::string& name)> fn);
+
 enum class StartMode { kReplay, kChangesOnly };
 
 struct KCACHE_EXPORT HandlerOptions {

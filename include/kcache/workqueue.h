@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,7 @@
 #include "kcache/export.h"
 #include "kcache/histogram.h"
 #include "kcache/rate_limiter.h"
+#include "kcache/status.h"
 
 namespace kcache {
 
@@ -96,6 +98,17 @@ class KCACHE_EXPORT WorkQueue {
 
   virtual WorkQueueMetrics Metrics() const = 0;
 };
+
+// Runs `workers` threads (at least one) that take keys from `queue` and
+// reconcile them: client-go's worker loop, controller-runtime's controller.
+// A key whose reconcile returns OK is forgotten by the rate limiter; after
+// any other status, `on_error` (optional) hears of it and the key is added
+// again rate-limited. The queue never hands one key to two workers at once.
+// Returns when the queue is shut down (ShutDownWithDrain lets the
+// reconciles in progress finish) and every worker has returned.
+KCACHE_EXPORT void RunWorkers(
+    WorkQueue& queue, int workers, const std::function<Status(const std::string& key)>& reconcile,
+    const std::function<void(const std::string& key, const Status& error)>& on_error = {});
 
 }  // namespace kcache
 

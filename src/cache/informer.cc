@@ -758,4 +758,16 @@ std::shared_ptr<SharedIndexInformer> SharedIndexInformer::Create(std::shared_ptr
   return std::make_shared<Informer>(std::move(lw), std::move(indexer), std::move(options));
 }
 
+std::shared_ptr<ResourceEventHandler> NewKeyHandler(
+    std::function<void(const std::string& namespace_, const std::string& name)> fn) {
+  auto h = std::make_shared<ResourceEventHandlerFuncs>();
+  h->add = [fn](const ObjectPtr& o, bool) { fn(o->namespace_(), o->name()); };
+  h->update = [fn](const ObjectPtr&, const ObjectPtr& o) { fn(o->namespace_(), o->name()); };
+  h->del = [fn](const DeletedObject& d) {
+    if (StatusOr<ObjectName> n = DeletionHandlingObjectToName(d); n.ok())
+      fn(n->namespace_, n->name);
+  };
+  return h;
+}
+
 }  // namespace kcache

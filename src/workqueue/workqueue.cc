@@ -7,6 +7,7 @@
 #include <stop_token>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 namespace kcache {
 namespace {
@@ -220,6 +221,25 @@ class WorkQueueImpl final : public WorkQueue {
 
 std::shared_ptr<WorkQueue> WorkQueue::Create(WorkQueueOptions options) {
   return std::make_shared<WorkQueueImpl>(std::move(options));
+}
+
+void RunWorkers(WorkQueue& queue, int workers,
+                const std::function<Status(const std::string& key)>& reconcile,
+                const std::function<void(const std::string& key, const Status& error)>& on_error) {
+  auto work = [&] {
+    while (std::optional<std::string> key = queue.Get()) {
+      if (Status st = reconcile(*key); st.ok()) {
+        queue.Forget(*key);
+      } else {
+        if (on_error) on_error(*key, st);
+        queue.AddRateLimited(*key);
+      }
+      queue.Done(*key);
+    }
+  };
+  std::vector<std::jthread> threads;
+  for (int i = 1; i < workers; ++i) threads.emplace_back(work);
+  work();
 }
 
 }  // namespace kcache

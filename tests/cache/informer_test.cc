@@ -15,6 +15,7 @@
 #include "kcache/lister.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_lister_watcher.h"
+#include "testing/objects.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/status_matchers.h"
@@ -661,6 +662,19 @@ TEST(InformerRefTest, BuiltinResourcesAreNamedAtTheirStableVersions) {
   EXPECT_EQ(builtin::Nodes().InNamespace("x").CollectionPath(), "/api/v1/nodes");
   EXPECT_FALSE(builtin::Namespaces().namespaced);
   EXPECT_EQ(builtin::Pods().InNamespace("a"), builtin::Pods("a"));
+}
+
+// NewKeyHandler hands on the namespace and name of adds, updates, deletes
+// and tombstones.
+TEST(InformerTest, KeyHandlerGivesNamespaceAndNameOfEveryChange) {
+  std::vector<std::string> keys;
+  auto h = NewKeyHandler(
+      [&](const std::string& ns, const std::string& name) { keys.push_back(ns + "|" + name); });
+  h->OnAdd(testing::Pod("a", "ns1"), true);
+  h->OnUpdate(testing::Pod("b", "ns1"), testing::Pod("b", "ns2"));
+  h->OnDelete(testing::Pod("c", ""));
+  h->OnDelete(DeletedFinalStateUnknown{"ns3/d", testing::Pod("d", "ns3")});
+  EXPECT_EQ(keys, (std::vector<std::string>{"ns1|a", "ns2|b", "|c", "ns3|d"}));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The sample controller (docs/examples/controller.cc) against the real
 // kube-apiserver: killed with SIGKILL in the middle of its work, changed
-// behind its back while down, restarted, it converges with no full LIST.
+// behind its back while down, restarted, it converges with no full LIST;
+// its writes are Events, and of two replicas only the leader reconciles,
+// handing over at once when it stops.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -33,7 +36,7 @@ ResourceRef ConfigMaps(const std::string& ns) { return {{"", "v1", "configmaps"}
 class ControllerProcess {
  public:
   ControllerProcess(const std::string& cache, const std::string& selector, const std::string& log,
-                    const std::string& delay_ms)
+                    const std::string& delay_ms, const std::string& lease_ns)
       : log_(log) {
     const char* bin = std::getenv("KCACHE_CONTROLLER_BIN");
     if (bin == nullptr) {
@@ -46,9 +49,11 @@ class ControllerProcess {
       int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 1);
       dup2(fd, 2);
+      // A 3 s lease: a restart after a SIGKILL waits it out.
       execl(bin, bin, "--kubeconfig", kubeconfig.c_str(), "--cache", cache.c_str(), "--selector",
             selector.c_str(), "--data", "greeting=hello", "--workers", "2", "--reconcile-delay-ms",
-            delay_ms.c_str(), static_cast<char*>(nullptr));
+            delay_ms.c_str(), "--lease-namespace", lease_ns.c_str(), "--lease-duration-ms", "3000",
+            static_cast<char*>(nullptr));
       _exit(127);
     }
   }
@@ -118,7 +123,7 @@ TEST(ControllerIntegrationTest, SigkillMidWorkThenRestartConvergesWithoutList) {
   {
     // Slow reconciles (200 ms, 2 workers): 30 namespaces take 3 s, and the
     // kill lands in the middle.
-    ControllerProcess first(cache, selector, dir.Sub("first.log"), "200");
+    ControllerProcess first(cache, selector, dir.Sub("first.log"), "200", run);
     ASSERT_TRUE(Eventually([&] { return first.Count("created ") >= 6; })) << first.Log();
     EXPECT_EQ(first.Stop(SIGKILL), SIGKILL);
     created_before_kill = first.Count("created ");
@@ -144,7 +149,7 @@ TEST(ControllerIntegrationTest, SigkillMidWorkThenRestartConvergesWithoutList) {
                        R"({"data":{"greeting":"changed by hand"}})"));
 
   const double ns_lists = Lists("namespaces"), cm_lists = Lists("configmaps");
-  ControllerProcess second(cache, selector, dir.Sub("second.log"), "0");
+  ControllerProcess second(cache, selector, dir.Sub("second.log"), "0", run);
   ASSERT_TRUE(Eventually([&] { return second.Count("running ") == 1; })) << second.Log();
   // Both informers resumed from the cache.
   EXPECT_THAT(second.Log(), ::testing::HasSubstr("synced namespaces: 0 lists"));
@@ -178,9 +183,37 @@ TEST(ControllerIntegrationTest, SigkillMidWorkThenRestartConvergesWithoutList) {
   EXPECT_LE(Lists("namespaces") - ns_lists, 1);
   EXPECT_LE(Lists("configmaps") - cm_lists, 1);
 
+  // Each write is an Event: on its namespace (cluster-scoped: the Event is
+  // in "default"), or on the ConfigMap it deleted.
+  std::set<std::string> reasons;
+  for (const std::string& ns : {std::string("default"), unlabelled}) {
+    auto events = api->List({{"", "v1", "events"}, true, ns}, {});
+    ASSERT_OK(events);
+    for (const ObjectPtr& e : events->items) {
+      const std::string about = *e->FieldValue("involvedObject.name");
+      if (about == edited || (ns == unlabelled && about == "kcache-config"))
+        reasons.insert(*e->FieldValue("reason"));
+    }
+  }
+  EXPECT_EQ(reasons, (std::set<std::string>{"ConfigCreated", "ConfigDeleted", "ConfigRestored"}));
+
+  // Leader election: a replica (its own cache) syncs and waits while the
+  // second leads; the second stops on SIGTERM and gives the lease up, and
+  // the replica leads at once, without waiting out the 3 s lease.
+  ControllerProcess replica(dir.Sub("replica-cache"), selector, dir.Sub("replica.log"), "0", run);
+  ASSERT_TRUE(Eventually([&] { return replica.Count("leader is ") >= 1; })) << replica.Log();
+  EXPECT_EQ(replica.Count("leading as "), 0) << replica.Log();
+  EXPECT_EQ(replica.Count("first reconcile"), 0) << "only the leader reconciles";
   int status = second.Stop(SIGTERM);
+  const auto stopped = std::chrono::steady_clock::now();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << second.Log();
   EXPECT_THAT(second.Log(), ::testing::HasSubstr("stopping on SIGTERM"));
+  ASSERT_TRUE(Eventually([&] { return replica.Count("leading as ") == 1; })) << replica.Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::milliseconds(2500))
+      << "released, not waited out";
+  ASSERT_TRUE(Eventually([&] { return replica.Count("first reconcile") == 1; })) << replica.Log();
+  EXPECT_TRUE(converged()) << replica.Log();
+  EXPECT_EQ(replica.Count("created "), 0) << "nothing left to do: " << replica.Log();
 }
 
 }  // namespace

@@ -329,5 +329,50 @@ TEST(WorkQueueTest, DoneOfAKeyNotHandedOutIsANoOp) {
   EXPECT_EQ(q->Get(), "a");
 }
 
+// RunWorkers: every key reconciled, a failure reported and retried until
+// it succeeds (then forgotten by the rate limiter), no key on two workers at
+// once, and a return once the queue is shut down and drained.
+TEST(WorkQueueTest, RunWorkersRetriesFailuresAndReturnsAfterShutDown) {
+  auto q = WorkQueue::Create({.rate_limiter = RateLimiter::ItemExponential(1ms, 10ms)});
+  std::mutex mu;
+  std::map<std::string, int> calls;
+  std::set<std::string> active;
+  std::vector<std::string> errors;
+  bool overlapped = false;
+  for (int i = 0; i < 20; ++i) q->Add("k" + std::to_string(i));
+  std::thread runner([&] {
+    RunWorkers(
+        *q, 3,
+        [&](const std::string& key) {
+          {
+            std::lock_guard l(mu);
+            overlapped |= !active.insert(key).second;
+            ++calls[key];
+          }
+          std::this_thread::sleep_for(1ms);
+          std::lock_guard l(mu);
+          active.erase(key);
+          // k7 fails twice before it succeeds.
+          if (key == "k7" && calls[key] < 3) return Status::Unavailable("not yet");
+          return Status::OK();
+        },
+        [&](const std::string& key, const Status& st) {
+          std::lock_guard l(mu);
+          errors.push_back(key + ": " + std::string(st.message()));
+        });
+  });
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard l(mu);
+    return calls.size() == 20 && calls["k7"] == 3;
+  }));
+  q->ShutDownWithDrain();
+  runner.join();  // returns: the workers have ended
+  std::lock_guard l(mu);
+  EXPECT_FALSE(overlapped);
+  EXPECT_EQ(errors, (std::vector<std::string>{"k7: not yet", "k7: not yet"}));
+  EXPECT_EQ(q->NumRequeues("k7"), 0) << "forgotten once it succeeded";
+  for (const auto& [key, n] : calls) EXPECT_EQ(n, key == "k7" ? 3 : 1) << key;
+}
+
 }  // namespace
 }  // namespace kcache
