@@ -55,8 +55,10 @@ class GetGoldenTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     Cluster& c = Cluster::Get();
-    golden_ = std::getenv("KCACHE_GOLDEN_DIR");
-    kcache_ = std::getenv("KCACHE_BIN");
+    const char* golden = std::getenv("KCACHE_GOLDEN_DIR");
+    const char* kcache = std::getenv("KCACHE_BIN");
+    golden_ = golden ? golden : "";
+    kcache_ = kcache ? kcache : "";
     ASSERT_FALSE(golden_.empty()) << "KCACHE_GOLDEN_DIR is not set";
     ASSERT_FALSE(kcache_.empty()) << "KCACHE_BIN is not set";
     env_ = "export KUBECONFIG=" + c.File("kubeconfig") + " GOLDEN=" + golden_ + "; ";

@@ -27,6 +27,7 @@
 #include "tools/kcache/apiserver/event_window.h"
 #include "tools/kcache/apiserver/foreground.h"
 #include "tools/kcache/apiserver/http_server.h"
+#include "tools/kcache/apiserver/tables.h"
 #include "tools/kcache/command.h"
 #include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/source.h"
@@ -37,6 +38,7 @@
 namespace kcache::tool {
 namespace {
 
+using serve::Output;
 using serve::Query;
 using serve::Reply;
 using serve::ResourceType;
@@ -86,24 +88,6 @@ bool IsLoopback(std::string_view host_port) {
   return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
-// The Table version a request asks for in its Accept header ("" for none):
-// kubectl asks "application/json;as=Table;v=v1;g=meta.k8s.io, ...".
-std::string TableVersion(const std::string& accept) {
-  size_t pos = 0;
-  while (pos < accept.size()) {
-    size_t end = accept.find(',', pos);
-    if (end == std::string::npos) end = accept.size();
-    std::string_view media(accept.data() + pos, end - pos);
-    if (media.find("as=Table") != std::string_view::npos &&
-        media.find("g=meta.k8s.io") != std::string_view::npos) {
-      if (media.find("v=v1beta1") != std::string_view::npos) return "v1beta1";
-      if (media.find("v=v1") != std::string_view::npos) return "v1";
-    }
-    pos = end + 1;
-  }
-  return "";
-}
-
 // A failure of the cache library as the front end must read it: an expiry
 // stays one (410); anything else is the server's own failure (500), whatever
 // its code, since the front end gives some codes a meaning of their own.
@@ -126,74 +110,6 @@ struct ServedType {
 // changes at a time, so that each costs little memory however many fall
 // behind.
 constexpr size_t kBehindWindowBatch = 64;
-
-// How a request wants objects written: as themselves, or as Table rows.
-struct Output {
-  std::string table_version;         // "" for objects
-  std::string include_object;        // Table rows: "Metadata", "Object" or "None"
-  bool drop_managed_fields = false;  // objects without metadata.managedFields
-  bool tables() const { return !table_version.empty(); }
-};
-
-// Table rows of one served type, as one request asks for them.
-class TableRows : public serve::TableWriter {
- public:
-  TableRows(const ServedType& type, const Output& out) : type_(type), out_(out) {}
-
-  std::string Head(const std::string& metadata, bool columns) const override;
-  std::string Row(const Object& o) const override;
-
- private:
-  const ServedType& type_;
-  const Output& out_;
-};
-
-std::string TableRows::Head(const std::string& metadata, bool columns) const {
-  std::string head = R"({"kind":"Table","apiVersion":"meta.k8s.io/)" + out_.table_version +
-                     R"(","metadata":)" + metadata;
-  if (columns) {
-    ojson defs = ojson::array();
-    if (type_.table) {
-      for (size_t i = 0; i < type_.table->columns().size(); ++i) {
-        const TableColumn& c = type_.table->columns()[i];
-        defs.push_back({{"name", c.name},
-                        {"type", "string"},
-                        {"format", i == type_.table->name_column() ? "name" : ""},
-                        {"description", ""},
-                        {"priority", c.priority}});
-      }
-    }
-    head += R"(,"columnDefinitions":)" + defs.dump();
-  }
-  return head + R"(,"rows":[)";
-}
-
-std::string TableRows::Row(const Object& o) const {
-  nlohmann::json j = nlohmann::json::parse(o.json(), nullptr, false);
-  ojson row = ojson::object();
-  ojson cells = ojson::array();
-  if (type_.table && j.is_object()) {
-    // Ages as of now: a watch's rows are written as its events come.
-    StatusOr<std::vector<nlohmann::json>> c =
-        type_.table->Cells(j, std::chrono::system_clock::now());
-    if (c.ok()) {
-      for (nlohmann::json& cell : *c) cells.push_back(ojson::parse(cell.dump()));
-    }
-  }
-  row["cells"] = std::move(cells);
-  if (out_.include_object == "Object") {
-    row["object"] = ojson::parse(o.json(), nullptr, false);
-  } else if (out_.include_object == "Metadata") {
-    ojson meta = ojson::parse(o.json(), nullptr, false);
-    row["object"] = {{"kind", "PartialObjectMetadata"},
-                     {"apiVersion", "meta.k8s.io/" + out_.table_version},
-                     {"metadata", meta.is_object() && meta.contains("metadata") ? meta["metadata"]
-                                                                                : ojson::object()}};
-  } else {
-    row["object"] = nullptr;
-  }
-  return row.dump();
-}
 
 // The objects of one keyspace as of one resourceVersion: the store as it
 // is now, with the keys that changed since restored from the journal.
@@ -528,20 +444,12 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
                          "the server does not allow this method on the requested resource", ""});
   }
   Output out;
-  out.table_version = TableVersion(req.Header("Accept"));
-  out.drop_managed_fields = serve::AcceptDropsManagedFields(req.Header("Accept"));
-  out.include_object = req.Query("includeObject").value_or("Metadata");
-  if (out.include_object.empty()) out.include_object = "Metadata";
-  if (out.include_object != "Metadata" && out.include_object != "Object" &&
-      out.include_object != "None") {
-    return SendReply(w,
-                     {400, "BadRequest",
-                      "unrecognized includeObject value: " + serve::Quote(out.include_object), ""});
-  }
+  if (std::optional<Reply> bad = serve::ParseOutput(req, &out)) return SendReply(w, *bad);
   if (!t.name.empty()) return Get(t, out, w);
   Query q;
   if (std::optional<Reply> bad = serve::ParseQuery(req, t, &q)) return SendReply(w, *bad);
-  TableRows rows(served_[static_cast<size_t>(t.type)], out);
+  const ServedType& st = served_[static_cast<size_t>(t.type)];
+  serve::TableRows rows(st.table ? &*st.table : nullptr, out);
   const serve::TableWriter* tables = out.tables() ? &rows : nullptr;
   if (!q.watch) {
     return (void)serve::ServeList(
@@ -589,15 +497,7 @@ void CacheServer::Impl::Get(const Target& t, const Output& out, http::ResponseWr
                          "Internal error occurred: " + std::string(o.status().message()), ""});
   }
   if (!*o) return SendReply(w, serve::NotFound(*t.rt, t.name));
-  const http::Headers json = {{"Content-Type", "application/json"}};
-  if (!out.tables()) {
-    return (void)w.Send(200, json, serve::Shown(*o, out.drop_managed_fields)->json());
-  }
-  TableRows rows(st, out);
-  w.Send(
-      200, json,
-      rows.Head(R"({"resourceVersion":")" + std::string((*o)->resource_version()) + "\"}", true) +
-          rows.Row(**o) + "]}");
+  serve::SendObject(w, *o, st.table ? &*st.table : nullptr, out);
 }
 
 Status CacheServer::Impl::AwaitVersion(int type, uint64_t wanted, std::shared_lock<RWMutex>* lock,

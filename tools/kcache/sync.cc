@@ -25,6 +25,7 @@
 #include "kcache/informer_factory.h"
 #include "kcache/label_selector.h"
 #include "tools/kcache/apiserver/http_server.h"
+#include "tools/kcache/apiserver/resource_types.h"
 #include "tools/kcache/metrics.h"
 #include "tools/kcache/resident.h"
 #include "util/rfc3339.h"
@@ -44,13 +45,6 @@ std::string TimeOfDay() {
   std::ostringstream out;
   out << std::put_time(&tm, "%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << ms;
   return out.str();
-}
-
-// Built-in groups: resources in them never come from a definition.
-bool BuiltInGroup(const std::string& group) {
-  return group.empty() || group.find('.') == std::string::npos ||
-         (group.size() > 7 && group.compare(group.size() - 7, 7, ".k8s.io") == 0 &&
-          group != "metrics.k8s.io");
 }
 
 // `info` (what the informer factory records) with whether `r` is a custom
@@ -348,7 +342,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
     // The factory recorded names and scope; custom resources add their
     // table columns, for offline readers (kcache get).
-    if (BuiltInGroup(r.gvr.group)) continue;
+    if (serve::BuiltInGroup(r.gvr.group)) continue;
     const std::string keyspace = r.gvr.group_resource().String();
     // The selection as the factory recorded it: this one for a new keyspace,
     // the one held until a relist commits for a keyspace of another.

@@ -145,4 +145,10 @@ std::string ApiResourceListJson(const std::vector<ResourceType>& types, const st
   return j.dump();
 }
 
+bool BuiltInGroup(const std::string& group) {
+  return group.empty() || group.find('.') == std::string::npos ||
+         (group.size() > 7 && group.compare(group.size() - 7, 7, ".k8s.io") == 0 &&
+          group != "metrics.k8s.io");
+}
+
 }  // namespace kcache::serve

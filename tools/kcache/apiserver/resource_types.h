@@ -33,6 +33,11 @@ struct ResourceType {
   std::vector<std::string> selectable_fields() const;
 };
 
+// Whether `group` is one of Kubernetes' own (the core group, a group
+// without a dot, or *.k8s.io but metrics.k8s.io): its resources never come
+// from a CustomResourceDefinition.
+bool BuiltInGroup(const std::string& group);
+
 // Where kube-apiserver's discovery lists `group`: 0 for the core group (at
 // /api), then the built-in groups in the order /apis lists them (1.20), then
 // every other group, tied (callers break ties by name). kubectl expands a

@@ -10,6 +10,9 @@
 #include "tools/kcache/apiserver/api_query.h"
 #include "tools/kcache/apiserver/api_reply.h"
 #include "tools/kcache/apiserver/api_serve.h"
+#include "tools/kcache/apiserver/resource_types.h"
+#include "tools/kcache/apiserver/tables.h"
+#include "tools/kcache/testcluster/strategic_merge.h"
 #include "util/scope_guard.h"
 
 namespace kcache::serve {
@@ -97,7 +100,71 @@ ojson Canonical(const ojson& obj) {
 }  // namespace
 
 Api::Api(ClusterState* state, ApiOptions options)
-    : state_(state), source_(state), options_(std::move(options)) {}
+    : state_(state), source_(state), options_(std::move(options)) {
+  // kube-apiserver's printers for the built-in types; a custom resource
+  // without printer columns gets Name and Age.
+  for (const ResourceType& rt : state_->types()) {
+    ResourceInfo info;
+    info.group = rt.group;
+    info.version = rt.version;
+    info.resource = rt.resource;
+    info.kind = rt.kind;
+    info.namespaced = rt.namespaced;
+    info.custom = !BuiltInGroup(rt.group);
+    StatusOr<tool::TableSpec> spec = tool::TableSpec::For(info);
+    tables_.push_back(spec.ok() ? std::optional<tool::TableSpec>(*std::move(spec)) : std::nullopt);
+  }
+}
+
+const tool::TableSpec* Api::TableOf(int type) const {
+  const std::optional<tool::TableSpec>& t = tables_[static_cast<size_t>(type)];
+  return t ? &*t : nullptr;
+}
+
+// The OpenAPI v3 documents kubectl reads: the root lists a document per
+// group-version, and each document has the PATCH operation of every type,
+// with the query parameters the server honours. kubectl looks there for
+// fieldValidation, and with it leaves validation to the server instead of
+// downloading schemas. The documents hold no schemas: the synthetic
+// cluster has none (docs/serve.md).
+std::string Api::OpenApiRoot() const {
+  ojson paths = ojson::object();
+  for (const ResourceType& rt : state_->types()) {
+    const std::string gv = rt.group_version_path().substr(1);
+    paths[gv] = {{"serverRelativeURL", "/openapi/v3/" + gv + "?hash=kcache"}};
+  }
+  return ojson{{"paths", paths}}.dump();
+}
+
+std::optional<std::string> Api::OpenApiDocument(const std::string& group_version) const {
+  ojson paths = ojson::object();
+  for (const ResourceType& rt : state_->types()) {
+    if (rt.group_version_path().substr(1) != group_version) continue;
+    ojson params = ojson::array();
+    for (const char* name : {"dryRun", "fieldManager", "fieldValidation", "force"}) {
+      params.push_back({{"name", name},
+                        {"in", "query"},
+                        {"schema", {{"type", name == std::string("force") ? "boolean" : "string"}}},
+                        {"uniqueItems", true}});
+    }
+    ojson patch = {{"operationId", "patch" + rt.kind},
+                   {"parameters", params},
+                   {"responses", {{"200", {{"description", "OK"}}}}},
+                   {"x-kubernetes-action", "patch"},
+                   {"x-kubernetes-group-version-kind",
+                    {{"group", rt.group}, {"version", rt.version}, {"kind", rt.kind}}}};
+    const std::string item = rt.group_version_path() +
+                             (rt.namespaced ? "/namespaces/{namespace}/" : "/") + rt.resource +
+                             "/{name}";
+    paths[item] = {{"patch", patch}};
+  }
+  if (paths.empty()) return std::nullopt;
+  return ojson{{"openapi", "3.0.0"},
+               {"info", {{"title", "Kubernetes"}, {"version", "v1.20.2-kcache"}}},
+               {"paths", paths},
+               {"components", {{"schemas", ojson::object()}}}}
+      .dump();
+}
 
 void Api::NoteFault(const char* kind) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -159,6 +226,13 @@ void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
     if (path == "/metrics") {
       return (void)w.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}}, Metrics());
     }
+    if (path == "/openapi/v3" || path == "/openapi/v3/")
+      return (void)w.Send(200, json, OpenApiRoot());
+    if (path.rfind("/openapi/v3/", 0) == 0) {
+      std::optional<std::string> doc = OpenApiDocument(path.substr(12));
+      if (!doc) return SendNotFoundPage(w);
+      return (void)w.Send(200, json, *doc);
+    }
   }
   Target t;
   switch (ParseTarget(state_->types(), path, &t)) {
@@ -179,10 +253,18 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
       req.method == "GET" && (t.legacy_watch || ParseBool(req.Query("watch").value_or("false")));
   if (InjectRequestFault(n, watch, w)) return;
   const std::string& m = req.method;
-  const bool drop = AcceptDropsManagedFields(req.Header("Accept"));
+  Output out;
+  if (std::optional<Reply> bad = ParseOutput(req, &out)) return SendReply(w, *bad);
+  const bool drop = out.drop_managed_fields;
+  if (m != "GET" && req.Query("dryRun").has_value()) {
+    return SendReply(w, {400, "BadRequest",
+                         "dryRun is not supported by kcache serve's synthetic cluster: the request "
+                         "would have been carried out",
+                         ""});
+  }
   if (!t.name.empty()) {
     if (t.legacy_watch) return SendNotFoundPage(w);
-    if (m == "GET") return Count("get", t.rt->resource), Get(t, drop, w);
+    if (m == "GET") return Count("get", t.rt->resource), Get(t, out, w);
     if (m == "PUT") return Count("update", t.rt->resource), Update(req, t, w);
     if (m == "PATCH") return Count("patch", t.rt->resource), Patch(req, t, w);
     if (m == "DELETE" && t.subresource.empty()) {
@@ -194,7 +276,9 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
     Query q;
     if (std::optional<Reply> bad = ParseQuery(req, t, &q)) return SendReply(w, *bad);
     Count(q.watch ? "watch" : "list", t.rt->resource);
-    return q.watch ? Watch(t, q, n, drop, w) : List(t, q, n, drop, w);
+    TableRows rows(TableOf(t.type), out);
+    const TableWriter* tables = out.tables() ? &rows : nullptr;
+    return q.watch ? Watch(t, q, n, drop, tables, w) : List(t, q, n, drop, tables, w);
   }
   SendReply(w, {405, "MethodNotAllowed",
                 "the server does not allow this method on the requested resource", ""});
@@ -232,12 +316,13 @@ BodyFault BodyFaultOf(const Faults& f, uint64_t n, bool watch) {
 }  // namespace
 
 void Api::List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
-               http::ResponseWriter& w) {
+               const TableWriter* tables, http::ResponseWriter& w) {
   if (options_.faults.expire.Contains(n)) {
     NoteFault("expire");
     return SendReply(w, ListTooOld());
   }
   ListCall call;
+  call.tables = tables;
   call.drop_managed_fields = drop_managed_fields;
   call.fault = BodyFaultOf(options_.faults, n, /*watch=*/false);
   call.injected = [this](const char* kind) { NoteFault(kind); };
@@ -247,9 +332,10 @@ void Api::List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fi
 }
 
 void Api::Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
-                http::ResponseWriter& w) {
+                const TableWriter* tables, http::ResponseWriter& w) {
   const Faults& f = options_.faults;
   WatchCall call;
+  call.tables = tables;
   call.drop_managed_fields = drop_managed_fields;
   call.bookmark_interval = options_.bookmark_interval;
   call.default_timeout = options_.default_watch_timeout;
@@ -269,11 +355,10 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_f
   ServeWatch(source_, t, q, call, w);
 }
 
-void Api::Get(const Target& t, bool drop_managed_fields, http::ResponseWriter& w) {
+void Api::Get(const Target& t, const Output& out, http::ResponseWriter& w) {
   StoredPtr o = state_->Get(t.type, StateKey(*t.rt, t.namespace_, t.name));
   if (!o) return SendReply(w, NotFound(*t.rt, t.name));
-  w.Send(200, {{"Content-Type", "application/json"}},
-         Shown(o->object, drop_managed_fields)->json());
+  SendObject(w, o->object, TableOf(t.type), out);
 }
 
 namespace {
@@ -503,47 +588,88 @@ void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter
          StatusJson(200, "", "", Details(t.name, t.rt->group, t.rt->resource, uid)));
 }
 
-// Merge patches (RFC 7386) and JSON patches (RFC 6902), of the object or of
-// its status. Strategic merge and server-side apply need the types' schemas
-// and are refused with 415, as the apiserver refuses them for resources it
-// has no schema for.
+// Merge patches (RFC 7386), JSON patches (RFC 6902) and strategic merge
+// patches, of the object or of its status, and server-side apply. As
+// kube-apiserver, custom resources take no strategic merge patch.
+// Server-side apply creates a missing object and merges the applied
+// configuration as a strategic merge patch would; it keeps no field
+// ownership (no managedFields, no conflicts, and fields a manager stops
+// applying stay): docs/serve.md.
 void Api::Patch(const http::Request& req, const Target& t, http::ResponseWriter& w) {
   const std::string type = req.Header("Content-Type");
+  const bool builtin = BuiltInGroup(t.rt->group);
   const bool merge = type.starts_with("application/merge-patch+json");
   const bool json_patch = type.starts_with("application/json-patch+json");
-  if (!merge && !json_patch) {
-    return SendReply(w, {415, "UnsupportedMediaType",
-                         "the body of the request was in an unknown format - accepted media types "
-                         "include: application/json-patch+json, application/merge-patch+json",
-                         ""});
+  const bool strategic = builtin && type.starts_with("application/strategic-merge-patch+json");
+  const bool apply = type.starts_with("application/apply-patch+yaml");
+  if (!merge && !json_patch && !strategic && !apply) {
+    return SendReply(w,
+                     {415, "UnsupportedMediaType",
+                      "the body of the request was in an unknown format - accepted media types "
+                      "include: application/json-patch+json, application/merge-patch+json, " +
+                          std::string(builtin ? "application/strategic-merge-patch+json, " : "") +
+                          "application/apply-patch+yaml",
+                      ""});
   }
   ojson patch = ojson::parse(req.body, nullptr, false);
-  if (patch.is_discarded() || (merge && !patch.is_object()) || (json_patch && !patch.is_array())) {
+  if (patch.is_discarded() || (!json_patch && !patch.is_object()) ||
+      (json_patch && !patch.is_array())) {
     return SendReply(w, {400, "BadRequest",
-                         std::string("the body of the request is not a ") +
-                             (merge ? "JSON merge patch (an object)" : "JSON patch (an array)"),
+                         apply ? "the synthetic cluster of kcache serve reads an apply patch "
+                                 "written as a JSON object (YAML's JSON form)"
+                               : std::string("the body of the request is not a ") +
+                                     (json_patch ? "JSON patch (an array)" : "JSON object"),
                          ""});
   }
+  if (apply && req.Query("fieldManager").value_or("").empty()) {
+    return SendReply(w, {422, "Invalid",
+                         "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+                         "is required for apply patch",
+                         Details("", "meta.k8s.io", "PatchOptions")});
+  }
   std::optional<Reply> reply;
+  int code = 200;
   StatusOr<StoredPtr> stored = state_->Apply(
       t.type, StateKey(*t.rt, t.namespace_, t.name),
       [&](const StoredPtr& current, uint64_t rv) -> StatusOr<Change> {
-        if (!current) {
+        if (!current && !(apply && t.subresource.empty())) {
           reply = NotFound(*t.rt, t.name);
           return Status::NotFound(t.name);
         }
-        const std::string current_rv = std::to_string(current->rv);
-        ojson before = ojson::parse(current->object->json(), nullptr, false);
+        const std::string current_rv = current ? std::to_string(current->rv) : "";
+        ojson before =
+            current ? ojson::parse(current->object->json(), nullptr, false)
+                    : ojson{{"metadata",
+                             {{"name", t.name}, {"uid", NewUid()}, {"creationTimestamp", Now()}}}};
+        if (!current && t.rt->namespaced) before["metadata"]["namespace"] = t.namespace_;
         ojson after = before;
         if (merge) {
           after.merge_patch(patch);
-        } else {
+        } else if (json_patch) {
           try {
             after = before.patch(patch);
           } catch (const nlohmann::json::exception& e) {
             reply = Reply{422, "Invalid", std::string("the JSON patch failed: ") + e.what(), ""};
             return Status::InvalidArgument(e.what());
           }
+        } else {
+          if (apply &&
+              ((patch.contains("kind") && patch["kind"] != t.rt->kind) ||
+               (patch.contains("apiVersion") && patch["apiVersion"] != t.rt->api_version()))) {
+            reply =
+                Reply{400, "BadRequest",
+                      "the kind and apiVersion of the applied object (" + patch.value("kind", "") +
+                          ", " + patch.value("apiVersion", "") + ") are not the ones of the URL (" +
+                          t.rt->kind + ", " + t.rt->api_version() + ")",
+                      ""};
+            return Status::InvalidArgument("kind");
+          }
+          StatusOr<ojson> merged = StrategicMerge(before, patch);
+          if (!merged.ok()) {
+            reply = Reply{422, "Invalid", std::string(merged.status().message()), ""};
+            return merged.status();
+          }
+          after = *std::move(merged);
         }
         if (!after.is_object() || !after.contains("metadata") || !after["metadata"].is_object()) {
           reply = Reply{422, "Invalid", "the patched object has no metadata", ""};
@@ -551,7 +677,7 @@ void Api::Patch(const http::Request& req, const Target& t, http::ResponseWriter&
         }
         ojson& meta = after["metadata"];
         // A resourceVersion in the patch is a precondition.
-        if (meta.value("resourceVersion", current_rv) != current_rv) {
+        if (current && meta.value("resourceVersion", current_rv) != current_rv) {
           reply = Conflict(*t.rt, t.name, kModified);
           return Status::FailedPrecondition(t.name);
         }
@@ -566,14 +692,20 @@ void Api::Patch(const http::Request& req, const Target& t, http::ResponseWriter&
         }
         after["kind"] = t.rt->kind;
         after["apiVersion"] = t.rt->api_version();
-        after["metadata"]["resourceVersion"] = current_rv;
-        if (nlohmann::json::parse(after.dump()) == nlohmann::json::parse(current->object->json())) {
-          return Change{};  // no change: no new resourceVersion, no event
+        if (!current) {
+          if (t.rt->kind == "Namespace") DefaultNamespace(after);
+          code = 201;
+        } else {
+          after["metadata"]["resourceVersion"] = current_rv;
+          if (nlohmann::json::parse(after.dump()) ==
+              nlohmann::json::parse(current->object->json())) {
+            return Change{};  // no change: no new resourceVersion, no event
+          }
         }
         after["metadata"]["resourceVersion"] = std::to_string(rv);
         return Change{Change::kWrite, Canonical(after).dump()};
       });
-  SendWritten(w, reply, stored, 200);
+  SendWritten(w, reply, stored, code);
 }
 
 }  // namespace kcache::serve

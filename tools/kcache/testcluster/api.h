@@ -1,5 +1,7 @@
-// Api: the HTTP face of `kcache serve`. Answers discovery, list, watch,
-// get, create, update and delete for the types of a ClusterState the way
+// Api: the HTTP face of `kcache serve`. Answers discovery, OpenAPI v3
+// (operations only), list, watch (objects or Table rows), get, create,
+// update, patch (merge, JSON, strategic merge, server-side apply) and
+// delete for the types of a ClusterState the way
 // kube-apiserver does (paths, query parameters, Status errors, list and
 // watch semantics), and injects the configured faults.
 //
@@ -13,10 +15,14 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tools/kcache/apiserver/api_reply.h"
 #include "tools/kcache/apiserver/http_server.h"
+#include "tools/kcache/apiserver/tables.h"
+#include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/testcluster/cluster_state.h"
 #include "tools/kcache/testcluster/faults.h"
 #include "tools/kcache/testcluster/state_source.h"
@@ -54,15 +60,21 @@ class Api {
   void HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w);
   // `drop_managed_fields`: the request's Accept asked for objects without
   // metadata.managedFields.
+  // `tables`: rows of a Table, not objects (null: objects).
   void List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
-            http::ResponseWriter& w);
+            const TableWriter* tables, http::ResponseWriter& w);
   void Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
-             http::ResponseWriter& w);
-  void Get(const Target& t, bool drop_managed_fields, http::ResponseWriter& w);
+             const TableWriter* tables, http::ResponseWriter& w);
+  void Get(const Target& t, const Output& out, http::ResponseWriter& w);
   void Create(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Delete(const http::Request& req, const Target& t, http::ResponseWriter& w);
   void Patch(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  // The printer of type `type`; null if none could be made.
+  const tool::TableSpec* TableOf(int type) const;
+  // GET /openapi/v3 and /openapi/v3/GROUP-VERSION (nullopt: no such one).
+  std::string OpenApiRoot() const;
+  std::optional<std::string> OpenApiDocument(const std::string& group_version) const;
   void Count(const std::string& verb, const std::string& resource);
   void NoteFault(const char* kind);
   // Throttles, slows or fails request `n` as the faults say; true if it
@@ -72,6 +84,7 @@ class Api {
   ClusterState* const state_;
   StateSource source_;
   const ApiOptions options_;
+  std::vector<std::optional<tool::TableSpec>> tables_;  // by type
   std::string address_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<int64_t> watches_open_{0};

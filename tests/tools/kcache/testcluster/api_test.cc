@@ -346,6 +346,25 @@ TEST(ServeApiTest, BadRequestsGetStatusErrors) {
       << unknown.status();
   auto patch = f.client->Do("PATCH", "/api/v1/namespaces/ns-0/pods/x", "{}");
   EXPECT_TRUE(patch.status().IsNotFound()) << patch.status();
+  // Server-side apply needs a field manager (422, as kube-apiserver); a
+  // custom resource takes no strategic merge patch (415).
+  auto unmanaged = f.client->Do("PATCH", "/api/v1/namespaces/ns-0/configmaps/x", "{}",
+                                "application/apply-patch+yaml");
+  ASSERT_NE(unmanaged.status().http_error(), nullptr) << unmanaged.status();
+  EXPECT_EQ(unmanaged.status().http_error()->http_code, 422) << unmanaged.status();
+  EXPECT_NE(std::string(unmanaged.status().message()).find("fieldManager: Required value"),
+            std::string::npos)
+      << unmanaged.status();
+  auto strategic = f.client->Do("PATCH", "/apis/demo.kcache.io/v1/namespaces/ns-0/widgets/x", "{}",
+                                "application/strategic-merge-patch+json");
+  ASSERT_NE(strategic.status().http_error(), nullptr) << strategic.status();
+  EXPECT_EQ(strategic.status().http_error()->http_code, 415) << strategic.status();
+  // A dry run is refused, not carried out.
+  auto dry = f.client->Do("POST", "/api/v1/namespaces/ns-0/configmaps?dryRun=All",
+                          R"({"metadata":{"name":"dry"}})");
+  ASSERT_NE(dry.status().http_error(), nullptr) << dry.status();
+  EXPECT_EQ(dry.status().http_error()->http_code, 400) << dry.status();
+  EXPECT_TRUE(f.client->Get("/api/v1/namespaces/ns-0/configmaps/dry").status().IsNotFound());
   // Deleting a collection is not served.
   auto delete_all = f.client->Do("DELETE", "/api/v1/namespaces/ns-0/pods");
   ASSERT_NE(delete_all.status().http_error(), nullptr) << delete_all.status();
