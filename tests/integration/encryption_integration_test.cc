@@ -89,6 +89,16 @@ TEST(EncryptionIntegrationTest, SecretsSyncedWithAKeyAreSealedAndReadOnlyWithIt)
   EXPECT_FALSE(AnyFileHolds(cache, encoded));
   EXPECT_FALSE(AnyFileHolds(cache, kPassword));
 
+  // kcache stats says, without the key, which resources are sealed.
+  CommandResult stats = RunCommand(Kcache("stats --cache " + cache));
+  EXPECT_EQ(stats.exit_code, 0) << stats.output;
+  EXPECT_NE(stats.output.find("ENCRYPTED secrets (key-encryption key "), std::string::npos)
+      << stats.output;
+  EXPECT_NE(stats.output.find(", data key 1 of 1)\n"), std::string::npos) << stats.output;
+  // Per namespace, a sealed resource is counted by its keys.
+  EXPECT_NE(stats.output.find("   secrets      2         <encrypted>\n"), std::string::npos)
+      << stats.output;
+
   // Without the key: plain resources read; Secrets fail, saying why.
   CommandResult maps = RunCommand(Kcache("get configmaps -n " + ns + " --cache " + cache));
   EXPECT_EQ(maps.exit_code, 0) << maps.output;

@@ -1,9 +1,12 @@
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 
+#include "kcache/encryption.h"
 #include "kcache/lister.h"
 #include "tools/kcache/command.h"
 #include "tools/kcache/inspect.h"
@@ -39,6 +42,16 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
   if (cluster) {
     out << "CLUSTER   " << cluster->server
         << (cluster->version.empty() ? "" : " (" + cluster->version + ")") << "\n";
+  }
+  // Which resources are sealed, from the keyring's record: readable
+  // without the key.
+  KCACHE_ASSIGN_OR_RETURN(EncryptionStatus sealed, GetEncryptionStatus(source->cache()));
+  if (sealed.encrypted) {
+    std::string names;
+    for (const std::string& ks : sealed.keyspaces) names += (names.empty() ? "" : ", ") + ks;
+    out << "ENCRYPTED " << (names.empty() ? "<none yet>" : names) << " (key-encryption key "
+        << sealed.key_fingerprint << ", data key " << sealed.current_data_key << " of "
+        << sealed.data_keys.size() << ")\n";
   }
   out << "\n";
   auto now = std::chrono::system_clock::now();
@@ -79,25 +92,44 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
   }
 
   // Per namespace: one pass over each namespaced keyspace (or over one
-  // namespace's key range, with -n).
+  // namespace's key range, with -n). A sealed keyspace read without its key
+  // is counted by its keys: its objects' bytes are not readable.
   std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>>
-      per;  // (ns, ks) -> (objects, bytes)
+      per;                           // (ns, ks) -> (objects, bytes)
+  std::set<std::string> unreadable;  // sealed keyspaces read without the key
   for (const KeyspaceStats& ks : source->keyspaces()) {
     if (!source->Namespaced(ks.name)) continue;
     KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, source->Keyspace(ks.name));
-    KCACHE_RETURN_IF_ERROR(ListAllByNamespace(
-        *indexer, options.namespace_, LabelSelector::Everything(), [&](const ObjectPtr& o) {
-          auto& [objects, bytes] = per[{o->namespace_(), ks.name}];
-          ++objects;
-          bytes += o->json().size();
-          return true;
-        }));
+    std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> mine;
+    Status st = ListAllByNamespace(*indexer, options.namespace_, LabelSelector::Everything(),
+                                   [&](const ObjectPtr& o) {
+                                     auto& [objects, bytes] = mine[{o->namespace_(), ks.name}];
+                                     ++objects;
+                                     bytes += o->json().size();
+                                     return true;
+                                   });
+    const bool is_sealed = std::find(sealed.keyspaces.begin(), sealed.keyspaces.end(), ks.name) !=
+                           sealed.keyspaces.end();
+    if (!st.ok() && is_sealed && st.code() == StatusCode::kFailedPrecondition) {
+      mine.clear();
+      unreadable.insert(ks.name);
+      KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keys, indexer->ListKeys());
+      for (const std::string& key : keys) {
+        const std::string ns = key.substr(0, key.find('/'));
+        if (options.namespace_.empty() || ns == options.namespace_) ++mine[{ns, ks.name}].first;
+      }
+    } else {
+      KCACHE_RETURN_IF_ERROR(st);
+    }
+    per.merge(mine);
   }
   if (!per.empty()) {
     out << "\n";
     std::vector<std::vector<std::string>> by_ns = {{"NAMESPACE", "RESOURCE", "OBJECTS", "JSON"}};
-    for (const auto& [k, v] : per)
-      by_ns.push_back({k.first, k.second, std::to_string(v.first), Bytes(v.second)});
+    for (const auto& [k, v] : per) {
+      by_ns.push_back({k.first, k.second, std::to_string(v.first),
+                       unreadable.count(k.second) ? "<encrypted>" : Bytes(v.second)});
+    }
     PrintTable(by_ns, out);
   }
   return Status::OK();
