@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -254,8 +255,10 @@ TEST(InformerFactoryTest, ASelectorChangeRelistsOnlyItsKeyspaceOnRestart) {
   };
   auto start = [&](const std::string& role) {
     Run run;
+    std::mutex events_mu;  // every informer's reflector thread reports here
     InformerFactoryOptions o;
-    o.informer.reflector.on_event = [&run](const ReflectorEvent& e) {
+    o.informer.reflector.on_event = [&run, &events_mu](const ReflectorEvent& e) {
+      std::lock_guard l(events_mu);
       run.events.push_back(e.message);
     };
     RestConfig config;
