@@ -128,9 +128,9 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
   if (stopped_)
     return Status::FailedPrecondition("informer factory stopped: no informer for " + name);
   if (auto it = informers_.find(name); it != informers_.end()) {
-    if (options && selections_[name] != want) {
+    if (options && selections_.at(name) != want) {
       return Status::InvalidArgument(
-          "the informer " + name + " exists with " + Describe(selections_[name]) + ", not " +
+          "the informer " + name + " exists with " + Describe(selections_.at(name)) + ", not " +
           Describe(want) + ": give this one a name of its own (ForResourceOptions::name)");
     }
     return it->second;

@@ -241,7 +241,9 @@ TEST(InformerFactoryTest, PerInformerSelectorsEachHaveAKeyspaceOfTheirOwn) {
 
 // A selector that changed between two starts lists that keyspace again
 // (objects no longer selected are deleted, with handler calls); the other
-// keyspaces resume without a LIST, and so does the next start.
+// keyspaces resume without a LIST, and so does the next start. Invariant 3:
+// resume without relist where the store holds what the server would list,
+// one relist diffed against the store where it does not.
 TEST(InformerFactoryTest, ASelectorChangeRelistsOnlyItsKeyspaceOnRestart) {
   Fixture f;
   CreateWithRole(f.serve, "src-1", "source");

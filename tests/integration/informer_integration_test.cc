@@ -184,7 +184,8 @@ TEST(InformerIntegrationTest, FactoryListsACacheOfAnotherClusterAgainAndRecordsT
 // configmaps on one factory and cache, one selected by label, each in its
 // own keyspace. Restarted with another selector, only the selected
 // keyspace lists again (what is no longer selected is deleted); the plain
-// one resumes, and the start after resumes both.
+// one resumes, and the start after resumes both (invariant 3: resume without
+// relist, and one relist where the stored selection is not the one asked).
 TEST(InformerIntegrationTest, FactorySelectorsPerInformerAndASelectorChangeRelistsOneKeyspace) {
   Api api(Cluster::Get().Namespace("selectors"));
   api.Create("a-1");

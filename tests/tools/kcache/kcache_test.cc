@@ -465,8 +465,9 @@ TEST(KcacheToolTest, SyncThenGetThenResume) {
   EXPECT_NE(scraped.output.find("\n404\n"), std::string::npos) << scraped.output;
 
   // A selector the server would refuse is refused before anything opens; one
-  // the server refuses (400) ends the sync, the committed cache untouched,
-  // instead of being retried forever.
+  // the server refuses (400) ends the sync, the committed cache untouched and
+  // its resume point kept (invariant 6: bad input loses nothing), instead of
+  // being retried forever.
   Result bad_labels = Kcache("sync pods --server " + url + " --cache " + cache + " -l 'a in (b'");
   EXPECT_EQ(bad_labels.exit_code, 2) << bad_labels.output;
   EXPECT_NE(bad_labels.output.find("error: sync: -l a in (b: "), std::string::npos)
@@ -1141,6 +1142,8 @@ TEST(KcacheToolTest, GetAllExpandsTheRecordedCategoryInDiscoveryOrder) {
 // shows them); a sync with other ones lists that resource again instead of
 // resuming (what is no longer selected goes), and the next one resumes. A
 // keyspace of a named informer ("pods#mine") is read by its name.
+// Invariant 3 through the tool: one relist for a changed selection, then
+// resume without relist.
 TEST(KcacheToolTest, SyncRecordsItsSelectionAndAnotherOneListsAgain) {
   ServeProcess s = StartServe(
       "--listen 127.0.0.1:0 --pods 30 --namespaces 3 --nodes 2 --creates 0 --updates 0 "
