@@ -121,10 +121,9 @@ std::optional<WatchEventType> EventType(std::string_view type) {
 // is split without parsing it first: the object's own parse validates what
 // lies between, and anything else (other spellings, errors) takes the
 // general path, which describes it.
-std::optional<WatchEvent> DecodeCommonEvent(const std::string& frame, const ParseOptions& options) {
+std::optional<WatchEvent> DecodeCommonEvent(std::string_view f, const ParseOptions& options) {
   constexpr std::string_view kTypePrefix = "{\"type\":\"";
   constexpr std::string_view kObjectKey = "\",\"object\":";
-  std::string_view f = frame;
   if (!f.starts_with(kTypePrefix) || !f.ends_with('}')) return std::nullopt;
   size_t type_end = f.find('"', kTypePrefix.size());
   if (type_end == std::string_view::npos) return std::nullopt;
@@ -148,11 +147,12 @@ std::optional<WatchEvent> DecodeCommonEvent(const std::string& frame, const Pars
 
 }  // namespace
 
-StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
+StatusOr<WatchEvent> DecodeWatchEvent(std::string_view bytes, uint64_t stream_offset,
                                       const ParseOptions& options, std::string_view what) {
-  if (std::optional<WatchEvent> common = DecodeCommonEvent(frame, options)) {
+  if (std::optional<WatchEvent> common = DecodeCommonEvent(bytes, options)) {
     return *std::move(common);
   }
+  std::string frame(bytes);  // padded and parsed in place below
   ondemand::document doc;
   ondemand::object top;
   std::string_view type, raw;

@@ -21,7 +21,7 @@ StatusOr<ObjectList> DecodeList(std::string body, const ParseOptions& options);
 // Decodes one watch frame (one JSON object) that began at `stream_offset`.
 // An ERROR event becomes its Status (see StatusFromErrorEvent), prefixed by
 // `what`; an unknown type is InvalidArgument.
-StatusOr<WatchEvent> DecodeWatchEvent(std::string frame, uint64_t stream_offset,
+StatusOr<WatchEvent> DecodeWatchEvent(std::string_view frame, uint64_t stream_offset,
                                       const ParseOptions& options, std::string_view what);
 
 }  // namespace kcache::rest

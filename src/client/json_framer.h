@@ -17,16 +17,26 @@ namespace kcache::rest {
 
 class JsonFramer {
  public:
-  // `max_frame_bytes` bounds the memory one frame may take.
-  explicit JsonFramer(size_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
+  // How blocks of 64 bytes are scanned: kWidest takes AVX2 and carry-less
+  // multiplication where the CPU has them, else SSE2; the others are for
+  // tests, which compare them. All give the same frames.
+  enum class Scan { kWidest, kSse2, kBytes };
 
-  void Append(std::string_view bytes) { buf_.append(bytes); }
+  // `max_frame_bytes` bounds the memory one frame may take.
+  explicit JsonFramer(size_t max_frame_bytes, Scan scan = Scan::kWidest);
+
+  // Invalidates the frame Next() returned last.
+  void Append(std::string_view bytes) {
+    Compact();
+    buf_.append(bytes);
+  }
 
   // Returns the next complete object, or nullopt when more bytes are needed.
+  // The frame's bytes stay valid until the next call of Append or Next.
   // Errors (InvalidArgument) name the stream offset: a byte that cannot
   // start an object, or a frame larger than the bound. After an error the
   // framer must not be used again.
-  StatusOr<std::optional<std::string>> Next();
+  StatusOr<std::optional<std::string_view>> Next();
 
   // True when bytes of an unfinished frame are buffered (a stream that ends
   // now was cut in the middle of an event).
@@ -39,7 +49,7 @@ class JsonFramer {
   uint64_t frame_offset() const { return frame_offset_; }
 
  private:
-  // Bytes scanned as one block (four SSE2 registers where there are any).
+  // Bytes scanned as one block (two AVX2 or four SSE2 registers).
   static constexpr size_t kBlock = 64;
   static constexpr size_t kNone = static_cast<size_t>(-1);
 
@@ -49,10 +59,15 @@ class JsonFramer {
   // index of the bracket that closes the frame, else kNone.
   size_t ScanBytes(const char* p, size_t i, size_t limit);
   // The same over the kBlock bytes at `p`, all at once: the offset of the
-  // closing bracket in them, else kBlock.
+  // closing bracket in them, else kBlock. `Isa` loads the block and
+  // computes prefix parities (json_framer.cc).
+  template <class Isa>
   size_t ScanBlock(const char* p);
+  size_t ScanBlockSse2(const char* p);
+  size_t ScanBlockAvx2(const char* p);
 
   const size_t max_frame_bytes_;
+  const Scan scan_with_;  // kWidest resolved to what the CPU has
   std::string buf_;
   size_t start_ = 0;       // first byte of the current frame (or of whitespace)
   size_t scan_ = 0;        // next byte to scan, >= start_

@@ -107,8 +107,7 @@ class HttpWatchStream final : public WatchStream {
       pending_.reset();
       if (!frame.ok()) return Fail(frame.status().WithContext(what_));
       if (*frame) {
-        auto event =
-            rest::DecodeWatchEvent(std::move(**frame), framer_.frame_offset(), parse_, what_);
+        auto event = rest::DecodeWatchEvent(**frame, framer_.frame_offset(), parse_, what_);
         if (!event.ok()) return Fail(event.status());
         return std::optional<WatchEvent>(*std::move(event));
       }
@@ -159,7 +158,8 @@ class HttpWatchStream final : public WatchStream {
   std::string what_;
   rest::JsonFramer framer_;
   // A frame (or framing error) taken from the framer by Ready().
-  std::optional<StatusOr<std::optional<std::string>>> pending_;
+  // Its bytes live in the framer until the framer is called again.
+  std::optional<StatusOr<std::optional<std::string_view>>> pending_;
   ParseOptions parse_;
   std::string chunk_;
   Status final_;

@@ -1,6 +1,7 @@
 // The watch stream's framer and event decoder. Properties: the frames and
 // the error do not depend on where the bytes are cut (the network may cut
-// them anywhere), and a decoded event always holds an object.
+// them anywhere) or on how blocks are scanned, and a decoded event always
+// holds an object.
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +22,11 @@ struct Framed {
 // Small enough that the fuzzer reaches the bound.
 constexpr size_t kMaxFrame = 4096;
 
-Framed Frame(std::string_view in, size_t chunk) {
+using Scan = kcache::rest::JsonFramer::Scan;
+
+Framed Frame(std::string_view in, size_t chunk, Scan scan = Scan::kWidest) {
   Framed out;
-  kcache::rest::JsonFramer framer(kMaxFrame);
+  kcache::rest::JsonFramer framer(kMaxFrame, scan);
   for (size_t at = 0; at < in.size() || at == 0; at += chunk) {
     framer.Append(in.substr(at, chunk));
     while (true) {
@@ -33,7 +36,7 @@ Framed Frame(std::string_view in, size_t chunk) {
         return out;
       }
       if (!next->has_value()) break;
-      out.frames.push_back(std::move(**next));
+      out.frames.emplace_back(**next);
       out.offsets.push_back(framer.frame_offset());
     }
     if (in.empty()) break;
@@ -55,6 +58,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(cut.error == whole.error, "the framing error depends on where the stream is cut",
           whole.error + "\n" + cut.error);
     Check(cut.in_frame == whole.in_frame, "InFrame depends on where the stream is cut");
+    // Each way of scanning blocks frames alike.
+    for (Scan scan : {Scan::kSse2, Scan::kBytes}) {
+      Framed other = Frame(in, in.size() + 1, scan);
+      Check(other.frames == whole.frames && other.offsets == whole.offsets &&
+                other.error == whole.error && other.in_frame == whole.in_frame,
+            "the scans of blocks frame differently");
+    }
   }
   for (size_t i = 0; i < whole.frames.size(); i++) {
     kcache::ParseOptions options;
