@@ -100,10 +100,14 @@ std::string IndexVersionKey(std::string_view ks, std::string_view index) {
 
 std::string EncodeObjectHeader(std::string_view rv) {
   std::string out;
-  out.push_back(kObjectRecordVersion);
-  PutVarint32(&out, static_cast<uint32_t>(rv.size()));
-  out.append(rv);
+  AppendObjectHeader(&out, rv);
   return out;
+}
+
+void AppendObjectHeader(std::string* out, std::string_view rv) {
+  out->push_back(kObjectRecordVersion);
+  PutVarint32(out, static_cast<uint32_t>(rv.size()));
+  out->append(rv);
 }
 
 std::string EncodeObject(std::string_view rv, std::string_view json) {
@@ -171,13 +175,17 @@ StatusOr<std::string> SealObject(const Keyring& keyring, std::string_view ks, st
 
 std::string EncodeEntries(const std::vector<IndexEntry>& entries) {
   std::string out;
-  for (const auto& [index, value] : entries) {
-    out.append(index);
-    out.push_back('\0');
-    out.append(value);
-    out.push_back('\0');
-  }
+  AppendEntries(&out, entries);
   return out;
+}
+
+void AppendEntries(std::string* out, const std::vector<IndexEntry>& entries) {
+  for (const auto& [index, value] : entries) {
+    out->append(index);
+    out->push_back('\0');
+    out->append(value);
+    out->push_back('\0');
+  }
 }
 
 StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record) {

@@ -84,6 +84,7 @@ std::string IndexVersionKey(std::string_view ks, std::string_view index);
 std::string EncodeObject(std::string_view rv, std::string_view json);
 // The record without its json: 0x01 + varint32(len(rv)) + rv.
 std::string EncodeObjectHeader(std::string_view rv);
+void AppendObjectHeader(std::string* out, std::string_view rv);
 // Splits a plain record; Corruption if malformed, FailedPrecondition if
 // sealed (see OpenObject).
 Status DecodeObject(std::string_view record, std::string_view* rv, std::string_view* json);
@@ -108,6 +109,7 @@ Status OpenObject(const Keyring* keyring, std::string_view ks, std::string_view 
 
 // Reverse index record: (index + \0 + value + \0)*, `entries` sorted.
 std::string EncodeEntries(const std::vector<IndexEntry>& entries);
+void AppendEntries(std::string* out, const std::vector<IndexEntry>& entries);
 StatusOr<std::vector<IndexEntry>> DecodeEntries(std::string_view record);
 
 // meta "resource\0ks" and "cluster" values: JSON objects. Both have the

@@ -809,9 +809,11 @@ class RocksReplaceSession final : public ReplaceSession {
   struct Segment {
     rocksdb::SstFileWriter objects, rindex;
     std::string objects_path, rindex_path;
-    // Its keys by index entry (index and value), each list ascending as
-    // the segment's keys do.
-    std::unordered_map<std::string, std::vector<std::string>> index_keys;
+    // The keys of its objects that have index entries, ascending.
+    std::vector<std::string> keys;
+    // Positions in `keys` by index entry (index and value), each list
+    // ascending.
+    std::unordered_map<std::string, std::vector<uint32_t>> index_keys;
     size_t added = 0;  // objects in it
     size_t bytes = 0;  // their JSON bytes
     // The last checkpoint's progress record among its chunks, if any.
@@ -861,21 +863,27 @@ class RocksReplaceSession final : public ReplaceSession {
                                        "relist " + ix_->ks_ + ": " + segment_->rindex_path));
     }
     Segment& seg = *segment_;
-    std::string value;
+    // Buffers reused across the chunk: a pod's record is kilobytes.
+    std::string value, entries;
     for (size_t i = 0; i < chunk.items.size(); ++i) {
       const Item& item = chunk.items[i];
       if (ix_->sealed_) {
         KCACHE_ASSIGN_OR_RETURN(value, ix_->EncodeRecord(item.key, *item.obj));
       } else {
-        value = EncodeObjectHeader(item.obj->resource_version());
+        value.clear();
+        AppendObjectHeader(&value, item.obj->resource_version());
         value.append(item.obj->json());
       }
       const std::string& okey = chunk.okeys[i];
       KCACHE_RETURN_IF_ERROR(FromRocks(seg.objects.Put(okey, value), "relist " + ix_->ks_));
-      KCACHE_RETURN_IF_ERROR(
-          FromRocks(seg.rindex.Put(okey, EncodeEntries(item.entries)), "relist " + ix_->ks_));
+      entries.clear();
+      AppendEntries(&entries, item.entries);
+      KCACHE_RETURN_IF_ERROR(FromRocks(seg.rindex.Put(okey, entries), "relist " + ix_->ks_));
+      if (item.entries.empty()) continue;
+      const auto at = static_cast<uint32_t>(seg.keys.size());
+      seg.keys.push_back(item.key);
       for (const auto& [index, v] : item.entries) {
-        seg.index_keys[IndexKey(ix_->ks_, index, v, "")].push_back(item.key);
+        seg.index_keys[IndexKey(ix_->ks_, index, v, "")].push_back(at);
       }
     }
     seg.added += chunk.items.size();
@@ -931,8 +939,8 @@ class RocksReplaceSession final : public ReplaceSession {
     auto put_index = [&](rocksdb::SstFileWriter& w) -> Status {
       std::string k;
       for (const std::string* prefix : prefixes) {
-        for (const std::string& key : seg->index_keys[*prefix]) {
-          k.assign(*prefix).append(key);
+        for (uint32_t at : seg->index_keys[*prefix]) {
+          k.assign(*prefix).append(seg->keys[at]);
           KCACHE_RETURN_IF_ERROR(FromRocks(w.Put(k, ""), what));
         }
       }
