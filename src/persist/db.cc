@@ -647,6 +647,16 @@ rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& 
   return rocksdb::Options(MakeDbOptions(o), FamilyOptions(name, o, MakeBlockCache(o)));
 }
 
+rocksdb::Options FirstListObjectOptions(const CacheOptions& o) {
+  rocksdb::Options options = FamilyOnlyOptions(kObjectsCF, o);
+  if (o.fast_first_list) {
+    // A table file writer compresses as the bottommost level does.
+    options.bottommost_compression = rocksdb::kLZ4Compression;
+    options.bottommost_compression_opts.enabled = false;
+  }
+  return options;
+}
+
 rocksdb::IngestExternalFileArg MovedTableFiles(rocksdb::ColumnFamilyHandle* family,
                                                std::vector<std::string> files) {
   rocksdb::IngestExternalFileArg arg;

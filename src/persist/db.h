@@ -169,6 +169,9 @@ rocksdb::Options ObjectsLikeOptions(const CacheOptions& options);
 // The options of column family `name` alone, for writing table files that
 // a cache will ingest.
 rocksdb::Options FamilyOnlyOptions(const std::string& name, const CacheOptions& options);
+// Those of the objects family for a first list's table files
+// (CacheOptions::fast_first_list).
+rocksdb::Options FirstListObjectOptions(const CacheOptions& options);
 
 // What Db::Ingest takes for table files of `family`: moved (linked) into
 // the cache, not copied.

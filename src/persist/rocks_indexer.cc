@@ -853,7 +853,7 @@ class RocksReplaceSession final : public ReplaceSession {
     if (!segment_) {
       const CacheOptions& o = db->options;
       segment_ =
-          std::make_unique<Segment>(FamilyOnlyOptions(kObjectsCF, o),
+          std::make_unique<Segment>(FirstListObjectOptions(o),
                                     FamilyOnlyOptions(kReverseIndexCF, o), db->objects, db->rindex);
       KCACHE_ASSIGN_OR_RETURN(segment_->objects_path, NextTablePath(kObjectsCF));
       KCACHE_ASSIGN_OR_RETURN(segment_->rindex_path, NextTablePath(kReverseIndexCF));

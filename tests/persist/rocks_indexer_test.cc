@@ -695,6 +695,53 @@ TEST(RocksStoreTest, AnInitialRelistReadsNoObjectBack) {
   EXPECT_EQ(*(*store)->Size(), 1000u);
 }
 
+// CacheOptions::fast_first_list: a first list's object tables are written
+// with LZ4 (zstd with the option off), and Cache::Compact() rewrites them
+// with zstd, the objects family's compression; the objects read alike.
+TEST(RocksStoreTest, AFirstListIsWrittenWithLz4UntilCompacted) {
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast ? "fast_first_list" : "zstd first list");
+    TempDir dir;
+    CacheOptions options;
+    options.memtable_bytes = size_t{1} << 20;  // ingested past 256 KiB
+    options.fast_first_list = fast;
+    auto cache = Cache::Open(dir.path(), options);
+    ASSERT_OK(cache) << cache.status();
+    const std::shared_ptr<storage::Db>& db = storage::DbOf(**cache);
+    // The compressions of the objects family's tables, with their counts.
+    auto compressions = [&] {
+      rocksdb::TablePropertiesCollection tables;
+      EXPECT_TRUE(db->db->GetPropertiesOfAllTables(db->objects, &tables).ok());
+      std::map<std::string, int> out;
+      for (const auto& [file, props] : tables) ++out[props->compression_name];
+      return out;
+    };
+    auto pods = (*cache)->OpenKeyspace("pods");
+    ASSERT_OK(pods);
+    auto session = (*pods)->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    const std::string pad(1100, 'x');
+    for (int i = 0; i < 3000; ++i) {
+      char name[16];
+      std::snprintf(name, sizeof name, "p%05d", i);
+      ASSERT_OK((*session)->Put(Pod(name, "ns", "7", {}, {{"pad", pad}})));
+    }
+    ASSERT_OK((*session)->Finish("7"));
+    std::map<std::string, int> written = compressions();
+    ASSERT_FALSE(written.empty());
+    const std::string first = fast ? "LZ4" : "ZSTD";
+    EXPECT_GE(written[first], 2) << "segments of the list";
+    ASSERT_OK((*cache)->Compact());
+    std::map<std::string, int> compacted = compressions();
+    EXPECT_EQ(compacted.count("LZ4"), 0u);
+    EXPECT_GE(compacted["ZSTD"], 1);
+    EXPECT_EQ(*(*pods)->Size(), 3000u);
+    auto p = (*pods)->GetByKey("ns/p01234");
+    ASSERT_OK(p);
+    EXPECT_NE((*p)->json().find(pad), std::string_view::npos);
+  }
+}
+
 // An initial list ingested as table files holds off the label index's
 // automatic compactions while it lasts (one overlapping index table per
 // segment), then merges its index once: none of its tables is left in

@@ -78,6 +78,10 @@ int Ingest(const Command& self, const std::vector<std::string>& args) {
         f.Int("read-ahead-bytes", '\0', &o->read_ahead_bytes,
               "bytes of decoded objects the reflector reads ahead of its commits (0: one "
               "thread)");
+        f.Int("zstd-dict-bytes", '\0', &o->zstd_dictionary_bytes,
+              "zstd dictionary size for objects on both sides (0: none; -1: the default)");
+        f.Bool("fast-first-list", '\0', &o->fast_first_list,
+               "compress the first list's objects with LZ4 (CacheOptions::fast_first_list)");
         f.String("dir", '\0', &o->dir, kDirHelp);
       },
       bench::RunIngestBench);
@@ -118,6 +122,8 @@ int Store(const Command& self, const std::vector<std::string>& args) {
         f.Int("runs", '\0', &o->runs, "timed runs per query (the median is reported)");
         f.Int("zstd-dict-bytes", '\0', &o->zstd_dictionary_bytes,
               "zstd dictionary size for objects (0: none)");
+        f.Bool("fast-first-list", '\0', &o->fast_first_list,
+               "compress the first list's objects with LZ4 (CacheOptions::fast_first_list)");
         f.String("dir", '\0', &o->dir, kDirHelp);
       },
       bench::RunStoreBench);

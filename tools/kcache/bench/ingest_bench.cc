@@ -83,6 +83,14 @@ double ProcessCpu() {
   return seconds(ru.ru_utime) + seconds(ru.ru_stime);
 }
 
+// The options of both sides' databases.
+CacheOptions CacheOptionsOf(const IngestBenchOptions& o) {
+  CacheOptions copts;
+  if (o.zstd_dictionary_bytes >= 0) copts.zstd_dictionary_bytes = o.zstd_dictionary_bytes;
+  copts.fast_first_list = o.fast_first_list;
+  return copts;
+}
+
 struct SyncRun {
   double seconds = 0;
   uint64_t objects = 0;
@@ -96,7 +104,7 @@ double TotalCpu(const SyncRun& run) { return run.cpu_total; }
 // One initial sync of pods from `url` into a new cache at `dir`.
 StatusOr<SyncRun> Sync(const std::string& url, const std::string& dir, const IngestBenchOptions& o,
                        bool label_index) {
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, {}));
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, CacheOptionsOf(o)));
   InformerFactoryOptions fo;
   fo.informer.reflector.read_ahead_bytes = static_cast<size_t>(o.read_ahead_bytes);
   fo.keyspace.label_index = label_index;
@@ -126,9 +134,10 @@ StatusOr<SyncRun> Sync(const std::string& url, const std::string& dir, const Ing
 // Raw RocksDB: the objects of the cache at `dir`, under the same keys, in
 // WriteBatches of 1,000 into a new database at `raw_dir` with the options of
 // the cache's objects column family. Only the writes are timed.
-StatusOr<double> RawPuts(const std::string& dir, bool label_index, const std::string& raw_dir,
-                         uint64_t* bytes) {
-  CacheOptions copts;
+StatusOr<double> RawPuts(const std::string& dir, const IngestBenchOptions& o,
+                         const std::string& raw_dir, uint64_t* bytes) {
+  const bool label_index = o.label_index;
+  const CacheOptions copts = CacheOptionsOf(o);
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(dir, copts));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods,
                           cache->OpenKeyspace("pods", {.label_index = label_index}));
@@ -198,7 +207,7 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
   // less CPU per pod; `ceilings` is the ratio to raw RocksDB it would reach
   // if every core were busy for it all along.
   const double cores = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<double> busy, ceilings, cpu_per_pod;
+  std::vector<double> busy, ceilings, cpu_per_pod, cache_mb, raw_mb;
   std::map<std::string, std::vector<double>> cpu;
   uint64_t objects = 0, bytes = 0;
   for (int r = 0; r < o.runs; ++r) {
@@ -219,10 +228,11 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
       index_time.push_back(1 - bare->seconds / run.seconds);
       index_cpu.push_back((cpu_s - TotalCpu(*bare)) / run.objects);
     }
-    KCACHE_ASSIGN_OR_RETURN(
-        double raw,
-        RawPuts(dir, o.label_index, work->path() + "/raw-" + std::to_string(r), &bytes));
+    KCACHE_ASSIGN_OR_RETURN(double raw,
+                            RawPuts(dir, o, work->path() + "/raw-" + std::to_string(r), &bytes));
     objects = run.objects;
+    cache_mb.push_back(DiskBytes(dir) / 1e6);
+    raw_mb.push_back(DiskBytes(work->path() + "/raw-" + std::to_string(r)) / 1e6);
     kcache_s.push_back(run.seconds);
     raw_s.push_back(raw);
     ratios.push_back(raw / run.seconds);
@@ -281,6 +291,9 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                 "  CPU bound: %.1f CPU us/pod in all, %.0f%% of %.0f cores busy; all of them busy "
                 "for the sync would give a ratio of at most %.2f (medians)\n",
                 1e6 * Median(cpu_per_pod), 100 * Median(busy), cores, Median(ceilings));
+  out << line;
+  std::snprintf(line, sizeof line, "  on disk: kcache %.0f MB, raw RocksDB %.0f MB (medians)\n",
+                Median(cache_mb), Median(raw_mb));
   out << line;
   out << "  CPU seconds by thread during the sync (medians; \"kcache\" includes the server's "
          "threads):\n";

@@ -30,6 +30,11 @@ struct IngestBenchOptions {
   // index's share of the sync's time and CPU is reported (side by side in
   // one run). Requires label_index. Default: false.
   bool label_index_cost = false;
+  // CacheOptions::zstd_dictionary_bytes of both sides (-1: its default).
+  // Default: -1.
+  int zstd_dictionary_bytes = -1;
+  // CacheOptions::fast_first_list of the synced cache. Default: true.
+  bool fast_first_list = true;
   // Where the databases go (created, then removed). Default: a new
   // directory under /tmp.
   std::string dir;

@@ -23,15 +23,6 @@ namespace kcache::bench {
 namespace {
 
 namespace fs = std::filesystem;
-// Everything in the directory: tables, logs, manifests.
-uint64_t DiskBytes(const std::string& dir) {
-  uint64_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) n += e.file_size();
-  }
-  return n;
-}
-
 // One batch of synthetic pods, as the API server would send them.
 std::vector<std::string> Batch(int first, int n) {
   std::vector<std::string> out;
@@ -342,9 +333,10 @@ Status ReportDisk(const StoreBenchOptions& o, const rocksdb::Options& ro, const 
   char line[256];
   std::snprintf(
       line, sizeof line,
-      "  disk: JSON %.0f MB; raw RocksDB %.0f MB; kcache %.0f MB (zstd dictionary %d bytes)\n",
+      "  disk: JSON %.0f MB; raw RocksDB %.0f MB; kcache %.0f MB (zstd dictionary %d bytes, "
+      "first list in %s)\n",
       bytes / 1e6, DiskBytes(root + "/raw") / 1e6, DiskBytes(root + "/cache") / 1e6,
-      o.zstd_dictionary_bytes);
+      o.zstd_dictionary_bytes, o.fast_first_list ? "LZ4" : "zstd");
   out << line;
   return Status::OK();
 }
@@ -363,6 +355,7 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
 
   CacheOptions copts;
   copts.zstd_dictionary_bytes = static_cast<size_t>(o.zstd_dictionary_bytes);
+  copts.fast_first_list = o.fast_first_list;
 
   uint64_t bytes = 0;
   rocksdb::Options ro = storage::ObjectsLikeOptions(copts);

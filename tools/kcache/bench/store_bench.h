@@ -20,6 +20,8 @@ struct StoreBenchOptions {
   int runs = 5;
   // zstd dictionary bytes for the cache's objects (0: none). Default: 0.
   int zstd_dictionary_bytes = 0;
+  // CacheOptions::fast_first_list. Default: true.
+  bool fast_first_list = true;
   // Maintain the label index (five labels per pod). Default: true.
   bool label_index = true;
   // Where the databases go (created, then removed). Default: a new
