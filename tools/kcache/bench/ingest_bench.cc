@@ -256,6 +256,7 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                             {"object_bytes", o.object_bytes},
                             {"label_index", o.label_index},
                             {"read_ahead_bytes", o.read_ahead_bytes},
+                            {"fast_first_list", o.fast_first_list},
                             {"run", r},
                             {"objects", run.objects},
                             {"bytes", bytes},

@@ -39,9 +39,9 @@ struct IngestBenchOptions {
   // directory under /tmp.
   std::string dir;
   // If set, each run is appended to this file as a JSON line (pods,
-  // object_bytes, label_index, read_ahead_bytes, run, objects, bytes,
-  // kcache_s, kcache_cpu_s, raw_s, and with label_index_cost
-  // no_label_index_s), for tools/bench/plot. Default: none.
+  // object_bytes, label_index, read_ahead_bytes, fast_first_list, run,
+  // objects, bytes, kcache_s, kcache_cpu_s, raw_s, and with
+  // label_index_cost no_label_index_s), for tools/bench/plot. Default: none.
   std::string jsonl;
 };
 
