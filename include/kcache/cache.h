@@ -63,9 +63,8 @@ struct KCACHE_EXPORT CacheOptions {
   // at once. While a full memtable is flushed, writes go on into the next.
   // Default: 64 MiB.
   size_t memtable_bytes = size_t{64} << 20;
-  // Background flush and compaction threads, and the threads that merge
-  // a first list's label index at its end. Default: 2 (these machines have
-  // 2 cores; reads collapse when compaction takes more).
+  // Background flush and compaction threads. Default: 2 (these machines
+  // have 2 cores; reads collapse when compaction takes more).
   int background_jobs = 2;
   // zstd dictionary per SST file for object blocks, trained on samples;
   // 0 turns dictionaries off. Default: 0 (see docs/benchmarks.md).

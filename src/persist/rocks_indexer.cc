@@ -655,10 +655,12 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     if (Status st = IngestSegment(); !st.ok()) return Fail(st);
     if (ingester_) {
-      // Its segments' index tables, held in level 0, merged at once.
-      ingester_.reset();
+      // Its segments' index tables, held in level 0, merged at once while
+      // the ingester's hold lasts: released first, RocksDB's own compaction
+      // took them, on one thread, and the merge found nothing left.
       const auto [start, limit] = KeyspaceRange(ix_->ks_);
       Status st = FromRocks(ix_->db_->CompactIndex(start, limit), "compact index of " + ix_->ks_);
+      ingester_.reset();
       if (!st.ok()) return Fail(st);
     }
     if (Markless()) {
