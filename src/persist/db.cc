@@ -602,10 +602,11 @@ void Db::ReleaseIndexCompactions() {
 rocksdb::Status Db::CompactIndex(std::string_view start, std::string_view limit) {
   rocksdb::CompactRangeOptions cro;
   cro.exclusive_manual_compaction = false;  // other families' compactions go on
-  // One thread merges: RocksDB 7.8 splits a compaction of level-0 files
-  // only at their first and last keys, and every segment's index table
-  // spans the keyspace's whole index (max_subcompactions 2 and an idle
-  // thread gave one subcompaction all the same, 2026-11-28).
+  // One thread merges: RocksDB forms no subcompactions for a compaction
+  // from level 0 into an empty output level (Compaction::
+  // ShouldFormSubcompactions), which a first list's merge is; its tables
+  // cut apart, max_subcompactions 2 and an idle thread gave one all the
+  // same (2026-11-28).
   rocksdb::Slice b(start.data(), start.size()), e(limit.data(), limit.size());
   return db->CompactRange(cro, index, &b, &e);
 }
