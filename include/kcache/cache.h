@@ -70,7 +70,7 @@ struct KCACHE_EXPORT CacheOptions {
   // 0 turns dictionaries off. Default: 0 (see docs/benchmarks.md).
   size_t zstd_dictionary_bytes = 0;
   // A keyspace's first list, written straight into table files, compresses
-  // its objects with LZ4 rather than zstd: about 3x the speed and 1.5x the
+  // its objects with LZ4 rather than zstd: about 3x the speed and 1.4x the
   // bytes on pods (docs/benchmarks.md). Compaction rewrites them with zstd
   // as they change, and Cache::Compact() all at once. Default: true.
   bool fast_first_list = true;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kcache/encryption.h"
+#include "kcache/key.h"
 #include "kcache/lister.h"
 #include "tools/kcache/command.h"
 #include "tools/kcache/inspect.h"
@@ -94,13 +95,13 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
   // Per namespace: one pass over each namespaced keyspace (or over one
   // namespace's key range, with -n). A sealed keyspace read without its key
   // is counted by its keys: its objects' bytes are not readable.
-  std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>>
-      per;                           // (ns, ks) -> (objects, bytes)
+  using Counts = std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>>;
+  Counts per;                        // (ns, ks) -> (objects, bytes)
   std::set<std::string> unreadable;  // sealed keyspaces read without the key
   for (const KeyspaceStats& ks : source->keyspaces()) {
     if (!source->Namespaced(ks.name)) continue;
     KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer, source->Keyspace(ks.name));
-    std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> mine;
+    Counts mine;
     Status st = ListAllByNamespace(*indexer, options.namespace_, LabelSelector::Everything(),
                                    [&](const ObjectPtr& o) {
                                      auto& [objects, bytes] = mine[{o->namespace_(), ks.name}];
@@ -115,8 +116,10 @@ Status RunStats(const StatsOptions& options, std::ostream& out) {
       unreadable.insert(ks.name);
       KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keys, indexer->ListKeys());
       for (const std::string& key : keys) {
-        const std::string ns = key.substr(0, key.find('/'));
-        if (options.namespace_.empty() || ns == options.namespace_) ++mine[{ns, ks.name}].first;
+        KCACHE_ASSIGN_OR_RETURN(ObjectName name, SplitMetaNamespaceKey(key));
+        if (options.namespace_.empty() || name.namespace_ == options.namespace_) {
+          ++mine[{name.namespace_, ks.name}].first;
+        }
       }
     } else {
       KCACHE_RETURN_IF_ERROR(st);

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <random>
 #include <vector>
 
@@ -22,7 +21,6 @@
 namespace kcache::bench {
 namespace {
 
-namespace fs = std::filesystem;
 // One batch of synthetic pods, as the API server would send them.
 std::vector<std::string> Batch(int first, int n) {
   std::vector<std::string> out;
