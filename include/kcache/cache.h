@@ -231,6 +231,15 @@ class KCACHE_EXPORT Cache {
   // for read-only caches.
   virtual Status Compact() = 0;
 
+  // Blocks until the label index merges that keyspaces' first lists left
+  // running have ended. A first list ingested as table files ends, and its
+  // informer syncs, before its index is merged into one sorted run; until
+  // then label lookups read the list's tables side by side, correct but
+  // slower (docs/storage-format.md). Returns the first error of a merge
+  // ended since the last call; an unmerged index stays correct. Closing
+  // the cache cancels a merge under way. OK at once for read-only caches.
+  virtual Status WaitForIndexMerges() = 0;
+
   // Records what `keyspace` holds (see ResourceInfo). FailedPrecondition for
   // read-only caches.
   virtual Status SetResourceInfo(std::string_view keyspace, const ResourceInfo& info) = 0;

@@ -52,9 +52,15 @@ class CacheImpl final : public Cache {
     return db_->ReloadKeyring().WithContext("refresh " + db_->dir);
   }
 
+  Status WaitForIndexMerges() override {
+    return storage::FromRocks(db_->WaitForIndexMerges(), "merge the label index of " + db_->dir);
+  }
+
   Status Compact() override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
     KCACHE_RETURN_IF_ERROR(storage::FromRocks(db_->WriteError(), "compact " + db_->dir));
+    // A merge's error is of no matter here: what it left, this compacts.
+    db_->WaitForIndexMerges().PermitUncheckedError();
     rocksdb::CompactRangeOptions opts;
     opts.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
     for (rocksdb::ColumnFamilyHandle* cf : db_->handles) {

@@ -7,6 +7,7 @@
 #include <rocksdb/write_buffer_manager.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -24,6 +25,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "persist/encoding.h"
 #include "persist/info_log.h"
@@ -463,6 +465,7 @@ Status CreateCache(const std::string& dir, const CacheOptions& o) {
 }  // namespace
 
 Db::~Db() {
+  StopIndexMerges();
   if (db) {
     // A clean close flushes the memtables, so that the next open replays no
     // log: a restart after a clean stop takes milliseconds. (After a crash
@@ -599,16 +602,61 @@ void Db::ReleaseIndexCompactions() {
   }
 }
 
-rocksdb::Status Db::CompactIndex(std::string_view start, std::string_view limit) {
-  rocksdb::CompactRangeOptions cro;
-  cro.exclusive_manual_compaction = false;  // other families' compactions go on
-  // One thread merges: RocksDB forms no subcompactions for a compaction
-  // from level 0 into an empty output level (Compaction::
-  // ShouldFormSubcompactions), which a first list's merge is; its tables
-  // cut apart, max_subcompactions 2 and an idle thread gave one all the
-  // same (2026-11-28).
-  rocksdb::Slice b(start.data(), start.size()), e(limit.data(), limit.size());
-  return db->CompactRange(cro, index, &b, &e);
+void Db::MergeIndex(std::string start, std::string limit,
+                    std::unique_ptr<IndexCompactionHold> hold) {
+  std::lock_guard l(merges_mu_);
+  if (merges_stopped_) return;  // closing: the hold ends here
+  merges_.push_back({std::move(start), std::move(limit), std::move(hold)});
+  if (!merger_.joinable()) {
+    merger_ = std::thread([this] { RunIndexMerges(); });
+    pthread_setname_np(merger_.native_handle(), "kcache-merge");
+  }
+  merges_cv_.notify_all();
+}
+
+void Db::RunIndexMerges() {
+  std::unique_lock l(merges_mu_);
+  for (;;) {
+    merges_cv_.wait(l, [&] { return merges_stopped_ || !merges_.empty(); });
+    if (merges_stopped_) return;
+    IndexMerge m = std::move(merges_.front());
+    merges_.pop_front();
+    merging_ = true;
+    l.unlock();
+    rocksdb::CompactRangeOptions cro;
+    cro.exclusive_manual_compaction = false;  // other families' compactions go on
+    cro.canceled = &merge_canceled_;
+    // One thread merges: RocksDB forms no subcompactions for a compaction
+    // from level 0 into an empty output level (Compaction::
+    // ShouldFormSubcompactions), which a first list's merge is; its tables
+    // cut apart, max_subcompactions 2 and an idle thread gave one all the
+    // same (2026-11-28).
+    rocksdb::Slice b(m.start), e(m.limit);
+    rocksdb::Status s = db->CompactRange(cro, index, &b, &e);
+    m.hold.reset();
+    l.lock();
+    merging_ = false;
+    if (!s.ok() && merge_error_.ok() && !merge_canceled_) merge_error_ = s;
+    merges_cv_.notify_all();
+  }
+}
+
+rocksdb::Status Db::WaitForIndexMerges() {
+  std::unique_lock l(merges_mu_);
+  merges_cv_.wait(l, [&] { return merges_stopped_ || (merges_.empty() && !merging_); });
+  return std::exchange(merge_error_, rocksdb::Status::OK());
+}
+
+void Db::StopIndexMerges() {
+  std::deque<IndexMerge> dropped;  // their holds end outside the lock
+  {
+    std::lock_guard l(merges_mu_);
+    merges_stopped_ = true;
+    dropped.swap(merges_);
+  }
+  merge_canceled_ = true;
+  merges_cv_.notify_all();
+  if (merger_.joinable()) merger_.join();
 }
 
 rocksdb::Status Db::FlushAll() {

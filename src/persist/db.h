@@ -8,10 +8,13 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "kcache/cache.h"
@@ -103,8 +106,8 @@ struct Db {
   // While held, the label index family is not compacted automatically. An
   // initial list ingests one index table per segment, each spanning the
   // keyspace's whole index; compacted as they arrive, every entry would be
-  // rewritten once per level. Held for the list and merged once at its end
-  // (CompactIndex), each is rewritten once. Holds nest: the last one
+  // rewritten once per level. Held for the list and merged once after its
+  // end (MergeIndex), each is rewritten once. Holds nest: the last one
   // released turns automatic compactions back on. Thread-safe.
   class IndexCompactionHold {
    public:
@@ -119,8 +122,17 @@ struct Db {
   };
   std::unique_ptr<IndexCompactionHold> HoldIndexCompactions();
   // Compacts the label index family's keys in [start, limit) into its
-  // bottom level, whether or not compactions are held. Thread-safe.
-  rocksdb::Status CompactIndex(std::string_view start, std::string_view limit);
+  // bottom level, whether or not compactions are held, on the Db's merging
+  // thread (kcache-merge), then releases `hold`: a first list ends, and
+  // its informer syncs, without waiting for its index's merge. Until it
+  // ends, reads find the entries in level 0, as during the list. Closing
+  // the Db cancels a merge under way; RocksDB's automatic compactions
+  // take the tables after the next open. Thread-safe.
+  void MergeIndex(std::string start, std::string limit, std::unique_ptr<IndexCompactionHold> hold);
+  // Blocks until every merge handed to MergeIndex so far has ended;
+  // returns the first error of those that ended since the last call.
+  // Thread-safe.
+  rocksdb::Status WaitForIndexMerges();
 
  private:
   rocksdb::Status WriteWith(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch);
@@ -137,6 +149,22 @@ struct Db {
 
   std::mutex index_holds_mu_;
   int index_holds_ = 0;  // guarded by index_holds_mu_
+
+  struct IndexMerge {
+    std::string start, limit;
+    std::unique_ptr<IndexCompactionHold> hold;
+  };
+  void RunIndexMerges();
+  // Ends the merging thread, canceling a merge under way.
+  void StopIndexMerges();
+  std::mutex merges_mu_;
+  std::condition_variable merges_cv_;
+  std::deque<IndexMerge> merges_;  // guarded by merges_mu_
+  bool merging_ = false;           // guarded by merges_mu_
+  bool merges_stopped_ = false;    // guarded by merges_mu_
+  rocksdb::Status merge_error_;    // guarded by merges_mu_
+  std::atomic<bool> merge_canceled_{false};
+  std::thread merger_;  // started by the first MergeIndex
 
   mutable std::mutex write_error_mu_;
   rocksdb::Status write_error_;  // guarded by write_error_mu_

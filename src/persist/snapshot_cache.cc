@@ -316,6 +316,7 @@ class SnapshotCache final : public Cache {
 
   Status Refresh() override { return Status::OK(); }
   Status Compact() override { return ReadOnly(path_); }
+  Status WaitForIndexMerges() override { return Status::OK(); }
   Status SetResourceInfo(std::string_view, const ResourceInfo&) override { return ReadOnly(path_); }
   Status SetClusterInfo(const ClusterInfo&) override { return ReadOnly(path_); }
   StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const override { return manifest_.cluster; }

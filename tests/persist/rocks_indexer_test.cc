@@ -744,9 +744,10 @@ TEST(RocksStoreTest, AFirstListIsWrittenWithLz4UntilCompacted) {
 
 // An initial list ingested as table files holds off the label index's
 // automatic compactions while it lasts (one overlapping index table per
-// segment), then merges its index once: none of its tables is left in
-// level 0, the entries are all there, and compactions are back on. Holds
-// nest across keyspaces; a session dropped unfinished releases its hold.
+// segment), then merges its index once, after it ends: the entries read
+// the same before the merge ends and after, none of its tables is left in
+// level 0, and compactions are back on. Holds nest across keyspaces; a
+// session dropped unfinished releases its hold.
 TEST(RocksStoreTest, AnIngestedFirstListMergesItsIndexOnce) {
   TempDir dir;
   CacheOptions options;
@@ -801,10 +802,14 @@ TEST(RocksStoreTest, AnIngestedFirstListMergesItsIndexOnce) {
   ASSERT_OK((*pod_session)->Finish("7"));
   EXPECT_TRUE(held()) << "configmaps' list still ingests";
   ASSERT_OK((*cm_session)->Finish("7"));
+  auto a3 = (*pods)->IndexKeys(kLabelIndex, "app=a3");  // merged or not
+  ASSERT_OK(a3);
+  EXPECT_EQ(a3->size(), 9000u);
+  ASSERT_OK((*cache)->WaitForIndexMerges());
   EXPECT_FALSE(held());
   EXPECT_EQ(l0_tables_of("pods"), 0);
   EXPECT_EQ(l0_tables_of("configmaps"), 0);
-  auto a3 = (*pods)->IndexKeys(kLabelIndex, "app=a3");
+  a3 = (*pods)->IndexKeys(kLabelIndex, "app=a3");
   ASSERT_OK(a3);
   EXPECT_EQ(a3->size(), 9000u);
   EXPECT_EQ(*(*cms)->Size(), 3000u);
@@ -818,6 +823,41 @@ TEST(RocksStoreTest, AnIngestedFirstListMergesItsIndexOnce) {
   EXPECT_TRUE(held());
   dropped->reset();
   EXPECT_FALSE(held());
+}
+
+// Invariant 3: a cache closed as soon as its first list ends, its index's
+// merge canceled or not yet begun, opens whole: every entry is there, and
+// RocksDB's own compactions, back on, merge the tables left in level 0.
+TEST(RocksStoreTest, ACacheClosedBeforeItsIndexMergeEndsLosesNothing) {
+  TempDir dir;
+  CacheOptions options;
+  options.memtable_bytes = size_t{1} << 20;  // a segment per 1,000 pods below
+  const std::string pad(1100, 'x');
+  {
+    auto cache = Cache::Open(dir.path(), options);
+    ASSERT_OK(cache) << cache.status();
+    auto pods = (*cache)->OpenKeyspace("pods");
+    ASSERT_OK(pods);
+    auto session = (*pods)->BeginReplace(nullptr);
+    ASSERT_OK(session);
+    for (int i = 0; i < 20000; ++i) {
+      char name[16];
+      std::snprintf(name, sizeof name, "p%05d", i);
+      ASSERT_OK((*session)->Put(
+          Pod(name, "ns", "7", {{"app", "a" + std::to_string(i % 5)}}, {{"pad", pad}})));
+    }
+    ASSERT_OK((*session)->Finish("7"));
+  }
+  auto cache = Cache::Open(dir.path(), options);
+  ASSERT_OK(cache) << cache.status();
+  auto pods = (*cache)->OpenKeyspace("pods");
+  ASSERT_OK(pods);
+  EXPECT_EQ((*pods)->LastSyncResourceVersion(), "7");
+  auto a3 = (*pods)->IndexKeys(kLabelIndex, "app=a3");
+  ASSERT_OK(a3);
+  EXPECT_EQ(a3->size(), 4000u);
+  EXPECT_OK((*cache)->Verify());
+  EXPECT_OK((*cache)->WaitForIndexMerges());  // none was handed to this one
 }
 
 // Invariant 3 on damage: a relist that must delete what it did not list,
