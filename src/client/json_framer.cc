@@ -37,6 +37,7 @@ size_t SkipPlainString(const char* p, size_t i, size_t n) {
 }  // namespace
 
 bool JsonFramer::InFrame() const {
+  if (carried_) return true;
   for (size_t i = start_; i < buf_.size(); ++i) {
     if (!IsSpace(buf_[i])) return true;
   }
@@ -46,7 +47,9 @@ bool JsonFramer::InFrame() const {
 void JsonFramer::Compact() {
   // Drop returned bytes once they are half the buffer, so appends stay
   // amortised O(1) and memory tracks the largest frame. Called before the
-  // buffer is read or grown: the frame returned last lives in it until then.
+  // buffer grows (the frame returned last lives in it until then), not by
+  // Next: there, with most of a read's frames yet to return, it would move
+  // them all, half a read per read.
   if (start_ > 0 && start_ * 2 >= buf_.size()) {
     buf_.erase(0, start_);
     consumed_ += start_;
@@ -55,8 +58,8 @@ void JsonFramer::Compact() {
   }
 }
 
-Status JsonFramer::TooLarge() const {
-  return Status::InvalidArgument("watch event at byte " + std::to_string(offset()) + " exceeds " +
+Status JsonFramer::TooLarge(uint64_t at) const {
+  return Status::InvalidArgument("watch event at byte " + std::to_string(at) + " exceeds " +
                                  std::to_string(max_frame_bytes_) + " bytes");
 }
 
@@ -243,22 +246,8 @@ JsonFramer::Scan Resolve(JsonFramer::Scan scan) {
 JsonFramer::JsonFramer(size_t max_frame_bytes, Scan scan)
     : max_frame_bytes_(max_frame_bytes), scan_with_(Resolve(scan)) {}
 
-StatusOr<std::optional<std::string_view>> JsonFramer::Next() {
-  Compact();
-  if (depth_ == 0) {
-    while (start_ < buf_.size() && IsSpace(buf_[start_])) ++start_;
-    scan_ = start_;
-    if (start_ == buf_.size()) return std::optional<std::string_view>();
-    if (buf_[start_] != '{') {
-      return Status::InvalidArgument("malformed watch stream at byte " + std::to_string(offset()) +
-                                     ": expected '{', found '" + std::string(1, buf_[start_]) +
-                                     "'");
-    }
-  }
-  const char* p = buf_.data();
-  const size_t n = buf_.size();
-  size_t i = scan_;
-  size_t end = kNone;  // the frame's closing brace, once found
+size_t JsonFramer::ScanFrame(const char* p, size_t i, size_t n) {
+  size_t end = kNone;
   while (i < n && end == kNone) {
     const size_t limit = std::min(n, i + kBlock);
 #if defined(__SSE2__)
@@ -272,18 +261,67 @@ StatusOr<std::optional<std::string_view>> JsonFramer::Next() {
     end = ScanBytes(p, i, limit);
     i = limit;
   }
+  // A closing bracket is outside any string; a block scan went on past it.
+  if (end != kNone) in_string_ = escape_ = false;
+  return end;
+}
+
+void JsonFramer::Append(std::string* bytes) {
+  const bool scanned = !carried_ && scan_ == buf_.size();
+  if (scanned && start_ == buf_.size()) {  // nothing pending
+    consumed_ += buf_.size();
+    buf_.swap(*bytes);
+    start_ = scan_ = 0;
+  } else if (scanned && depth_ > 0) {  // a frame begun: look for its end
+    const size_t end = ScanFrame(bytes->data(), 0, bytes->size());
+    if (end == kNone) {
+      Compact();
+      buf_.append(*bytes);
+      scan_ = buf_.size();
+    } else {
+      carry_.assign(buf_, start_).append(*bytes, 0, end + 1);
+      carry_offset_ = consumed_ + start_;
+      carried_ = true;
+      consumed_ += buf_.size();
+      buf_.swap(*bytes);
+      start_ = scan_ = end + 1;
+    }
+  } else {
+    Append(std::string_view(*bytes));
+  }
+  bytes->clear();
+}
+
+StatusOr<std::optional<std::string_view>> JsonFramer::Next() {
+  if (carried_) {
+    carried_ = false;
+    if (carry_.size() > max_frame_bytes_) return TooLarge(carry_offset_);
+    frame_offset_ = carry_offset_;
+    return std::optional<std::string_view>(carry_);
+  }
+  if (depth_ == 0) {
+    while (start_ < buf_.size() && IsSpace(buf_[start_])) ++start_;
+    scan_ = start_;
+    if (start_ == buf_.size()) return std::optional<std::string_view>();
+    if (buf_[start_] != '{') {
+      return Status::InvalidArgument("malformed watch stream at byte " + std::to_string(offset()) +
+                                     ": expected '{', found '" + std::string(1, buf_[start_]) +
+                                     "'");
+    }
+  }
+  const char* p = buf_.data();
+  const size_t end = ScanFrame(p, scan_, buf_.size());
   if (end != kNone) {
     // The bound holds however the bytes arrived: a frame that came whole
     // in one read is refused as one that came in pieces is.
-    if (end + 1 - start_ > max_frame_bytes_) return TooLarge();
+    if (end + 1 - start_ > max_frame_bytes_) return TooLarge(offset());
     std::string_view frame(p + start_, end + 1 - start_);
     frame_offset_ = offset();
     start_ = scan_ = end + 1;
-    in_string_ = escape_ = false;  // a closing brace is outside any string
     return std::optional<std::string_view>(frame);
   }
-  scan_ = i;
-  if (scan_ - start_ > max_frame_bytes_) return TooLarge();
+  scan_ = buf_.size();
+  if (scan_ - start_ > max_frame_bytes_) return TooLarge(offset());
   return std::optional<std::string_view>();
 }
 

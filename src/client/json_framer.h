@@ -30,6 +30,11 @@ class JsonFramer {
     Compact();
     buf_.append(bytes);
   }
+  // The same, taking `*bytes` as it is: `*bytes` is left empty, with a
+  // buffer to reuse. Once Next() has returned nullopt, only the bytes of a
+  // frame begun before them are copied (into a frame of its own), not
+  // `*bytes` as the overload above copies them.
+  void Append(std::string* bytes);
 
   // Returns the next complete object, or nullopt when more bytes are needed.
   // The frame's bytes stay valid until the next call of Append or Next.
@@ -43,7 +48,7 @@ class JsonFramer {
   bool InFrame() const;
 
   // Offset in the stream of the first buffered byte.
-  uint64_t offset() const { return consumed_ + start_; }
+  uint64_t offset() const { return carried_ ? carry_offset_ : consumed_ + start_; }
 
   // Offset in the stream of the frame Next() returned last.
   uint64_t frame_offset() const { return frame_offset_; }
@@ -54,7 +59,10 @@ class JsonFramer {
   static constexpr size_t kNone = static_cast<size_t>(-1);
 
   void Compact();
-  Status TooLarge() const;
+  Status TooLarge(uint64_t at) const;
+  // Scans p[i, n) on from the state; returns the index of the bracket that
+  // closes the frame (the state then outside any), else kNone.
+  size_t ScanFrame(const char* p, size_t i, size_t n);
   // Advances the state over p[i, limit) one byte at a time; returns the
   // index of the bracket that closes the frame, else kNone.
   size_t ScanBytes(const char* p, size_t i, size_t limit);
@@ -73,6 +81,11 @@ class JsonFramer {
   size_t scan_ = 0;        // next byte to scan, >= start_
   uint64_t consumed_ = 0;  // stream bytes dropped from the front of buf_
   uint64_t frame_offset_ = 0;
+  // A frame that began in the buffer before the one Append(std::string*)
+  // took and ended in it, made whole; Next() returns it first.
+  std::string carry_;
+  uint64_t carry_offset_ = 0;
+  bool carried_ = false;  // carry_ is yet to be returned
   int depth_ = 0;
   bool in_string_ = false;
   bool escape_ = false;  // the next byte is escaped (in a string or not)

@@ -128,7 +128,7 @@ class HttpWatchStream final : public WatchStream {
         ended_ = true;
         return std::optional<WatchEvent>();
       }
-      framer_.Append(chunk_);
+      framer_.Append(&chunk_);  // the framer takes the bytes; chunk_ keeps a buffer
     }
   }
 

@@ -24,12 +24,24 @@ const char kStream[] =
     "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
     "\"resourceVersion\":\"12\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n";
 
+// How pieces reach the framer: copied from a view, or taken as strings
+// (only a frame begun in an earlier piece is copied).
+enum class Feed { kCopy, kTake };
+
 std::vector<std::string> FrameAll(const std::vector<std::string_view>& pieces,
-                                  JsonFramer::Scan scan = JsonFramer::Scan::kWidest) {
+                                  JsonFramer::Scan scan = JsonFramer::Scan::kWidest,
+                                  Feed feed = Feed::kCopy) {
   JsonFramer framer(1 << 20, scan);
   std::vector<std::string> frames;
+  std::string taken;
   for (auto piece : pieces) {
-    framer.Append(piece);
+    if (feed == Feed::kTake) {
+      taken.assign(piece);
+      framer.Append(&taken);
+      EXPECT_TRUE(taken.empty());
+    } else {
+      framer.Append(piece);
+    }
     for (;;) {
       auto f = framer.Next();
       EXPECT_OK(f) << f.status();
@@ -49,12 +61,16 @@ TEST(JsonFramerTest, FramesIndependentOfChunkBoundaries) {
   ASSERT_EQ(whole.size(), 3u);
   EXPECT_EQ(whole[1].front(), '{');
   EXPECT_EQ(whole[1].back(), '}');
-  for (size_t cut = 0; cut <= all.size(); ++cut) {
-    EXPECT_EQ(FrameAll({all.substr(0, cut), all.substr(cut)}), whole) << "cut at " << cut;
+  for (Feed feed : {Feed::kCopy, Feed::kTake}) {
+    const auto scan = JsonFramer::Scan::kWidest;
+    for (size_t cut = 0; cut <= all.size(); ++cut) {
+      EXPECT_EQ(FrameAll({all.substr(0, cut), all.substr(cut)}, scan, feed), whole)
+          << "cut at " << cut << ", taken " << (feed == Feed::kTake);
+    }
+    std::vector<std::string_view> bytes;
+    for (size_t i = 0; i < all.size(); ++i) bytes.push_back(all.substr(i, 1));
+    EXPECT_EQ(FrameAll(bytes, scan, feed), whole);
   }
-  std::vector<std::string_view> bytes;
-  for (size_t i = 0; i < all.size(); ++i) bytes.push_back(all.substr(i, 1));
-  EXPECT_EQ(FrameAll(bytes), whole);
 }
 
 // Long strings are skipped a word at a time: escapes at every position of a
@@ -127,8 +143,51 @@ TEST(JsonFramerTest, RandomEventsFrameAlikeInBlocksAndByBytes) {
       for (size_t i = 0; i < stream.size(); i += piece)
         pieces.push_back(std::string_view(stream).substr(i, piece));
       EXPECT_EQ(FrameAll(pieces, scan), events) << "scan " << s << ", pieces of " << piece;
+      EXPECT_EQ(FrameAll(pieces, scan, Feed::kTake), events)
+          << "scan " << s << ", pieces of " << piece << " taken";
     }
   }
+}
+
+// A taken read that ends a frame begun in the one before gives that frame
+// whole, at its offset in the stream, then its own frames; the bound holds
+// for the frame made whole as for any, and errors after it name their
+// offset in the stream.
+TEST(JsonFramerTest, TakenReadsCarryTheFrameBegunBefore) {
+  JsonFramer framer(24);
+  std::string read = "{\"a\":1} {\"b\":";
+  framer.Append(&read);
+  EXPECT_TRUE(read.empty());
+  auto a = framer.Next();
+  ASSERT_TRUE(a.ok() && *a);
+  EXPECT_EQ(**a, "{\"a\":1}");
+  auto none = framer.Next();
+  ASSERT_TRUE(none.ok() && !*none);
+  EXPECT_TRUE(framer.InFrame());
+  read = "\"}\"}{\"c\":3}\n x";
+  framer.Append(&read);
+  auto b = framer.Next();
+  ASSERT_TRUE(b.ok() && *b) << b.status();
+  EXPECT_EQ(**b, "{\"b\":\"}\"}");
+  EXPECT_EQ(framer.frame_offset(), 8u);
+  auto c = framer.Next();
+  ASSERT_TRUE(c.ok() && *c) << c.status();
+  EXPECT_EQ(**c, "{\"c\":3}");
+  EXPECT_EQ(framer.frame_offset(), 17u);
+  auto x = framer.Next();
+  ASSERT_FALSE(x.ok());
+  EXPECT_NE(x.status().message().find("byte 26"), std::string_view::npos) << x.status();
+
+  JsonFramer bounded(16);
+  read = "{\"a\":\"0123456789";
+  bounded.Append(&read);
+  ASSERT_TRUE(bounded.Next().ok());
+  read = "\"}";
+  bounded.Append(&read);
+  auto over = bounded.Next();
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("at byte 0 exceeds 16 bytes"), std::string_view::npos)
+      << over.status();
 }
 
 TEST(JsonFramerTest, GarbageBetweenEventsNamesItsOffset) {

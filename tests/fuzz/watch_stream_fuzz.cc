@@ -1,7 +1,7 @@
 // The watch stream's framer and event decoder. Properties: the frames and
 // the error do not depend on where the bytes are cut (the network may cut
-// them anywhere) or on how blocks are scanned, and a decoded event always
-// holds an object.
+// them anywhere), on whether the reads are copied or taken, or on how
+// blocks are scanned, and a decoded event always holds an object.
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,11 +24,17 @@ constexpr size_t kMaxFrame = 4096;
 
 using Scan = kcache::rest::JsonFramer::Scan;
 
-Framed Frame(std::string_view in, size_t chunk, Scan scan = Scan::kWidest) {
+Framed Frame(std::string_view in, size_t chunk, Scan scan = Scan::kWidest, bool take = false) {
   Framed out;
   kcache::rest::JsonFramer framer(kMaxFrame, scan);
+  std::string read;
   for (size_t at = 0; at < in.size() || at == 0; at += chunk) {
-    framer.Append(in.substr(at, chunk));
+    if (take) {
+      read.assign(in.substr(at, chunk));
+      framer.Append(&read);
+    } else {
+      framer.Append(in.substr(at, chunk));
+    }
     while (true) {
       auto next = framer.Next();
       if (!next.ok()) {
@@ -58,6 +64,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(cut.error == whole.error, "the framing error depends on where the stream is cut",
           whole.error + "\n" + cut.error);
     Check(cut.in_frame == whole.in_frame, "InFrame depends on where the stream is cut");
+    Framed taken = Frame(in, 1 + data[0] % 13, Scan::kWidest, /*take=*/true);
+    Check(taken.frames == whole.frames && taken.offsets == whole.offsets &&
+              taken.error == whole.error && taken.in_frame == whole.in_frame,
+          "reads taken frame differently from reads copied", whole.error + "\n" + taken.error);
     // Each way of scanning blocks frames alike.
     for (Scan scan : {Scan::kSse2, Scan::kBytes}) {
       Framed other = Frame(in, in.size() + 1, scan);
