@@ -123,7 +123,8 @@ struct Db {
   std::unique_ptr<IndexCompactionHold> HoldIndexCompactions();
   // Compacts the label index family's keys in [start, limit) into its
   // bottom level, whether or not compactions are held, on the Db's merging
-  // thread (kcache-merge), then releases `hold`: a first list ends, and
+  // thread (kcache-merge, which waits for RocksDB's low-priority thread to
+  // do it as a manual compaction), then releases `hold`: a first list ends, and
   // its informer syncs, without waiting for its index's merge. Until it
   // ends, reads find the entries in level 0, as during the list. Closing
   // the Db cancels a merge under way; RocksDB's automatic compactions
