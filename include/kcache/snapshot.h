@@ -69,7 +69,10 @@ struct KCACHE_EXPORT ImportOptions {
 // snapshot of a writable cache, or a read-only cache's current view (call
 // Refresh() first to catch up). Memory stays bounded by one block whatever
 // the cache's size. The file is written beside `path` and renamed over it
-// once complete and synced, with mode 0600.
+// once complete and synced, with mode 0600. No file is kept whose objects
+// do not match its counts: Aborted where a read-only cache's view of a
+// cache being written changed as it was read (open it again and retry),
+// Corruption otherwise.
 KCACHE_EXPORT StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
                                                         const ExportOptions& options = {});
 

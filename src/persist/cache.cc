@@ -47,8 +47,7 @@ class CacheImpl final : public Cache {
   Status Refresh() override {
     if (!db_->read_only) return Status::OK();
     KCACHE_RETURN_IF_ERROR(db_->SameCache().WithContext("refresh"));
-    KCACHE_RETURN_IF_ERROR(
-        storage::FromRocks(db_->db->TryCatchUpWithPrimary(), "refresh " + db_->dir));
+    KCACHE_RETURN_IF_ERROR(storage::FromRocks(db_->CatchUp(), "refresh " + db_->dir));
     return db_->ReloadKeyring().WithContext("refresh " + db_->dir);
   }
 

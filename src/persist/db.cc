@@ -393,6 +393,8 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     db->identity = ReadIdentity(dir);
     s = rocksdb::DB::OpenAsSecondary(db_options, dir, db->secondary_dir->path(), families,
                                      &db->handles, &db->db);
+    // Opening is a first catch-up, and may miss a log as one can.
+    if (s.ok()) s = db->db->TryCatchUpWithPrimary();
   } else {
     auto log = NewInfoLog(dir);
     if (!log.ok()) return log.status().WithContext(ctx);
@@ -657,6 +659,11 @@ void Db::StopIndexMerges() {
   merge_canceled_ = true;
   merges_cv_.notify_all();
   if (merger_.joinable()) merger_.join();
+}
+
+rocksdb::Status Db::CatchUp() {
+  rocksdb::Status s = db->TryCatchUpWithPrimary();
+  return s.ok() ? db->TryCatchUpWithPrimary() : s;
 }
 
 rocksdb::Status Db::FlushAll() {

@@ -69,6 +69,15 @@ struct Db {
   void set_keyring(std::shared_ptr<const Keyring> keyring);
   // Reads the keyring row again (a reader's Refresh).
   Status ReloadKeyring();
+  // A reader: catches up with the writer (TryCatchUpWithPrimary), and then
+  // once more. librocksdb 7.8's secondary instance reads the MANIFEST, then
+  // lists the write-ahead logs; a flush that ends between the two deletes a
+  // log whose commits are in a table file the MANIFEST it read does not
+  // list, and it replays the later logs without them: a view with later
+  // commits and not earlier ones (seen: a count of 156,786 pods beside
+  // 126,527 of them). The second catch-up reads the flush's record, which
+  // was written before the log was deleted, and the view is whole again.
+  rocksdb::Status CatchUp();
   // Held by whatever writes the keyring row (persist/sealing.h).
   std::mutex keyring_update_mu;
 

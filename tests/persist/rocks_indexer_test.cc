@@ -25,6 +25,7 @@
 #include "testing/counting_indexer.h"
 #include "testing/indexer_conformance.h"
 #include "testing/objects.h"
+#include "testing/raw_rows.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -66,32 +67,6 @@ StatusOr<std::vector<std::string>> LabelTier(const Object& o) {
   auto it = o.labels().find("tier");
   if (it == o.labels().end()) return std::vector<std::string>{};
   return std::vector<std::string>{it->second};
-}
-
-// Writes to one column family behind kcache's back, as damage or a crash
-// would leave it: `value` is put, or with no value the key is deleted. The
-// cache must be closed.
-void WriteRaw(const std::string& dir, const std::string& family, const std::string& key,
-              std::optional<std::string> value) {
-  rocksdb::DB* raw = nullptr;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-  std::vector<std::string> names;
-  rocksdb::Status listed = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names);
-  ASSERT_TRUE(listed.ok()) << listed.ToString();
-  size_t at = names.size();
-  for (const std::string& n : names) {
-    if (n == family) at = cfs.size();
-    cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
-  }
-  ASSERT_LT(at, names.size()) << "no column family " << family;
-  rocksdb::Status opened = rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &handles, &raw);
-  ASSERT_TRUE(opened.ok()) << opened.ToString();
-  rocksdb::Status written =
-      value ? raw->Put({}, handles[at], key, *value) : raw->Delete({}, handles[at], key);
-  EXPECT_TRUE(written.ok()) << written.ToString();
-  for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
-  delete raw;
 }
 
 void PutRawMeta(const std::string& dir, const std::string& key, const std::string& value) {

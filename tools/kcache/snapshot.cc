@@ -116,6 +116,12 @@ Status RunSnapshotExport(const SnapshotOptions& options, std::ostream& out,
   eo.progress = Progress(options, progress, "exporting");
   if (options.exclude_secrets) eo.exclude_keyspaces.push_back(kSecrets);
   StatusOr<SnapshotManifest> m = ExportSnapshot(*cache, options.target, eo);
+  // A reader's view that changed as it was read: a fresh one is whole.
+  for (int again = 0; again < 3 && m.status().code() == StatusCode::kAborted; ++again) {
+    cache.reset();
+    KCACHE_ASSIGN_OR_RETURN(cache, OpenToCopy(options.cache_dir));
+    m = ExportSnapshot(*cache, options.target, eo);
+  }
   EndProgress(options, progress);
   KCACHE_RETURN_IF_ERROR(m.status());
   out << "exported " << options.cache_dir << " to " << options.target << " ("
