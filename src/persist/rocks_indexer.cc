@@ -655,10 +655,10 @@ class RocksReplaceSession final : public ReplaceSession {
     std::lock_guard w(ix_->write_mu_);
     if (Status st = IngestSegment(); !st.ok()) return Fail(st);
     if (ingester_) {
-      // Its segments' index tables, held in level 0, merged at once while
-      // the ingester's hold lasts (released first, RocksDB's own compaction
-      // would take them), after the list: that is a fifth of a 100k-pod
-      // sync's time on one thread, with nothing else to do beside it.
+      // Its segments' index tables, held in level 0, are merged at once
+      // under the ingester's hold (released first, RocksDB's own compaction
+      // would take them), and after the list: the merge, on one thread, is
+      // a fifth of a 100k-pod sync's time, which the informer need not wait.
       auto [start, limit] = KeyspaceRange(ix_->ks_);
       std::unique_ptr<Db::IndexCompactionHold> hold = ingester_->TakeIndexHold();
       ingester_.reset();

@@ -418,10 +418,10 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
     const std::string what = "export " + db.dir + ": keyspace " + r.name + " counts " +
                              std::to_string(r.objects) + " objects, and " + std::to_string(n) +
                              " were read";
-    // A writer's cache is read through one RocksDB snapshot. A reader's
-    // view can lose a table file its writer deleted while the reader
-    // opened (librocksdb's secondary instance then reads on without it):
-    // a view opened again is whole.
+    // A writer's cache is read through one RocksDB snapshot: a mismatch is
+    // damage. A reader's view can still lack commits of a log its writer
+    // deleted as it caught up (Db::CatchUp narrows that to two flushes
+    // within one catch-up): a view opened again is whole.
     if (db.read_only)
       return Status::Aborted(
           what + ": the view of a cache being written changed while it was read; read it again");
