@@ -182,7 +182,11 @@ class KCACHE_EXPORT SharedIndexInformer {
 
   // Starts listing and watching. Once only.
   virtual Status Start() = 0;
-  // Stops the reflector and every handler and waits for their threads.
+  // Stops the reflector and every handler and waits for their threads. A
+  // handler's call in progress finishes; notifications queued but not yet
+  // delivered are dropped, as client-go's are. To have a handler hear
+  // everything up to a point, wait for its registration's HasSynced() (or
+  // Backlog() of 0) first.
   virtual void Stop() = 0;
   virtual bool HasStarted() const = 0;
   virtual bool IsStopped() const = 0;

@@ -139,7 +139,9 @@ class KCACHE_EXPORT InformerFactory {
   // factory stopped.
   Status WaitForCacheSync(std::chrono::milliseconds timeout);
   // Stops every informer and waits for their threads: once it returns no
-  // handler runs. Idempotent; later ForResource and Start fail.
+  // handler runs, and notifications not yet delivered are dropped
+  // (SharedIndexInformer::Stop). Idempotent; later ForResource and Start
+  // fail.
   // (client-go's Shutdown.)
   void Stop();
 

@@ -210,8 +210,15 @@ struct KCACHE_EXPORT ReflectorOptions {
   size_t read_ahead_bytes = size_t{8} << 20;
   // Seeds the jitter of backoff and watch timeouts. Default: random.
   uint64_t seed = 0;
-  // Called with every error that ends a list or watch (client-go's
-  // WatchErrorHandler), on the reflector's thread.
+  // Called on the reflector's thread with the errors client-go hands to its
+  // WatchErrorHandler: a watch request refused when it opens (410 Expired
+  // included, with the server's message; not a 429 or a connection not
+  // made, which are retried), a LIST that failed (after the retry from ""
+  // that a 410 or "too large resource version" earns), and the limit=1
+  // probe of a resume. Beyond client-go, also a watch ended because the
+  // sink could not apply it. Not heard, as in client-go, only said through
+  // on_event: an ERROR event or a broken stream inside an open watch, a very
+  // short watch, and a streaming list's failure (docs/informers.md).
   std::function<void(const Status&)> watch_error_handler;
   // Called for each ReflectorEvent, on the reflector's (or its sync
   // timer's) thread.

@@ -172,11 +172,13 @@ class ReflectorImpl final : public Reflector {
       resync = std::jthread([this, stop](std::stop_token own) { ResyncLoop(stop, own); });
     }
     while (!stop.stop_requested()) {
+      log_only_ = sink_failed_ = false;
       Status st = ListAndWatch(stop);
       if (stop.stop_requested()) break;
       if (!st.ok()) {
-        Emit(ReflectorEvent::Type::kError, std::string(st.message()));
-        if (o_.watch_error_handler) o_.watch_error_handler(st);
+        // A 410 was said as the relist it leads to (WatchExpired).
+        if (!st.IsExpired()) Emit(ReflectorEvent::Type::kError, std::string(st.message()));
+        if (!log_only_ && o_.watch_error_handler) o_.watch_error_handler(st);
       }
       clock_->SleepFor(backoff_.Next(), stop);
     }
@@ -361,6 +363,9 @@ class ReflectorImpl final : public Reflector {
             fall_back = true;
             continue;
           }
+          // 429 or no connection: client-go backs off and streams again
+          // without telling its handler; so does Run here.
+          return LogOnly(st);
         }
       } else {
         Status st = PagedList(rv, stop);
@@ -674,7 +679,9 @@ class ReflectorImpl final : public Reflector {
             continue;
           }
           watch_failing_ = false;
-          if (opened.status().IsExpired()) return WatchExpired(opened.status());
+          // client-go returns the Watch call's own error from
+          // ListAndWatch, 410 included: its handler hears it.
+          if (opened.status().IsExpired()) WatchExpired(opened.status());
           need_list_ = true;
           return opened.status();
         }
@@ -719,9 +726,9 @@ class ReflectorImpl final : public Reflector {
       if (st.ok()) {
         if (very_short) {
           need_list_ = true;
-          return Status::Unavailable("very short watch: " + lw_->Describe() +
-                                     ": Unexpected watch close - watch lasted less than a second "
-                                     "and no items received");
+          return LogOnly(Status::Unavailable(
+              "very short watch: " + lw_->Describe() +
+              ": Unexpected watch close - watch lasted less than a second and no items received"));
         }
         continue;  // the server's timeout: watch again from the last RV
       }
@@ -741,23 +748,36 @@ class ReflectorImpl final : public Reflector {
         continue;
       }
       retry.After(st);
-      if (st.IsExpired()) return WatchExpired(st);
+      if (st.IsExpired()) {
+        WatchExpired(st);
+        return LogOnly(st);
+      }
       if (st.code() == StatusCode::kResourceExhausted) {
         clock_->SleepFor(backoff_.Next(), stop);
         continue;
       }
       if (IsInternalError(st) && retry.ShouldRetry()) continue;
       need_list_ = true;
-      return st;
+      // An error event or a broken stream ends the watch as client-go's
+      // watchHandler does (logged, not handed to its handler); the sink's
+      // own failures (a store that cannot write) are handed on.
+      return sink_failed_ ? st : LogOnly(st);
     }
+  }
+
+  // Ends ListAndWatch with an error that client-go logs but does not hand
+  // to its WatchErrorHandler: Run says it through on_event and backs off.
+  Status LogOnly(Status st) {
+    log_only_ = true;
+    return st;
   }
 
   // A watch answered 410 Expired: the server's history no longer reaches
   // the resume point. The relist asks for a state at or after it; if the
   // resume point came from a list with nothing since, that list was the
   // stale one (a server that answered it Exact), and the relist is from "".
-  // Never the same list twice. Returns OK: the relist follows Run's backoff.
-  Status WatchExpired(const Status& st) {
+  // Never the same list twice. The relist follows Run's backoff.
+  void WatchExpired(const Status& st) {
     const std::string rv = LastSyncResourceVersion();
     need_list_ = true;
     expired_ = rv;
@@ -768,7 +788,6 @@ class ReflectorImpl final : public Reflector {
              std::string(st.message()) + "): relisting" +
              (stale_list ? " from the server's current state (the last list was at " + rv + ")"
                          : ""));
-    return Status::OK();
   }
 
   // Said once per outage; the retries follow client-go's backoff (0.8 s
@@ -845,7 +864,10 @@ class ReflectorImpl final : public Reflector {
         if (ended) return Status::OK();
         continue;
       }
-      KCACHE_RETURN_IF_ERROR(sink_->Apply(std::move(batch), rv));
+      if (Status st = sink_->Apply(std::move(batch), rv); !st.ok()) {
+        sink_failed_ = true;
+        return st;
+      }
       *count += received;
       {
         std::lock_guard l(mu_);
@@ -969,6 +991,10 @@ class ReflectorImpl final : public Reflector {
   bool identity_asked_ = false;
   std::string identity_;
   bool check_identity_ = false;
+  // The error ListAndWatch returns is one client-go only logs (LogOnly).
+  bool log_only_ = false;
+  // The watch ended because the sink's Apply failed.
+  bool sink_failed_ = false;
   std::atomic<bool> probed_{false};
   std::jthread sync_timer_;
   // Closed by the first of: the sync timer firing, a list starting. Once a

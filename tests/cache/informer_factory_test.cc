@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/eventually.h"
 #include "testing/process_stats.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
@@ -272,9 +273,13 @@ TEST(InformerFactoryTest, ASelectorChangeRelistsOnlyItsKeyspaceOnRestart) {
     auto pods = factory->ForResource("pods");
     EXPECT_OK(pods);
     auto handler = std::make_shared<RecordingHandler>();
-    EXPECT_OK((*selected)->AddEventHandler(handler));
+    auto registration = (*selected)->AddEventHandler(handler);
+    EXPECT_OK(registration);
     EXPECT_OK(factory->Start());
     EXPECT_OK(factory->WaitForCacheSync(20s));
+    // Stop drops notifications not yet delivered: the handler is done with
+    // the relist's once its registration has synced.
+    EXPECT_TRUE(testing::Eventually([&] { return (*registration)->HasSynced(); }));
     factory->Stop();
     run.names = Names(**selected);
     run.selected = (*selected)->stats();

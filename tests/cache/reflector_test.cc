@@ -1123,6 +1123,94 @@ TEST(ReflectorTest, WatchTimeoutIsAtLeastFiveMinutes) {
   EXPECT_LT(*t, 600);
 }
 
+// watch_error_handler hears what client-go's WatchErrorHandler hears: the
+// error of a Watch call refused when it opens (410 included, with the
+// server's message) and of a LIST that failed; not a LIST 410 or "too large
+// resource version" retried at once from "", nor an error event or a very
+// short watch inside an open watch, which are logged. The relists that
+// follow each are client-go's ladder, as without a handler (invariant 3).
+TEST(ReflectorTest, TheWatchErrorHandlerHearsWhatClientGoReports) {
+  Rig r;
+  std::mutex handled_mu;
+  std::vector<Status> handled;  // guarded by handled_mu
+  r.options.watch_error_handler = [&](const Status& st) {
+    std::lock_guard l(handled_mu);
+    handled.push_back(st);
+  };
+  auto heard = [&] {
+    std::lock_guard l(handled_mu);
+    return handled;
+  };
+  r.lw->QueueList(ListOf({}, "10"));
+  r.lw->QueueWatchError(Status::Expired("too old resource version: 2 (4)"));
+  r.lw->QueueList(ListOf({testing::Pod("a", "ns", "15")}, "20"));
+  auto w2 = r.lw->QueueWatch();
+  r.Start();
+  // 1. The watch refused with 410 when it opens: heard once, then, after
+  // backoff, the relist from "" (the list at 10 was the stale one).
+  r.WaitForSleeps(1);
+  ASSERT_EQ(heard().size(), 1u);
+  EXPECT_TRUE(heard()[0].IsExpired()) << heard()[0];
+  EXPECT_EQ(heard()[0].message(), "too old resource version: 2 (4)");
+  EXPECT_TRUE(r.Events(ReflectorEvent::Type::kError).empty()) << "said as the relist";
+  EXPECT_EQ(r.Events(ReflectorEvent::Type::kRelist).size(), 1u);
+  r.clock->Advance(std::chrono::seconds(60));
+  r.lw->WaitForCalls(2, 2);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(Versions(r.lw->watch_calls()), (std::vector<std::string>{"10", "20"}));
+
+  // 2. A 410 ERROR event in the open watch; its relist at the last
+  // resourceVersion (NotOlderThan) gets 410 and is retried at once from "":
+  // neither is heard.
+  r.lw->QueueList(Status::Expired("The resourceVersion for the provided list is too old."));
+  r.lw->QueueList(ListOf({}, "30"));
+  auto w3 = r.lw->QueueWatch();
+  w2->Push(Bookmark("22"));
+  w2->Fail(Status::Expired("too old resource version: 22 (25)"));
+  r.WaitForSleeps(2);
+  r.clock->Advance(std::chrono::seconds(60));
+  r.lw->WaitForCalls(4, 3);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "", "22", ""}));
+  EXPECT_EQ(Matches(r.lw->list_calls()), (std::vector<std::string>{"", "", "NotOlderThan", ""}));
+  EXPECT_EQ(Versions(r.lw->watch_calls()), (std::vector<std::string>{"10", "20", "30"}));
+  EXPECT_EQ(heard().size(), 1u);
+
+  // 3. A 500 ERROR event ends the watch unheard; the relist after it is
+  // refused (403) and heard; the next one is made at the same
+  // resourceVersion after backoff.
+  r.lw->QueueList(Status::PermissionDenied("configmaps is forbidden")
+                      .WithHttpError(HttpError{.http_code = 403, .reason = "Forbidden"}));
+  r.lw->QueueList(ListOf({}, "40"));
+  auto w4 = r.lw->QueueWatch();
+  w3->Push(Bookmark("33"));
+  w3->Fail(InternalError("etcdserver: request timed out"));
+  r.WaitForSleeps(3);
+  EXPECT_EQ(heard().size(), 1u);
+  r.clock->Advance(std::chrono::seconds(60));
+  r.WaitForSleeps(4);
+  ASSERT_EQ(heard().size(), 2u);
+  EXPECT_EQ(heard()[1].message(), "configmaps is forbidden");
+  r.clock->Advance(std::chrono::seconds(60));
+  r.lw->WaitForCalls(6, 4);
+  EXPECT_EQ(Versions(r.lw->list_calls()), (std::vector<std::string>{"", "", "22", "", "33", "33"}));
+  EXPECT_EQ(Versions(r.lw->watch_calls()), (std::vector<std::string>{"10", "20", "30", "40"}));
+
+  // 4. A very short watch: logged in client-go's words, unheard.
+  r.lw->QueueList(ListOf({}, "40"));
+  auto w5 = r.lw->QueueWatch();
+  w4->End();
+  r.WaitForSleeps(5);
+  EXPECT_EQ(heard().size(), 2u);
+  r.clock->Advance(std::chrono::seconds(60));
+  r.lw->WaitForCalls(7, 5);
+  EXPECT_EQ(r.store->LastSyncResourceVersion(), "40");
+  auto errors = r.Events(ReflectorEvent::Type::kError);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors.back().message,
+            "very short watch: fakes: Unexpected watch close - watch lasted less than a second "
+            "and no items received");
+}
+
 // A watch that closes at once with nothing is an error in client-go's
 // words, and is followed by a relist.
 TEST(ReflectorTest, VeryShortWatchUsesClientGoWording) {
