@@ -336,8 +336,15 @@ TEST_F(ServeCacheTest, WatchFollowsTheWriterWithSelectorsAndBookmarks) {
     ASSERT_TRUE(e->has_value());
     const WatchEvent& ev = **e;
     if (ev.type == WatchEventType::kBookmark) {
-      EXPECT_EQ(ev.object->resource_version(), "16");
-      bookmark = true;
+      // One sent before the server saw the write (a loaded machine can
+      // take the 200 ms interval to get there) stands where the watch
+      // began; the first after the events stands past them all.
+      if (seen.size() < 5) {
+        EXPECT_EQ(ev.object->resource_version(), "10");
+      } else {
+        EXPECT_EQ(ev.object->resource_version(), "16");
+        bookmark = true;
+      }
       continue;
     }
     std::string type = ev.type == WatchEventType::kAdded      ? "ADDED"
