@@ -240,9 +240,13 @@ class KCACHE_EXPORT Cache {
   // the cache cancels a merge under way. OK at once for read-only caches.
   virtual Status WaitForIndexMerges() = 0;
 
-  // Records what `keyspace` holds (see ResourceInfo). FailedPrecondition for
-  // read-only caches.
+  // Records what `keyspace` holds (see ResourceInfo). A record equal to the
+  // one held is not written again. FailedPrecondition for read-only caches.
   virtual Status SetResourceInfo(std::string_view keyspace, const ResourceInfo& info) = 0;
+  // What `keyspace` holds as recorded; unset if nothing was recorded. One
+  // point read, unlike Stats().
+  virtual StatusOr<std::optional<ResourceInfo>> GetResourceInfo(
+      std::string_view keyspace) const = 0;
   // Records the cluster the cache mirrors.
   virtual Status SetClusterInfo(const ClusterInfo& info) = 0;
   // Unset if none was recorded.

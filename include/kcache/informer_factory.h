@@ -14,6 +14,7 @@
 #define KCACHE_INFORMER_FACTORY_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -175,7 +176,9 @@ class KCACHE_EXPORT InformerFactory {
   bool stopped_ = false;                                                   // guarded by mu_
   // The identity recorded in the cache; unset until the first informer.
   std::optional<std::string> recorded_identity_;  // guarded by mu_
-  std::mutex record_mu_;                          // one RecordIdentity at a time; taken before mu_
+  // Every reflector's server_identity: one request for all that ask at once.
+  std::function<StatusOr<std::string>()> server_identity_;  // guarded by mu_
+  std::mutex record_mu_;  // one RecordIdentity at a time; taken before mu_
 };
 
 }  // namespace kcache

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kcache/export.h"
 #include "kcache/list.h"
@@ -86,6 +87,11 @@ class KCACHE_EXPORT RestClient {
                                    std::string_view body = "",
                                    std::string_view content_type = "") = 0;
   StatusOr<std::string> Get(std::string_view path) { return Do("GET", path); }
+  // GETs every path at once, as concurrent requests over the client's
+  // connections (streams of one HTTP/2 connection where the server offers
+  // it): one round trip for all, not one each. The answers are in the order
+  // of `paths`, each as Get(path) would give it. Default: one after another.
+  virtual std::vector<StatusOr<std::string>> GetEach(const std::vector<std::string>& paths);
 
   // Writes and reads of single objects (client-go's typed clients).
   // `resource` names the collection; for a namespaced resource its

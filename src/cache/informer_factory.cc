@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +99,53 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(
 
 namespace {
 
+// Asks one question for many askers: those that come while it is being
+// asked share the answer, and an answer (not an error) is given again for
+// `reuse` after it came. The reflectors of a factory ask the cluster's
+// identity at their start and after every outage: 300 of them starting, or
+// coming back from one outage, together cost one request, not 300.
+class SharedQuestion {
+ public:
+  SharedQuestion(std::function<StatusOr<std::string>()> ask, std::shared_ptr<Clock> clock,
+                 Clock::Duration reuse)
+      : ask_(std::move(ask)), clock_(std::move(clock)), reuse_(reuse) {}
+
+  StatusOr<std::string> Ask() {
+    std::unique_lock l(mu_);
+    if (answer_ && clock_->Now() - answered_at_ < reuse_) return *answer_;
+    if (asking_) {
+      const uint64_t round = rounds_;
+      cv_.wait(l, [&] { return rounds_ != round; });
+      return last_;
+    }
+    asking_ = true;
+    l.unlock();
+    StatusOr<std::string> got = ask_();
+    l.lock();
+    asking_ = false;
+    ++rounds_;
+    last_ = got;
+    if (got.ok()) {
+      answer_ = *got;
+      answered_at_ = clock_->Now();
+    }
+    cv_.notify_all();
+    return got;
+  }
+
+ private:
+  const std::function<StatusOr<std::string>()> ask_;
+  const std::shared_ptr<Clock> clock_;
+  const Clock::Duration reuse_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool asking_ = false;                // guarded by mu_
+  uint64_t rounds_ = 0;                // guarded by mu_: questions answered
+  StatusOr<std::string> last_{""};     // guarded by mu_: the last round's answer
+  std::optional<std::string> answer_;  // guarded by mu_: the last success
+  Clock::TimePoint answered_at_;       // guarded by mu_
+};
+
 std::string Describe(const ResourceSelection& s) {
   std::string d = s.namespace_.empty() ? "all namespaces" : "namespace " + s.namespace_;
   d += s.label_selector.empty() ? ", no label selector" : ", -l " + s.label_selector;
@@ -149,17 +197,20 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer,
                           cache_->OpenKeyspace(name, options_.keyspace));
   // The selection the keyspace's objects were listed with, if recorded.
+  KCACHE_ASSIGN_OR_RETURN(std::optional<ResourceInfo> recorded, cache_->GetResourceInfo(name));
   std::optional<ResourceSelection> held;
-  if (StatusOr<KeyspaceStats> st = cache_->Stats(name); st.ok()) {
-    if (st->resource) held = st->resource->selection;
-  } else if (st.status().code() != StatusCode::kNotFound) {
-    return st.status();
-  }
+  if (recorded) held = recorded->selection;
   const bool reselect = held && *held != want;
   // Offline readers (kcache get, tree, snapshots) learn kinds and scopes
   // here. A new selection is recorded only once listed (below).
   ResourceInfo info = ResourceInfoOf(resource);
   info.selection = reselect ? held : want;
+  if (recorded) {
+    // What others added to the record is kept (kcache sync: a custom
+    // resource's columns).
+    info.custom = recorded->custom;
+    info.printer_columns = recorded->printer_columns;
+  }
   KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, info));
   info.selection = want;
   auto lw = NewListWatch(std::move(client), resource.Ref(want.namespace_), want.label_selector,
@@ -176,7 +227,17 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
     }
     if (io.reflector.sink_identity.empty()) io.reflector.sink_identity = *recorded_identity_;
     if (!io.reflector.server_identity) {
-      io.reflector.server_identity = [base]() { return KubeSystemUid(*base); };
+      if (!server_identity_) {
+        // An answer is reused for a second: a cluster is not replaced at
+        // its address faster than that, and after an outage every
+        // reflector asks within it.
+        auto question = std::make_shared<SharedQuestion>(
+            [base]() { return KubeSystemUid(*base); },
+            options_.informer.clock ? options_.informer.clock : Clock::Real(),
+            std::chrono::seconds(1));
+        server_identity_ = [question]() { return question->Ask(); };
+      }
+      io.reflector.server_identity = server_identity_;
     }
     // Reflector threads end in Stop(), which the destructor calls: `this`
     // outlives every call.
@@ -202,8 +263,9 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
       // Only the selection changes: others may have added to the record
       // since (kcache sync: a custom resource's columns).
       ResourceInfo now = info;
-      if (StatusOr<KeyspaceStats> ks = cache->Stats(name); ks.ok() && ks->resource) {
-        now = *ks->resource;
+      if (StatusOr<std::optional<ResourceInfo>> record = cache->GetResourceInfo(name);
+          record.ok() && *record) {
+        now = **record;
         now.selection = info.selection;
       }
       Status st = cache->SetResourceInfo(name, now);

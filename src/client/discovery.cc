@@ -54,24 +54,26 @@ bool ApiResource::Supports(std::string_view verb) const {
   return std::find(verbs.begin(), verbs.end(), verb) != verbs.end();
 }
 
+// Two round trips, however many groups: /api and /apis together, then every
+// group-version's resource list together (kube-apiserver before 1.26 has no
+// aggregated discovery, which would make it one).
 StatusOr<std::shared_ptr<const Discovery>> Discovery::Fetch(RestClient& client) {
-  std::vector<ApiResource> resources;
-  KCACHE_ASSIGN_OR_RETURN(std::string api, client.Get("/api"));
+  std::vector<StatusOr<std::string>> roots = client.GetEach({"/api", "/apis"});
+  KCACHE_ASSIGN_OR_RETURN(std::string api, std::move(roots[0]));
+  KCACHE_ASSIGN_OR_RETURN(std::string apis, std::move(roots[1]));
   nlohmann::json versions = nlohmann::json::parse(api, nullptr, false);
   std::string core = "v1";
   if (versions.is_object() && versions["versions"].is_array() && !versions["versions"].empty() &&
       versions["versions"][0].is_string()) {
     core = versions["versions"][0].get<std::string>();
   }
-  std::string core_path = "/api/" + core;
-  KCACHE_ASSIGN_OR_RETURN(std::string core_body, client.Get(core_path));
-  KCACHE_RETURN_IF_ERROR(AddResources(core_body, "", core, core_path, &resources));
-
-  KCACHE_ASSIGN_OR_RETURN(std::string apis, client.Get("/apis"));
   nlohmann::json groups = nlohmann::json::parse(apis, nullptr, false);
   if (!groups.is_object() || !groups["groups"].is_array()) {
     return Status::InvalidArgument("GET /apis: not an APIGroupList");
   }
+  // (group, version) of each list, the core group's first.
+  std::vector<std::pair<std::string, std::string>> lists{{"", core}};
+  std::vector<std::string> paths{"/api/" + core};
   for (const auto& g : groups["groups"]) {
     if (!g.is_object()) continue;
     std::string name = g.value("name", "");
@@ -83,10 +85,18 @@ StatusOr<std::shared_ptr<const Discovery>> Discovery::Fetch(RestClient& client) 
       version = g["versions"][0].value("version", "");
     }
     if (name.empty() || version.empty()) continue;
-    std::string path = "/apis/" + name + "/" + version;
-    auto body = client.Get(path);
-    if (!body.ok()) continue;  // an unavailable aggregated API hides only itself
-    KCACHE_RETURN_IF_ERROR(AddResources(*body, name, version, path, &resources));
+    lists.emplace_back(name, version);
+    paths.push_back("/apis/" + name + "/" + version);
+  }
+  std::vector<StatusOr<std::string>> bodies = client.GetEach(paths);
+  std::vector<ApiResource> resources;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!bodies[i].ok()) {
+      if (i == 0) return bodies[i].status();
+      continue;  // an unavailable aggregated API hides only itself
+    }
+    KCACHE_RETURN_IF_ERROR(
+        AddResources(*bodies[i], lists[i].first, lists[i].second, paths[i], &resources));
   }
   return FromResources(std::move(resources));
 }

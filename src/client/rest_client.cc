@@ -406,6 +406,45 @@ class CurlRestClient final : public RestClient {
     return rest::StatusFromResponse(code, body, RetryAfterSeconds(t.Header("Retry-After")), what);
   }
 
+  std::vector<StatusOr<std::string>> GetEach(const std::vector<std::string>& paths) override {
+    // All started before any is waited for. An answer that Send would
+    // retry (401 with credentials to renew, 429 or 5xx with Retry-After)
+    // goes through Send from the start, one at a time: rare.
+    std::vector<std::shared_ptr<rest::Transfer>> started(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) {
+      rest::Request req;
+      if (!Prepare(&req, "GET", paths[i], "").ok()) continue;  // Send says why
+      req.timeout = options_.request_timeout;
+      req.max_buffered = SIZE_MAX;
+      req.accept_gzip = !config_.disable_compression;
+      started[i] = transport_->Start(std::move(req));
+    }
+    std::vector<StatusOr<std::string>> out;
+    out.reserve(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) {
+      const std::string what = "GET " + paths[i];
+      if (!started[i]) {
+        out.push_back(Send("GET", paths[i], "", "", ""));
+        continue;
+      }
+      rest::Transfer& t = *started[i];
+      StatusOr<int> code = t.WaitHeaders();
+      if (!code.ok()) {
+        out.push_back(code.status().WithContext(what));
+      } else if (*code >= 200 && *code < 300) {
+        StatusOr<std::string> body = t.ReadAll();
+        out.push_back(body.ok() ? std::move(body) : body.status().WithContext(what));
+      } else {
+        Status st = ErrorOf(t, *code, what);
+        const HttpError* http = st.http_error();
+        const bool again = *code == 401 || ((*code == 429 || *code >= 500) && http &&
+                                            http->retry_after_seconds && options_.max_retries > 0);
+        out.push_back(again ? Send("GET", paths[i], "", "", "") : StatusOr<std::string>(st));
+      }
+    }
+    return out;
+  }
+
   // `cancel` ends the request, and its waits between retries, with Cancelled.
   StatusOr<std::string> Send(std::string_view method, std::string_view path, std::string_view body,
                              std::string_view content_type, std::string_view verb,
@@ -489,6 +528,13 @@ StatusOr<std::shared_ptr<RestClient>> RestClient::Create(const RestConfig& confi
   if (o.user_agent.empty()) o.user_agent = "kcache/0.1.0";
   return std::shared_ptr<RestClient>(new CurlRestClient(
       config, std::move(o), std::move(url), std::move(credentials), std::move(transport)));
+}
+
+std::vector<StatusOr<std::string>> RestClient::GetEach(const std::vector<std::string>& paths) {
+  std::vector<StatusOr<std::string>> out;
+  out.reserve(paths.size());
+  for (const std::string& path : paths) out.push_back(Get(path));
+  return out;
 }
 
 ListPager RestClient::Pager(const ResourceRef& resource, ListPagerOptions options) {

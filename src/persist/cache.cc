@@ -73,9 +73,23 @@ class CacheImpl final : public Cache {
   Status SetResourceInfo(std::string_view keyspace, const ResourceInfo& info) override {
     if (db_->read_only) return Status::FailedPrecondition("the cache was opened read-only");
     KCACHE_RETURN_IF_ERROR(storage::CheckNoZero("keyspace name", keyspace));
-    return storage::FromRocks(db_->Put(db_->meta, storage::MetaKey("resource", keyspace),
-                                       storage::ResourceInfoToJson(info).dump()),
+    const std::string key = storage::MetaKey("resource", keyspace);
+    const std::string value = storage::ResourceInfoToJson(info).dump();
+    // A restart records what it recorded before: one read, no write.
+    std::string held;
+    if (db_->db->Get({}, db_->meta, key, &held).ok() && held == value) return Status::OK();
+    return storage::FromRocks(db_->Put(db_->meta, key, value),
                               "record resource of " + std::string(keyspace));
+  }
+
+  StatusOr<std::optional<ResourceInfo>> GetResourceInfo(std::string_view keyspace) const override {
+    std::string value;
+    rocksdb::Status s = db_->db->Get({}, db_->meta, storage::MetaKey("resource", keyspace), &value);
+    if (s.IsNotFound()) return std::optional<ResourceInfo>();
+    KCACHE_RETURN_IF_ERROR(
+        storage::FromRocks(s, "read the resource record of " + std::string(keyspace)));
+    KCACHE_ASSIGN_OR_RETURN(ResourceInfo info, storage::DecodeResourceInfo(value));
+    return std::optional<ResourceInfo>(std::move(info));
   }
 
   Status SetClusterInfo(const ClusterInfo& info) override {

@@ -320,6 +320,10 @@ class SnapshotCache final : public Cache {
   Status SetResourceInfo(std::string_view, const ResourceInfo&) override { return ReadOnly(path_); }
   Status SetClusterInfo(const ClusterInfo&) override { return ReadOnly(path_); }
   StatusOr<std::optional<ClusterInfo>> GetClusterInfo() const override { return manifest_.cluster; }
+  StatusOr<std::optional<ResourceInfo>> GetResourceInfo(std::string_view keyspace) const override {
+    const KeyspaceStats* r = Find(keyspace);
+    return r ? r->resource : std::optional<ResourceInfo>();
+  }
 
   CacheMemory Memory() const override { return {.block_cache = rows_->cached_bytes()}; }
 

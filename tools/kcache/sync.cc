@@ -47,34 +47,42 @@ std::string TimeOfDay() {
   return out.str();
 }
 
-// `info` (what the informer factory records) with whether `r` is a custom
-// resource and, if so, the table columns its definition declares for the
-// synced version. A definition that cannot be read (forbidden, an old
-// server) leaves the default columns, with a note.
-ResourceInfo DescribeResource(RestClient& client, const ApiResource& r, ResourceInfo info,
-                              const std::function<void(const std::string&)>& say) {
-  const std::string crd = r.gvr.resource + "." + r.gvr.group;
-  StatusOr<std::string> body =
-      client.Get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd);
-  if (!body.ok()) {
-    if (!body.status().IsNotFound())
-      say(crd + ": no table columns recorded: " + std::string(body.status().message()));
-    return info;
-  }
-  nlohmann::json def = nlohmann::json::parse(*body, nullptr, false);
-  if (!def.is_object()) return info;
-  info.custom = true;
-  info.printer_columns.clear();
-  for (const nlohmann::json& v :
-       def.value("spec", nlohmann::json::object()).value("versions", nlohmann::json::array())) {
-    if (v.value("name", "") != r.gvr.version) continue;
-    for (const nlohmann::json& c : v.value("additionalPrinterColumns", nlohmann::json::array())) {
-      info.printer_columns.push_back(PrinterColumn{c.value("name", ""), c.value("type", ""),
-                                                   c.value("format", ""), c.value("jsonPath", ""),
-                                                   c.value("priority", int32_t{0})});
-    }
-  }
-  return info;
+// The table columns each CustomResourceDefinition declares, by
+// "plural.group" and then version, from one paginated LIST of the
+// definitions (not a GET per type: a start's round trips do not grow with
+// the number of types). A LIST that fails (forbidden, an old server) is said
+// once and gives none: the default columns.
+using DeclaredColumns = std::map<std::string, std::map<std::string, std::vector<PrinterColumn>>>;
+
+DeclaredColumns ListDeclaredColumns(RestClient& client,
+                                    const std::function<void(const std::string&)>& say) {
+  DeclaredColumns out;
+  const ResourceRef crds =
+      builtin::ClusterScoped("apiextensions.k8s.io", "customresourcedefinitions");
+  std::string rv;
+  Status st = client.Pager(crds).EachListItem(
+      ListOptions{.limit = 500},
+      [&](const ObjectPtr& o) -> Status {
+        nlohmann::json def = nlohmann::json::parse(o->json(), nullptr, false);
+        if (!def.is_object()) return Status::OK();
+        const nlohmann::json spec = def.value("spec", nlohmann::json::object());
+        const std::string name = spec.value("names", nlohmann::json::object()).value("plural", "") +
+                                 "." + spec.value("group", "");
+        auto& versions = out[name];
+        for (const nlohmann::json& v : spec.value("versions", nlohmann::json::array())) {
+          auto& columns = versions[v.value("name", "")];
+          for (const nlohmann::json& c :
+               v.value("additionalPrinterColumns", nlohmann::json::array())) {
+            columns.push_back(PrinterColumn{c.value("name", ""), c.value("type", ""),
+                                            c.value("format", ""), c.value("jsonPath", ""),
+                                            c.value("priority", int32_t{0})});
+          }
+        }
+        return Status::OK();
+      },
+      &rv);
+  if (!st.ok()) say("no table columns recorded for custom resources: " + std::string(st.message()));
+  return out;
 }
 
 std::string Megabytes(uint64_t bytes) {
@@ -338,21 +346,26 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   };
   KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say));
   auto factory = InformerFactory::Create(config, cache, fo);
+  const bool any_custom = std::any_of(resources.begin(), resources.end(), [](const ApiResource& r) {
+    return !serve::BuiltInGroup(r.gvr.group);
+  });
+  const DeclaredColumns columns =
+      any_custom ? ListDeclaredColumns(*client, say) : DeclaredColumns();
   for (const ApiResource& r : resources) {
     KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
-    // The factory recorded names and scope; custom resources add their
-    // table columns, for offline readers (kcache get).
-    if (serve::BuiltInGroup(r.gvr.group)) continue;
+    // The factory recorded names, scope and selection; custom resources add
+    // their table columns, for offline readers (kcache get). A record that
+    // did not change is not written again.
     const std::string keyspace = r.gvr.group_resource().String();
-    // The selection as the factory recorded it: this one for a new keyspace,
-    // the one held until a relist commits for a keyspace of another.
-    ResourceInfo info = ResourceInfoOf(r);
-    info.selection =
-        ResourceSelection{r.namespaced ? fo.namespace_ : "", fo.label_selector, fo.field_selector};
-    if (StatusOr<KeyspaceStats> ks = cache->Stats(keyspace); ks.ok() && ks->resource)
-      info.selection = ks->resource->selection;
-    KCACHE_RETURN_IF_ERROR(
-        cache->SetResourceInfo(keyspace, DescribeResource(*client, r, std::move(info), say)));
+    auto declared = columns.find(keyspace);
+    if (declared == columns.end()) continue;
+    KCACHE_ASSIGN_OR_RETURN(std::optional<ResourceInfo> info, cache->GetResourceInfo(keyspace));
+    if (!info) continue;
+    info->custom = true;
+    auto version = declared->second.find(r.gvr.version);
+    info->printer_columns =
+        version == declared->second.end() ? std::vector<PrinterColumn>() : version->second;
+    KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo(keyspace, *info));
   }
   say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +
       " into " + options.cache_dir);
