@@ -7,6 +7,7 @@
 #define KCACHE_CLOCK_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stop_token>
 
@@ -25,6 +26,23 @@ class KCACHE_EXPORT Clock {
   // woken by `stop`.
   virtual bool SleepUntil(TimePoint deadline, std::stop_token stop) = 0;
   bool SleepFor(Duration d, std::stop_token stop) { return SleepUntil(Now() + d, std::move(stop)); }
+
+  // A call that Clock::At arranged.
+  class Timer {
+   public:
+    virtual ~Timer() = default;
+    // The call will not begin after this returns; one already running on
+    // another thread is waited for. From inside the call itself, returns
+    // at once.
+    virtual void Cancel() = 0;
+  };
+  // Calls `fn` once, on a thread of the clock's, when Now() >= deadline,
+  // unless the timer is cancelled first; dropping the Timer cancels it. The
+  // real clock runs every timer of the process on one thread
+  // (kcache-timer), so `fn` must be short and must not block: it posts
+  // longer work elsewhere. Default: a thread per timer, sleeping in
+  // SleepUntil.
+  virtual std::shared_ptr<Timer> At(TimePoint deadline, std::function<void()> fn);
 
   // The process's steady clock. Never null; lives for the process.
   static std::shared_ptr<Clock> Real();

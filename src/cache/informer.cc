@@ -12,6 +12,7 @@
 
 #include "cache/events.h"
 #include "core/resource_version.h"
+#include "exec/thread_pool.h"
 
 namespace kcache {
 namespace {
@@ -35,11 +36,17 @@ struct Entry {
   bool resync = false;
 };
 
+// A handler's queue, run as a serial task on the process's handler pool
+// (exec::HandlerPool): one turn at a time, in order, so that a slow handler
+// holds up only itself (and a pool thread while it blocks; the pool grows).
 class Listener final : public HandlerRegistration, public std::enable_shared_from_this<Listener> {
  public:
   Listener(std::shared_ptr<ResourceEventHandler> handler, HandlerOptions options,
-           std::shared_ptr<Clock> clock)
-      : handler_(std::move(handler)), options_(std::move(options)), clock_(std::move(clock)) {}
+           std::shared_ptr<Clock> clock, std::shared_ptr<exec::ThreadPool> pool)
+      : handler_(std::move(handler)),
+        options_(std::move(options)),
+        clock_(std::move(clock)),
+        pool_(std::move(pool)) {}
 
   HandlerMetrics Metrics() const {
     HandlerMetrics m;
@@ -64,11 +71,15 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
   const HandlerOptions& options() const { return options_; }
 
   void Push(Entry e) {
-    std::lock_guard l(mu_);
-    if (e.resync) resync_pending_ = true;
-    queue_.push_back(std::move(e));
-    ++pushed_;
-    cv_.notify_all();
+    bool post;
+    {
+      std::lock_guard l(mu_);
+      if (e.resync) resync_pending_ = true;
+      queue_.push_back(std::move(e));
+      ++pushed_;
+      post = ScheduleLocked();
+    }
+    if (post) PostTurn();
   }
   // Everything pushed so far must be handled before HasSynced().
   void MarkSynced() {
@@ -80,76 +91,106 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
     return resync_pending_;
   }
 
-  // The worker keeps its listener alive, so that a handler may remove
-  // itself (or stop the informer) from inside a call.
+  // Deliveries begin. Each turn keeps its listener alive, so that a handler
+  // may remove itself (or stop the informer) from inside a call.
   void StartWorker() {
-    worker_ = std::jthread([self = shared_from_this()](std::stop_token stop) { self->Work(stop); });
-  }
-  // Stops the worker; waits for it unless called from it.
-  void Stop() {
-    active_ = false;
+    bool post;
     {
       std::lock_guard l(mu_);
-      cv_.notify_all();
+      started_ = true;
+      post = ScheduleLocked();
     }
-    worker_.request_stop();
-    if (worker_.joinable()) {
-      if (worker_.get_id() == std::this_thread::get_id()) {
-        worker_.detach();
-      } else {
-        worker_.join();
-      }
-    }
+    if (post) PostTurn();
+  }
+  // Stops deliveries; waits for the call in progress unless called from it.
+  void Stop() {
+    active_ = false;
+    std::unique_lock l(mu_);
+    if (turn_thread_ == std::this_thread::get_id()) return;
+    idle_cv_.wait(l, [&] { return !in_turn_; });
   }
 
  private:
-  void Work(std::stop_token stop) {
-    for (;;) {
-      Entry e;
-      {
-        std::unique_lock l(mu_);
-        if (!cv_.wait(l, stop, [&] { return !queue_.empty(); }) || stop.stop_requested()) return;
-        e = queue_.front();  // shared pointers: cheap
-        if (!e.walk) queue_.pop_front();
-      }
-      if (e.walk) {
-        // One object per turn, so that Stop() is heard mid-walk.
-        if (e.walk->Valid()) {
-          const ObjectPtr& o = e.walk->object();
-          Clock::TimePoint start = clock_->Now();
-          if (e.resync) {
-            handler_->OnUpdate(o, o);
-          } else {
-            handler_->OnAdd(o, true);
-          }
-          Observe(start);
-          e.walk->Next();
-        }
-        if (!e.walk->Valid()) {
-          std::lock_guard l(mu_);
-          queue_.pop_front();
-          if (e.resync) resync_pending_ = false;
-          ++done_;
-        }
-        continue;
-      }
-      const Notification& n = *e.notification;
-      Clock::TimePoint start = clock_->Now();
-      switch (n.type) {
-        case Notification::Type::kAdd:
-          handler_->OnAdd(n.object, n.initial);
-          break;
-        case Notification::Type::kUpdate:
-          handler_->OnUpdate(n.old_object, n.object);
-          break;
-        case Notification::Type::kDelete:
-          handler_->OnDelete(n.deleted);
-          break;
-      }
-      Observe(start);
+  // Calls per turn before the pool's other work gets its turn.
+  static constexpr int kCallsPerTurn = 64;
+
+  // Whether a turn is to be posted now. REQUIRES: mu_ held.
+  bool ScheduleLocked() {
+    if (!started_ || scheduled_ || !active_ || queue_.empty()) return false;
+    scheduled_ = true;
+    return true;
+  }
+  void PostTurn() {
+    pool_->Post([self = shared_from_this()] { self->Turn(); });
+  }
+
+  void Turn() {
+    {
       std::lock_guard l(mu_);
-      ++done_;
+      in_turn_ = true;
+      turn_thread_ = std::this_thread::get_id();
     }
+    for (int i = 0; i < kCallsPerTurn && active_ && CallOne(); ++i) {
+    }
+    bool again;
+    {
+      std::lock_guard l(mu_);
+      in_turn_ = false;
+      turn_thread_ = {};
+      scheduled_ = false;
+      again = ScheduleLocked();
+    }
+    idle_cv_.notify_all();
+    if (again) PostTurn();
+  }
+
+  // Makes the next call: a notification, or one object of a walk. False if
+  // nothing is queued.
+  bool CallOne() {
+    Entry e;
+    {
+      std::lock_guard l(mu_);
+      if (queue_.empty()) return false;
+      e = queue_.front();  // shared pointers: cheap
+      if (!e.walk) queue_.pop_front();
+    }
+    if (e.walk) {
+      if (e.walk->Valid()) {
+        const ObjectPtr& o = e.walk->object();
+        Clock::TimePoint start = clock_->Now();
+        if (e.resync) {
+          handler_->OnUpdate(o, o);
+        } else {
+          handler_->OnAdd(o, true);
+        }
+        Observe(start);
+        e.walk->Next();
+      }
+      if (!e.walk->Valid()) {
+        std::lock_guard l(mu_);
+        queue_.pop_front();
+        if (e.resync) resync_pending_ = false;
+        ++done_;
+      }
+      return true;
+    }
+    const Notification& n = *e.notification;
+    Clock::TimePoint start = clock_->Now();
+    switch (n.type) {
+      case Notification::Type::kAdd:
+        handler_->OnAdd(n.object, n.initial);
+        break;
+      case Notification::Type::kUpdate:
+        handler_->OnUpdate(n.old_object, n.object);
+        break;
+      case Notification::Type::kDelete:
+        handler_->OnDelete(n.deleted);
+        break;
+    }
+    Observe(start);
+    std::lock_guard l(mu_);
+    ++done_;
+    return true;
   }
 
   // Counts a handler call that began at `start`.
@@ -163,19 +204,22 @@ class Listener final : public HandlerRegistration, public std::enable_shared_fro
   const std::shared_ptr<ResourceEventHandler> handler_;
   const HandlerOptions options_;
   const std::shared_ptr<Clock> clock_;
+  const std::shared_ptr<exec::ThreadPool> pool_;
   std::atomic<bool> active_{true};
   std::atomic<uint64_t> delivered_{0};
 
   mutable std::mutex mu_;
-  std::condition_variable_any cv_;
+  std::condition_variable idle_cv_;    // a turn ended
   std::deque<Entry> queue_;            // guarded by mu_
   uint64_t pushed_ = 0;                // guarded by mu_
   uint64_t done_ = 0;                  // guarded by mu_
   std::optional<uint64_t> sync_mark_;  // guarded by mu_
   bool resync_pending_ = false;        // guarded by mu_
   LatencyHistogram latency_;           // guarded by mu_
-
-  std::jthread worker_;
+  bool started_ = false;               // guarded by mu_
+  bool scheduled_ = false;             // guarded by mu_: a turn is posted or running
+  bool in_turn_ = false;               // guarded by mu_
+  std::thread::id turn_thread_;        // guarded by mu_
 
  public:
   // Guarded by the informer's mutex: the resync period in effect, when the
@@ -222,7 +266,8 @@ class Informer final : public SharedIndexInformer {
       ++registrations_;
       if (options.name.empty()) options.name = "handler-" + std::to_string(registrations_);
     }
-    auto listener = std::make_shared<Listener>(std::move(handler), options, o_.clock);
+    auto listener =
+        std::make_shared<Listener>(std::move(handler), options, o_.clock, exec::HandlerPool());
     {
       std::lock_guard l(mu_);
       if (stopped_) {
@@ -231,6 +276,7 @@ class Informer final : public SharedIndexInformer {
       }
       listener->resync_period = ResyncPeriodLocked(options);
       listener->next_resync = o_.clock->Now() + listener->resync_period;
+      ArmResyncLocked();
       listener->added_after_chunk = chunks_;
       // During the first list, PublishFirstList will walk the store for it.
       if (started_ && !first_list_ && options.start_mode == StartMode::kReplay) {
@@ -277,7 +323,10 @@ class Informer final : public SharedIndexInformer {
     }
     reflector_thread_ = std::jthread([reflector](std::stop_token stop) { reflector->Run(stop); });
     pthread_setname_np(reflector_thread_.native_handle(), "kcache-reflect");
-    resync_thread_ = std::jthread([this](std::stop_token stop) { ResyncLoop(stop); });
+    {
+      std::lock_guard l(mu_);
+      ArmResyncLocked();
+    }
     return Status::OK();
   }
 
@@ -291,9 +340,13 @@ class Informer final : public SharedIndexInformer {
     }
     sync_cv_.notify_all();
     reflector_thread_.request_stop();
-    resync_thread_.request_stop();
+    std::shared_ptr<Clock::Timer> resync;
+    {
+      std::lock_guard l(mu_);
+      resync.swap(resync_timer_);
+    }
+    if (resync) resync->Cancel();  // waits for a check running now
     if (reflector_thread_.joinable()) reflector_thread_.join();
-    if (resync_thread_.joinable()) resync_thread_.join();
     for (auto& listener : listeners) listener->Stop();
   }
 
@@ -582,28 +635,31 @@ class Informer final : public SharedIndexInformer {
     return period;
   }
 
-  // Every check period, a resync walk for each handler whose period has
-  // passed (client-go's reflector resync asking the processor
-  // shouldResync).
-  void ResyncLoop(std::stop_token stop) {
-    for (;;) {
-      std::chrono::milliseconds check;
-      {
-        std::lock_guard l(mu_);
-        check = check_period_;
-      }
-      // No handler resyncs: look again in a second for one added later.
-      if (!o_.clock->SleepFor(check.count() > 0 ? check : std::chrono::seconds(1), stop)) return;
-      std::lock_guard l(mu_);
-      Clock::TimePoint now = o_.clock->Now();
-      for (auto& listener : listeners_) {
-        if (listener->resync_period.count() <= 0 || now < listener->next_resync) continue;
-        // A resync still streaming, or an informer not synced yet, skips
-        // this round.
-        if (synced_ && !listener->ResyncPending()) (void)PushWalk(*listener, true);
-        listener->next_resync = now + listener->resync_period;
-      }
+  // A resync check every check period, on the clock's timer, while a
+  // handler has a period (client-go's reflector resync asking the processor
+  // shouldResync). REQUIRES: mu_ held.
+  void ArmResyncLocked() {
+    if (!started_ || stopped_ || resync_timer_ || check_period_.count() <= 0) return;
+    resync_timer_ = o_.clock->At(o_.clock->Now() + check_period_, [this] { ResyncCheck(); });
+  }
+
+  // A resync walk for each handler whose period has passed; then the next
+  // check. On the clock's timer thread: it only queues walks.
+  void ResyncCheck() {
+    std::lock_guard l(mu_);
+    // The handle of this very timer: dropped here, not cancelled (a timer
+    // cancelled from inside its call returns at once).
+    std::shared_ptr<Clock::Timer> self = std::move(resync_timer_);
+    if (stopped_) return;
+    Clock::TimePoint now = o_.clock->Now();
+    for (auto& listener : listeners_) {
+      if (listener->resync_period.count() <= 0 || now < listener->next_resync) continue;
+      // A resync still streaming, or an informer not synced yet, skips
+      // this round.
+      if (synced_ && !listener->ResyncPending()) (void)PushWalk(*listener, true);
+      listener->next_resync = now + listener->resync_period;
     }
+    ArmResyncLocked();
   }
 
   const std::shared_ptr<ListerWatcher> lw_;
@@ -629,9 +685,9 @@ class Informer final : public SharedIndexInformer {
   uint64_t chunks_ = 0;          // guarded by mu_
   std::vector<HeldChunk> held_;  // guarded by mu_
 
-  std::unique_ptr<Reflector> reflector_;  // guarded by mu_
+  std::unique_ptr<Reflector> reflector_;        // guarded by mu_
+  std::shared_ptr<Clock::Timer> resync_timer_;  // guarded by mu_
   std::jthread reflector_thread_;
-  std::jthread resync_thread_;
 };
 
 // Holds the informer's mutex around each call, so that handler

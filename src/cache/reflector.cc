@@ -182,10 +182,13 @@ class ReflectorImpl final : public Reflector {
       }
       clock_->SleepFor(backoff_.Next(), stop);
     }
-    if (sync_timer_.joinable()) {
-      sync_timer_.request_stop();
-      sync_timer_.join();
+    std::shared_ptr<Clock::Timer> timer;
+    {
+      std::lock_guard l(mu_);
+      stopping_ = true;
+      timer.swap(sync_timer_);
     }
+    if (timer) timer->Cancel();  // waits for a check running now
   }
 
   // Calls the sink's Resync every period while a watch is open (client-go
@@ -291,28 +294,39 @@ class ReflectorImpl final : public Reflector {
     return Status::OK();
   }
 
-  void StartSyncTimer(std::stop_token outer) {
-    if (sync_timer_.joinable() || o_.sync_quiet_period.count() <= 0) return;
-    sync_timer_ = std::jthread([this, outer](std::stop_token own) {
-      // The quiet rule holds for the resumed watch only: once a list has
-      // started, only the list's end marks the sink synced.
-      while (!synced_ && !quiet_rule_closed_ && !own.stop_requested() && !outer.stop_requested()) {
-        Clock::TimePoint since;
-        bool open;
-        {
-          std::lock_guard l(mu_);
-          since = last_activity_;
-          open = watching_;
-        }
-        Clock::TimePoint due = since + o_.sync_quiet_period;
-        if (open && clock_->Now() >= due) {
-          if (!quiet_rule_closed_.exchange(true)) MarkSynced();
-          return;
-        }
-        Clock::TimePoint wake = open ? due : clock_->Now() + o_.sync_quiet_period;
-        if (!clock_->SleepUntil(wake, own)) return;
+  // The quiet rule, checked on the clock's timer (no thread of its own):
+  // once the resumed watch has been open and quiet for sync_quiet_period,
+  // the sink is synced.
+  void StartSyncTimer(std::stop_token) {
+    if (o_.sync_quiet_period.count() <= 0) return;
+    std::lock_guard l(mu_);
+    if (sync_timer_ || sync_timer_started_) return;
+    sync_timer_started_ = true;
+    ArmSyncCheckLocked(clock_->Now() + o_.sync_quiet_period);
+  }
+
+  // REQUIRES: mu_ held.
+  void ArmSyncCheckLocked(Clock::TimePoint when) {
+    if (stopping_) return;
+    sync_timer_ = clock_->At(when, [this] { SyncCheck(); });
+  }
+
+  void SyncCheck() {
+    // The quiet rule holds for the resumed watch only: once a list has
+    // started, only the list's end marks the sink synced.
+    Clock::TimePoint due;
+    {
+      std::lock_guard l(mu_);
+      std::shared_ptr<Clock::Timer> self = std::move(sync_timer_);  // this timer: it ran
+      if (stopping_ || synced_ || quiet_rule_closed_) return;
+      due = last_activity_ + o_.sync_quiet_period;
+      const Clock::TimePoint now = clock_->Now();
+      if (!watching_ || now < due) {
+        ArmSyncCheckLocked(watching_ ? due : now + o_.sync_quiet_period);
+        return;
       }
-    });
+    }
+    if (!quiet_rule_closed_.exchange(true)) MarkSynced();
   }
 
   // A full list into a replace session, following client-go's ladder:
@@ -567,7 +581,7 @@ class ReflectorImpl final : public Reflector {
     o.allow_watch_bookmarks = true;
     o.timeout_seconds = WatchTimeout();
     o.cancel = stop;
-    auto opened = OpenWatch(o);
+    auto opened = OpenWatch(o, /*list=*/true);
     if (!opened.ok()) {
       *refused = IsRefusedAsInvalid(opened.status());
       return opened.status();
@@ -695,7 +709,7 @@ class ReflectorImpl final : public Reflector {
       }
       if (!SetActive(stream.get(), stop)) return Status::OK();
       uint64_t events = 0;
-      Status st = Consume(stream.get(), &events);
+      Status st = Consume(&stream, stop, &events);
       SetActive(nullptr, stop);
       stream.reset();
       if (stop.stop_requested() || st.code() == StatusCode::kCancelled) return Status::OK();
@@ -822,7 +836,9 @@ class ReflectorImpl final : public Reflector {
 
   // Applies a stream's events in batches until it ends; `*count` counts the
   // events received, bookmarks included.
-  Status Consume(WatchStream* stream, uint64_t* count) {
+  Status Consume(std::unique_ptr<WatchStream>* owned, const std::stop_token& stop,
+                 uint64_t* count) {
+    WatchStream* stream = owned->get();
     for (;;) {
       auto ev = stream->Next();
       if (!ev.ok()) return ev.status();
@@ -883,13 +899,27 @@ class ReflectorImpl final : public Reflector {
       }
       if (!end.ok()) return end;
       if (ended) return Status::OK();
+      if (n >= o_.max_batch && o_.read_ahead_bytes > 0 && !read_ahead_) {
+        // A full batch was waiting: a busy stream, read ahead from now on
+        // (a quiet one costs no thread).
+        auto ahead =
+            std::make_unique<cache::ReadAheadStream>(std::move(*owned), o_.read_ahead_bytes);
+        stream = ahead.get();
+        *owned = std::move(ahead);
+        read_ahead_ = true;
+        if (!SetActive(stream, stop)) return Status::Cancelled("stopped");
+      }
     }
   }
 
-  // Opens a watch, read ahead on a thread of its own unless configured not to.
-  StatusOr<std::unique_ptr<WatchStream>> OpenWatch(const ListOptions& o) {
+  // Opens a watch. A streaming list (`list`) is read ahead on a thread of
+  // its own unless configured not to; a watch is once it proves busy
+  // (Consume).
+  StatusOr<std::unique_ptr<WatchStream>> OpenWatch(const ListOptions& o, bool list = false) {
     auto opened = lw_->Watch(o);
-    if (!opened.ok() || o_.read_ahead_bytes == 0) return opened;
+    read_ahead_ = false;
+    if (!opened.ok() || o_.read_ahead_bytes == 0 || !list) return opened;
+    read_ahead_ = true;
     return std::unique_ptr<WatchStream>(
         std::make_unique<cache::ReadAheadStream>(*std::move(opened), o_.read_ahead_bytes));
   }
@@ -991,12 +1021,17 @@ class ReflectorImpl final : public Reflector {
   bool identity_asked_ = false;
   std::string identity_;
   bool check_identity_ = false;
+  // The stream being consumed is read ahead (cache::ReadAheadStream).
+  bool read_ahead_ = false;
   // The error ListAndWatch returns is one client-go only logs (LogOnly).
   bool log_only_ = false;
   // The watch ended because the sink's Apply failed.
   bool sink_failed_ = false;
   std::atomic<bool> probed_{false};
-  std::jthread sync_timer_;
+  // The quiet rule's next check; stopping_ once Run ends.
+  std::shared_ptr<Clock::Timer> sync_timer_;  // guarded by mu_
+  bool sync_timer_started_ = false;           // guarded by mu_
+  bool stopping_ = false;                     // guarded by mu_
   // Closed by the first of: the sync timer firing, a list starting. Once a
   // list has started only its end marks the sink synced.
   std::atomic<bool> quiet_rule_closed_{false};

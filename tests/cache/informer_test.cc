@@ -16,6 +16,7 @@
 #include "testing/fake_clock.h"
 #include "testing/fake_lister_watcher.h"
 #include "testing/objects.h"
+#include "testing/process_stats.h"
 #include "testing/recording_handler.h"
 #include "testing/serve_fixture.h"
 #include "testing/status_matchers.h"
@@ -193,6 +194,52 @@ TEST(InformerTest, SlowHandlerHasItsOwnQueue) {
   held.unlock();
   ASSERT_TRUE(Eventually([&] { return slow->size() == 20; }));
   EXPECT_EQ((*reg)->Backlog(), 0u);
+}
+
+// Invariants 2 and 7: a thousand handlers share the handler pool's threads
+// (kcache-handler, at most 16), each in watch order; three that block hold
+// up neither ingestion nor the others.
+TEST(InformerTest, AThousandHandlersShareABoundedPool) {
+  ServeFixture f;
+  testing::TempDir dir;
+  CacheInformer c(f, dir.path());
+  std::mutex gate;
+  std::unique_lock held(gate);
+  std::vector<std::shared_ptr<Recorder>> blocked, free;
+  for (int i = 0; i < 1000; ++i) {
+    auto r = std::make_shared<Recorder>();
+    if (i % 333 == 0) {
+      r->on_call = [&](const std::string&) { std::lock_guard l(gate); };
+      blocked.push_back(r);
+    } else {
+      free.push_back(r);
+    }
+    ASSERT_OK(
+        c.informer->AddEventHandler(r, {std::chrono::milliseconds(0), StartMode::kChangesOnly}));
+  }
+  ASSERT_OK(c.informer->Start());
+  ASSERT_TRUE(c.informer->WaitForSync(std::chrono::seconds(20)));
+  for (int i = 0; i < 5; ++i) f.Create("cm-" + std::to_string(i));
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& r : free) {
+      if (r->size() != 5) return false;
+    }
+    return true;
+  }));
+  const std::vector<std::string> want = free[0]->calls();
+  ASSERT_EQ(want.size(), 5u);
+  for (const auto& r : free) ASSERT_EQ(r->calls(), want) << "each handler in watch order";
+  EXPECT_EQ(c.Names().size(), 5u);
+  EXPECT_LE(testing::ThreadsNamed("kcache-handler"), 16);
+  EXPECT_GE(testing::ThreadsNamed("kcache-handler"), 1);
+  held.unlock();
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& r : blocked) {
+      if (r->size() != 5) return false;
+    }
+    return true;
+  }));
+  for (const auto& r : blocked) EXPECT_EQ(r->calls(), want);
 }
 
 // Invariant 3: a restart with a checkpoint watches from it; the only LIST

@@ -3,14 +3,21 @@
 #define KCACHE_TESTS_TESTING_FAKE_CLOCK_H_
 
 #include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "kcache/clock.h"
 
 namespace kcache::testing {
 
-class FakeClock final : public Clock {
+// Timers (At) fire on the thread that calls Advance past their deadline,
+// in deadline order, after the clock's lock is released; until then each
+// counts as a sleeper, and its duration is recorded in sleeps().
+class FakeClock final : public Clock, public std::enable_shared_from_this<FakeClock> {
  public:
   TimePoint Now() const override {
     std::lock_guard l(mu_);
@@ -25,10 +32,29 @@ class FakeClock final : public Clock {
     --sleepers_;
     return done;
   }
-  void Advance(Duration d) {
+  std::shared_ptr<Timer> At(TimePoint deadline, std::function<void()> fn) override {
+    auto timer = std::make_shared<FakeTimer>(weak_from_this(), std::move(fn));
     std::lock_guard l(mu_);
-    now_ += d;
-    cv_.notify_all();
+    ++sleepers_;
+    sleeps_.push_back(deadline - now_);
+    timers_.emplace(deadline, Pending{timer.get(), timer});
+    changed_.notify_all();
+    return timer;
+  }
+  void Advance(Duration d) {
+    std::vector<std::shared_ptr<FakeTimer>> due;
+    {
+      std::lock_guard l(mu_);
+      now_ += d;
+      cv_.notify_all();
+      while (!timers_.empty() && timers_.begin()->first <= now_) {
+        // A handle dropped meanwhile cancelled its timer.
+        if (auto t = timers_.begin()->second.timer.lock()) due.push_back(std::move(t));
+        timers_.erase(timers_.begin());
+        --sleepers_;
+      }
+    }
+    for (auto& t : due) t->Fire();
   }
   // Blocks until at least `n` threads sleep on this clock.
   void WaitForSleepers(int n) {
@@ -42,12 +68,72 @@ class FakeClock final : public Clock {
   }
 
  private:
+  class FakeTimer final : public Timer {
+   public:
+    FakeTimer(std::weak_ptr<FakeClock> clock, std::function<void()> fn)
+        : clock_(std::move(clock)), fn_(std::move(fn)) {}
+    ~FakeTimer() override { Cancel(); }
+    void Fire() {
+      std::function<void()> fn;
+      {
+        std::lock_guard l(mu_);
+        if (state_ != kPending) return;
+        state_ = kRunning;
+        runner_ = std::this_thread::get_id();
+        fn.swap(fn_);
+      }
+      fn();
+      {
+        std::lock_guard l(mu_);
+        state_ = kDone;
+      }
+      cv_.notify_all();
+    }
+    void Cancel() override {
+      std::unique_lock l(mu_);
+      if (state_ == kPending) {
+        state_ = kDone;
+        l.unlock();
+        if (auto clock = clock_.lock()) clock->Forget(this);
+        return;
+      }
+      if (state_ == kRunning && runner_ != std::this_thread::get_id())
+        cv_.wait(l, [&] { return state_ == kDone; });
+    }
+
+   private:
+    enum State { kPending, kRunning, kDone };
+    const std::weak_ptr<FakeClock> clock_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    State state_ = kPending;
+    std::thread::id runner_;
+    std::function<void()> fn_;
+  };
+  // A cancelled timer no longer sleeps.
+  void Forget(const FakeTimer* timer) {
+    std::lock_guard l(mu_);
+    for (auto it = timers_.begin(); it != timers_.end(); ++it) {
+      if (it->second.raw == timer) {
+        timers_.erase(it);
+        --sleepers_;
+        return;
+      }
+    }
+  }
+
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
   std::condition_variable changed_;
   TimePoint now_{std::chrono::hours(1)};
   int sleepers_ = 0;
   std::vector<Duration> sleeps_;
+  // Timers not fired yet; the handles own them (dropping one cancels it).
+  struct Pending {
+    const FakeTimer* raw;
+    std::weak_ptr<FakeTimer> timer;
+  };
+  std::multimap<TimePoint, Pending> timers_;
 };
 
 }  // namespace kcache::testing
