@@ -24,6 +24,17 @@ func CreateEach(client kubernetes.Interface, ns string, from, to int, create fun
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	return Each(from, to, func(i int) error {
+		if err := create(ctx, i); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	})
+}
+
+// Each calls f(i) for every i in [from, to) on 32 goroutines and returns
+// the first error; after one, no new call starts.
+func Each(from, to int, f func(i int) error) error {
 	next := int64(from) - 1
 	var failed atomic.Value
 	var wg sync.WaitGroup
@@ -36,7 +47,7 @@ func CreateEach(client kubernetes.Interface, ns string, from, to int, create fun
 				if i >= to || failed.Load() != nil {
 					return
 				}
-				if err := create(ctx, i); err != nil && !apierrors.IsAlreadyExists(err) {
+				if err := f(i); err != nil {
 					failed.Store(err)
 					return
 				}
