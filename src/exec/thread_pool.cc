@@ -71,6 +71,10 @@ void ThreadPool::Work(std::list<std::thread>::iterator self, bool extra) {
     }
     Task task = std::move(queue_.front());
     queue_.pop_front();
+    // The last idle thread took work and more waits: the monitor decides
+    // whether to grow (a Post may have found this thread idle and not
+    // told it).
+    if (idle_ == 0 && !queue_.empty()) monitor_cv_.notify_one();
     l.unlock();
     task.fn();
     task.fn = nullptr;  // destroyed outside the lock
