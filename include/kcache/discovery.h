@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kcache/export.h"
@@ -57,6 +58,11 @@ class KCACHE_EXPORT Discovery {
 
  private:
   std::vector<ApiResource> resources_;
+  // Each lower-case name (plural, singular, kind, short name) -> the
+  // resources it names, in order: Resolve looks a name up instead of
+  // lower-casing every resource's names for each (a sync of a thousand
+  // types resolves a thousand names).
+  std::unordered_map<std::string, std::vector<size_t>> by_name_;
 };
 
 }  // namespace kcache

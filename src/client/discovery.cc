@@ -104,34 +104,43 @@ StatusOr<std::shared_ptr<const Discovery>> Discovery::Fetch(RestClient& client) 
 std::shared_ptr<const Discovery> Discovery::FromResources(std::vector<ApiResource> resources) {
   auto d = std::make_shared<Discovery>();
   d->resources_ = std::move(resources);
+  for (size_t i = 0; i < d->resources_.size(); ++i) {
+    const ApiResource& r = d->resources_[i];
+    auto add = [&](std::string_view name) {
+      if (name.empty()) return;
+      std::vector<size_t>& named = d->by_name_[Lower(name)];
+      if (named.empty() || named.back() != i) named.push_back(i);
+    };
+    add(r.gvr.resource);
+    add(r.singular);
+    add(r.kind);
+    for (const std::string& s : r.short_names) add(s);
+  }
   return d;
 }
 
 StatusOr<ApiResource> Discovery::Resolve(std::string_view name) const {
-  std::string lower = Lower(name);
-  // Try "resource", then "resource.group", then "resource.version.group".
-  auto matches_name = [&](const ApiResource& r, std::string_view n) {
-    if (r.gvr.resource == n || Lower(r.singular) == n || Lower(r.kind) == n) return true;
-    for (const auto& s : r.short_names) {
-      if (Lower(s) == n) return true;
-    }
-    return false;
+  const std::string lower = Lower(name);
+  auto named = [&](const std::string& n) -> const std::vector<size_t>& {
+    static const std::vector<size_t> kNone;
+    auto it = by_name_.find(n);
+    return it == by_name_.end() ? kNone : it->second;
   };
-  for (const ApiResource& r : resources_) {
-    if (matches_name(r, lower)) return r;
-  }
+  // Try "resource", then "resource.group", then "resource.version.group".
+  if (const std::vector<size_t>& hits = named(lower); !hits.empty()) return resources_[hits[0]];
   size_t dot = lower.find('.');
   if (dot != std::string::npos) {
     std::string res = lower.substr(0, dot), rest = lower.substr(dot + 1);
-    for (const ApiResource& r : resources_) {
-      if (matches_name(r, res) && Lower(r.gvr.group) == rest) return r;
+    const std::vector<size_t>& hits = named(res);
+    for (size_t i : hits) {
+      if (Lower(resources_[i].gvr.group) == rest) return resources_[i];
     }
     size_t dot2 = rest.find('.');
     std::string version = rest.substr(0, dot2);
     std::string group = dot2 == std::string::npos ? "" : rest.substr(dot2 + 1);
-    for (const ApiResource& r : resources_) {
-      if (matches_name(r, res) && Lower(r.gvr.group) == group) {
-        ApiResource out = r;
+    for (size_t i : hits) {
+      if (Lower(resources_[i].gvr.group) == group) {
+        ApiResource out = resources_[i];
         out.gvr.version = version;  // a non-preferred version, as asked
         return out;
       }
