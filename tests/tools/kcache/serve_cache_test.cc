@@ -760,6 +760,10 @@ TEST_F(ServeCacheTest, AWatcherResumesAfterTheServerRestarts) {
   StartServer();
   auto store = NewMemoryIndexer();
   auto informer = SyncedInformer(store);
+  // A watch that ends within a second having received nothing is relisted
+  // (client-go's very short watch): the restart comes after that second.
+  ASSERT_TRUE(Eventually([&] { return informer->stats().watches >= 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   RestartServer([&] {
     Transaction txn;
     txn.Add(Pod("c", "while-down", ++rv_));
