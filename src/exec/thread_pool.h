@@ -58,12 +58,12 @@ class ThreadPool {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable monitor_cv_;
-  std::deque<Task> queue_;            // guarded by mu_
-  size_t threads_ = 0;                // guarded by mu_
-  size_t idle_ = 0;                   // guarded by mu_: threads waiting for work
-  bool stopping_ = false;             // guarded by mu_
-  std::list<std::thread> workers_;    // guarded by mu_
-  std::list<std::thread> finished_;   // guarded by mu_: ended, to be joined
+  std::deque<Task> queue_;           // guarded by mu_
+  size_t threads_ = 0;               // guarded by mu_
+  size_t idle_ = 0;                  // guarded by mu_: threads waiting for work
+  bool stopping_ = false;            // guarded by mu_
+  std::list<std::thread> workers_;   // guarded by mu_
+  std::list<std::thread> finished_;  // guarded by mu_: ended, to be joined
   std::thread monitor_;
 };
 
