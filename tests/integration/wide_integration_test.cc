@@ -1,0 +1,247 @@
+// Invariant 7 at width, against the real kube-apiserver: `kcache sync` of 200
+// custom resource types, first and again over its cache. Requests are
+// counted from the apiserver's /metrics (never timed): a start asks nothing
+// per type beyond the type's own list or probe and watch; a restart makes no
+// full LIST; the cache converges on what changed while it was down; and the
+// process's threads stay within the budget documented in
+// docs/architecture.md.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "integration/cluster.h"
+#include "kcache/discovery.h"
+#include "testing/command.h"
+#include "testing/eventually.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace kcache {
+namespace {
+
+using testing::Cluster;
+
+constexpr int kTypes = 200;
+constexpr int kGroups = 4;
+
+std::string Group(int i) { return "g" + std::to_string(i % kGroups) + ".wide.kcache.io"; }
+std::string Plural(int i) { return "wide" + std::to_string(i) + "s"; }
+ResourceRef Wide(int i, const std::string& ns) {
+  return ResourceRef{GroupVersionResource{Group(i), "v1", Plural(i)}, true, ns};
+}
+
+// Requests the apiserver has served, by "VERB resource" (resource requests
+// only).
+std::map<std::string, double> Requests() {
+  std::map<std::string, double> out;
+  auto body = Cluster::Get().Admin()->Get("/metrics");
+  EXPECT_OK(body);
+  std::istringstream in(body.ok() ? *body : "");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("apiserver_request_total{", 0) != 0) continue;
+    auto label = [&](const std::string& name) {
+      const std::string key = name + "=\"";
+      size_t at = line.find(key);
+      if (at == std::string::npos) return std::string();
+      at += key.size();
+      return line.substr(at, line.find('"', at) - at);
+    };
+    if (label("resource").empty()) continue;
+    out[label("verb") + " " + label("resource")] += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return out;
+}
+
+// What one `kcache sync` run asked for and held.
+struct SyncRun {
+  int exit_code = -1;
+  std::string log;
+  int peak_threads = 0;
+  std::map<std::string, double> requests;  // by "VERB resource", during the run
+  // Requests of the wide types by verb.
+  double Wide(const std::string& verb) const {
+    double n = 0;
+    for (const auto& [k, v] : requests) {
+      if (k.rfind(verb + " wide", 0) == 0) n += v;
+    }
+    return n;
+  }
+  double Of(const std::string& key) const {
+    auto it = requests.find(key);
+    return it == requests.end() ? 0 : it->second;
+  }
+};
+
+SyncRun Sync(const std::string& cache) {
+  std::string names;
+  for (int i = 0; i < kTypes; ++i) names += " " + Plural(i) + "." + Group(i);
+  const std::map<std::string, double> before = Requests();
+  SyncRun run;
+  testing::Background b = testing::StartCommand(
+      testing::KcacheBin() + " sync" + names + " --kubeconfig " +
+      Cluster::Get().File("kubeconfig") + " --cache " + cache + " --until-synced");
+  EXPECT_GT(b.pid, 0);
+  std::atomic<bool> done{false};
+  std::thread sampler([&] {
+    const std::string status = "/proc/" + std::to_string(b.pid) + "/status";
+    while (!done) {
+      std::ifstream in(status);
+      for (std::string line; std::getline(in, line);) {
+        if (line.rfind("Threads:", 0) == 0)
+          run.peak_threads = std::max(run.peak_threads, std::stoi(line.substr(8)));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  run.log = testing::Drain(b.out);
+  int status = 0;
+  waitpid(b.pid, &status, 0);
+  done = true;
+  sampler.join();
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  for (const auto& [k, v] : Requests()) {
+    auto it = before.find(k);
+    const double d = v - (it == before.end() ? 0 : it->second);
+    if (d > 0) run.requests[k] = d;
+  }
+  return run;
+}
+
+std::string Describe(const SyncRun& r) {
+  std::string out = "exit " + std::to_string(r.exit_code) + ", " + std::to_string(r.peak_threads) +
+                    " threads; requests:";
+  std::map<std::string, double> grouped;  // the wide types' as one
+  for (const auto& [k, v] : r.requests) {
+    const size_t space = k.find(' ');
+    grouped[k.compare(space + 1, 4, "wide") == 0 ? k.substr(0, space) + " (wide types)" : k] += v;
+  }
+  for (const auto& [k, v] : grouped) out += " " + k + "=" + std::to_string(int(v)) + ";";
+  return out + "\n" + r.log.substr(r.log.size() > 4000 ? r.log.size() - 4000 : 0);
+}
+
+class WideIntegrationTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto api = Cluster::Get().Admin();
+    ns_ = new std::string(Cluster::Get().Namespace("wide"));
+    const ResourceRef crds{{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, false, ""};
+    for (int i = 0; i < kTypes; ++i) {
+      nlohmann::json crd = {
+          {"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", Plural(i) + "." + Group(i)}}},
+          {"spec",
+           {{"group", Group(i)},
+            {"scope", "Namespaced"},
+            {"names",
+             {{"plural", Plural(i)},
+              {"singular", "wide" + std::to_string(i)},
+              {"kind", "Wide" + std::to_string(i)}}},
+            {"versions",
+             {{{"name", "v1"},
+               {"served", true},
+               {"storage", true},
+               {"schema",
+                {{"openAPIV3Schema",
+                  {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
+      ASSERT_OK(api->Create(crds, crd.dump()));
+    }
+    // Served once discovery lists them all.
+    ASSERT_TRUE(testing::Eventually([&] {
+      auto d = Discovery::Fetch(*api);
+      if (!d.ok()) return false;
+      for (int i = 0; i < kTypes; ++i) {
+        if (!(*d)->Resolve(Plural(i) + "." + Group(i)).ok()) return false;
+      }
+      return true;
+    })) << "the custom resource types were not served in time";
+    for (int i = 0; i < kTypes; ++i) Create(i, "obj-a");
+  }
+  static void TearDownTestSuite() { delete ns_; }
+
+  static void Create(int i, const std::string& name) {
+    nlohmann::json o = {{"apiVersion", Group(i) + "/v1"},
+                        {"kind", "Wide" + std::to_string(i)},
+                        {"metadata", {{"name", name}}},
+                        {"spec", {{"n", i}}}};
+    // A type just established may not be served for a moment.
+    StatusOr<ObjectPtr> created = Status::Unavailable("not tried");
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      created = Cluster::Get().Admin()->Create(Wide(i, *ns_), o.dump());
+      if (created.ok() || created.status().code() == StatusCode::kAlreadyExists) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_OK(created);
+  }
+
+  static std::string* ns_;
+};
+std::string* WideIntegrationTest::ns_ = nullptr;
+
+TEST_F(WideIntegrationTest, StartsCostNoRequestPerTypeBeyondItsListAndWatch) {
+  testing::TempDir dir;
+  const std::string cache = dir.Sub("cache");
+
+  SyncRun first = Sync(cache);
+  ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  std::cout << "first sync: " << Describe(first).substr(0, Describe(first).find('\n')) << "\n";
+  EXPECT_NE(first.log.find(std::to_string(kTypes) + " resource(s), " + std::to_string(kTypes) +
+                           " objects in the cache"),
+            std::string::npos)
+      << Describe(first);
+  // One LIST of each type (v1.20 refuses a streaming list: one WATCH
+  // refused, one watch after the list).
+  EXPECT_EQ(first.Wide("LIST"), kTypes) << Describe(first);
+  EXPECT_LE(first.Wide("WATCH"), 2 * kTypes) << Describe(first);
+  // The definitions' columns: one LIST, no GET of each.
+  EXPECT_EQ(first.Of("LIST customresourcedefinitions"), 1) << Describe(first);
+  EXPECT_EQ(first.Of("GET customresourcedefinitions"), 0) << Describe(first);
+  // The cluster's identity (the kube-system namespace): asked by the sync's
+  // check and shared by every reflector, not once per type.
+  EXPECT_LE(first.Of("GET namespaces"), 4) << Describe(first);
+
+  // While it is down: one object changes in each of two types.
+  Create(7, "obj-b");
+  ASSERT_OK(Cluster::Get().Admin()->Delete(Wide(11, *ns_), "obj-a"));
+
+  SyncRun restart = Sync(cache);
+  ASSERT_EQ(restart.exit_code, 0) << Describe(restart);
+  std::cout << "restart: " << Describe(restart).substr(0, Describe(restart).find('\n')) << "\n";
+  // Invariant 3: every type resumes; its only LIST is the limit=1 probe.
+  EXPECT_EQ(restart.Wide("LIST"), kTypes) << Describe(restart);
+  EXPECT_EQ(restart.Wide("WATCH"), kTypes) << Describe(restart);
+  EXPECT_EQ(restart.log.find("LIST of"), std::string::npos) << Describe(restart);
+  EXPECT_EQ(restart.Of("GET customresourcedefinitions"), 0) << Describe(restart);
+  EXPECT_LE(restart.Of("GET namespaces"), 4) << Describe(restart);
+  EXPECT_NE(restart.log.find(std::to_string(kTypes) + " resource(s), " + std::to_string(kTypes) +
+                             " objects in the cache"),
+            std::string::npos)
+      << "one added, one deleted\n"
+      << Describe(restart);
+  // Converged: what changed while it was down is in the cache.
+  auto got =
+      testing::RunCommand(testing::KcacheBin() + " get " + Plural(7) + "." + Group(7) + "," +
+                          Plural(11) + "." + Group(11) + " -A -o name --cache " + cache + " 2>&1");
+  EXPECT_EQ(got.exit_code, 0) << got.output;
+  EXPECT_NE(got.output.find("wide7." + Group(7) + "/obj-b"), std::string::npos) << got.output;
+  EXPECT_EQ(got.output.find("wide11." + Group(11) + "/obj-a"), std::string::npos) << got.output;
+
+  // The thread budget (docs/architecture.md): one reflector thread per type
+  // is what is left to fold into the fixed pool; everything else is fixed.
+  EXPECT_LE(first.peak_threads, kTypes + 32) << Describe(first);
+  EXPECT_LE(restart.peak_threads, kTypes + 32) << Describe(restart);
+}
+
+}  // namespace
+}  // namespace kcache
