@@ -255,17 +255,23 @@ std::string DamagedManifest(const std::string& dir) {
 //   an older, often empty, cache, and a writer's open would delete the
 //   evidence with the unlisted files.
 //
-// A writer's compaction or flush can change the files meanwhile; a failure
-// is therefore retried before it counts.
+// A writer's compaction or flush can change the files meanwhile (a table
+// listed by the MANIFEST read, deleted before its size is checked); a
+// failure is therefore retried before it counts: 3 times, or, beside a live
+// writer (`writer_open`), whose compactions can win that race again and
+// again on a loaded machine, 20 times (1 s). Real damage stays and fails
+// every attempt.
 Status CheckFiles(const std::string& dir, rocksdb::DBOptions options,
                   const std::vector<rocksdb::ColumnFamilyDescriptor>& families,
-                  const std::string& ctx, bool check_unlisted) {
+                  const std::string& ctx, bool writer_open) {
+  const bool check_unlisted = !writer_open;
   options.max_open_files = 20;  // open table files on demand only
   auto damaged_log = std::make_shared<DamagedLogFinder>();
   options.info_log = damaged_log;  // and write nothing
 
   std::string problem;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  const int attempts = writer_open ? 20 : 3;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* raw = nullptr;
@@ -369,7 +375,7 @@ StatusOr<std::shared_ptr<Db>> OpenFamilies(const std::string& dir, const CacheOp
     // Beside a live writer, unlisted tables are its flushes and ingestions
     // in flight; the writer's own open checked them.
     const bool writer_open = read_only && (HeldByAnotherProcess(dir) || OpenForWriting(dir));
-    KCACHE_RETURN_IF_ERROR(CheckFiles(dir, db_options, there, ctx, !writer_open));
+    KCACHE_RETURN_IF_ERROR(CheckFiles(dir, db_options, there, ctx, writer_open));
   }
 
   auto db = std::make_shared<Db>();
