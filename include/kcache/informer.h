@@ -2,10 +2,11 @@
 // (client-go's SharedIndexInformer).
 //
 // Every change is committed to the Indexer before any handler hears of it,
-// and reaches each handler in watch order. Each handler has its own queue
-// and thread, so a slow handler holds up neither ingestion nor the others;
-// its backlog is observable on its registration. Handlers never run under
-// an informer lock.
+// and reaches each handler in watch order. Each handler has its own queue,
+// run one call at a time on the process's handler pool (4 threads, growing
+// to 16 while handlers block it), so a slow handler holds up neither
+// ingestion nor the others; its backlog is observable on its registration.
+// Handlers never run under an informer lock.
 //
 // After a restart from a persistent Indexer, a handler starts in one of two
 // modes (HandlerOptions::start_mode):
@@ -16,7 +17,7 @@
 //   from the resume point, or a relist's differences) and what follows.
 //
 // Thread-safety: safe for concurrent use. Handlers are called from the
-// informer's threads, one call at a time per handler.
+// handler pool's threads, one call at a time per handler.
 #ifndef KCACHE_INFORMER_H_
 #define KCACHE_INFORMER_H_
 

@@ -3,7 +3,8 @@
 // its own keyspace of the Cache, all on one RestClient: one connection to
 // the server (HTTP/2) and one transport thread however many resources.
 //
-// Lifetimes: handlers run on informer threads from Start() until Stop().
+// Lifetimes: handlers run on the handler pool's threads from Start() until
+// Stop().
 // Stop() returns once no handler runs and none will, so anything handlers
 // use may be destroyed after it; the destructor calls Stop(). Informers,
 // listers and the client stay valid after the factory is gone (they hold
