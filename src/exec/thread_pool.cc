@@ -109,8 +109,11 @@ void ThreadPool::Monitor() {
 }
 
 std::shared_ptr<ThreadPool> HandlerPool() {
-  static const std::shared_ptr<ThreadPool> pool =
-      std::make_shared<ThreadPool>(PoolOptions{.name = "kcache-handler"});
+  // Never destroyed, as the timer thread is not: at exit a handler of an
+  // informer never stopped may still run, and joining it from a static
+  // destructor would wait on it, or let it run on among destroyed globals.
+  static const std::shared_ptr<ThreadPool> pool(
+      new ThreadPool(PoolOptions{.name = "kcache-handler"}), [](ThreadPool*) {});
   return pool;
 }
 
