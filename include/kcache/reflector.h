@@ -203,10 +203,11 @@ struct KCACHE_EXPORT ReflectorOptions {
   std::string sink_identity{};
   // Watch events committed per write, at most. Default: 1,000.
   size_t max_batch = 1000;
-  // A thread of the reflector's own reads and decodes each watch (and
-  // streaming list) ahead of the thread that commits, holding at most this
-  // many bytes of decoded objects, so that parsing overlaps with writing.
-  // 0: one thread does both. Default: 8 MiB.
+  // A thread of the reflector's own reads and decodes a streaming list, and
+  // a watch once a full batch (max_batch) shows it busy, ahead of the thread
+  // that commits, holding at most this many bytes of decoded objects, so
+  // that parsing overlaps with writing; a quiet watch is decoded on the
+  // committing thread. 0: one thread does both. Default: 8 MiB.
   size_t read_ahead_bytes = size_t{8} << 20;
   // Seeds the jitter of backoff and watch timeouts. Default: random.
   uint64_t seed = 0;

@@ -290,14 +290,14 @@ class ReflectorImpl final : public Reflector {
       MarkSynced();
       return Status::OK();
     }
-    StartSyncTimer(stop);
+    StartSyncTimer();
     return Status::OK();
   }
 
   // The quiet rule, checked on the clock's timer (no thread of its own):
   // once the resumed watch has been open and quiet for sync_quiet_period,
   // the sink is synced.
-  void StartSyncTimer(std::stop_token) {
+  void StartSyncTimer() {
     if (o_.sync_quiet_period.count() <= 0) return;
     std::lock_guard l(mu_);
     if (sync_timer_ || sync_timer_started_) return;
