@@ -179,6 +179,11 @@ class KCACHE_EXPORT InformerFactory {
   std::optional<std::string> recorded_identity_;  // guarded by mu_
   // Every reflector's server_identity: one request for all that ask at once.
   std::function<StatusOr<std::string>()> server_identity_;  // guarded by mu_
+  // Every reflector's shared_probe: one LIST with limit=1 for all that
+  // resume at once.
+  std::function<StatusOr<ProbeAnswer>(const std::function<StatusOr<std::string>()>&,
+                                      Clock::TimePoint)>
+      shared_probe_;      // guarded by mu_
   std::mutex record_mu_;  // one RecordIdentity at a time; taken before mu_
 };
 

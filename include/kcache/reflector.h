@@ -72,6 +72,12 @@ class KCACHE_EXPORT ListerWatcher {
   // The collection listed: where writes to its objects go (with
   // ResourceRef::InNamespace). Default: unknown.
   virtual std::optional<ResourceRef> Ref() const { return std::nullopt; }
+  // True if List, Watch and the stream's Next wait only in ways that let a
+  // waiting reflector share its thread with others (NewListWatch's, over a
+  // client whose SharesThreads() is true): an informer then runs its
+  // reflector on the process's shared threads. Default false: a thread of
+  // its own.
+  virtual bool SharesThreads() const { return false; }
 };
 
 // Lists and watches `resource` through `client`, adding the selectors
@@ -81,8 +87,8 @@ KCACHE_EXPORT std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestCl
                                                           std::string label_selector = "",
                                                           std::string field_selector = "");
 
-// Where a reflector writes. Calls come from the reflector's thread, one at
-// a time.
+// Where a reflector writes. Calls come from the reflector (its thread, or
+// the fiber an informer runs it on), one at a time.
 class KCACHE_EXPORT ReflectorSink {
  public:
   virtual ~ReflectorSink() = default;
@@ -128,6 +134,14 @@ struct KCACHE_EXPORT ReflectorEvent {
   };
   Type type;
   std::string message;
+};
+
+// The answer to the probe of a resume (ReflectorOptions::shared_probe).
+struct KCACHE_EXPORT ProbeAnswer {
+  // A collection's resourceVersion, from a LIST with limit=1.
+  std::string resource_version;
+  // Whether the collection listed was the reflector's own.
+  bool own = true;
 };
 
 struct KCACHE_EXPORT ReflectorOptions {
@@ -201,6 +215,20 @@ struct KCACHE_EXPORT ReflectorOptions {
   // resourceVersions: the reflector lists from "" instead of resuming.
   // Default: "" (unknown: resume).
   std::string sink_identity{};
+  // Shares the probe of a resume among the reflectors of one server (an
+  // InformerFactory sets it): called with this reflector's own probe (its
+  // collection's LIST with limit=1, giving the list's resourceVersion) and
+  // the time Run began (on this clock), it answers with a collection's
+  // resourceVersion read at or after that time. Another collection's may
+  // tell the reflector it is caught up (its resume point is that
+  // resourceVersion) or which one to wait for, never that the server's
+  // history was reset: a resume point past it is checked with the
+  // reflector's own probe (types kept in another etcd, or served by an
+  // aggregated API, number their resourceVersions apart). Default: none
+  // (each reflector probes its own collection).
+  std::function<StatusOr<ProbeAnswer>(const std::function<StatusOr<std::string>()>& own,
+                                      Clock::TimePoint since)>
+      shared_probe;
   // Watch events committed per write, at most. Default: 1,000.
   size_t max_batch = 1000;
   // A thread of the reflector's own reads and decodes a streaming list, and

@@ -152,6 +152,12 @@ class KCACHE_EXPORT RestClient {
   // gzip-encoded HTTP/2 response multiplexed beside an open watch can stall
   // for good.
   virtual std::shared_ptr<RestClient> WithParseOptions(const ParseOptions& parse) = 0;
+
+  // True if every wait of this client's calls (and of its watch streams'
+  // Next) lets a waiting reflector share its thread with others: true for
+  // the clients Create makes. Default false: a reflector of another client
+  // gets a thread of its own.
+  virtual bool SharesThreads() const { return false; }
 };
 
 // Encodes `options` as a query string (without '?'); `watch` adds watch=true.

@@ -12,6 +12,7 @@
 
 #include "cache/events.h"
 #include "core/resource_version.h"
+#include "exec/fiber.h"
 #include "exec/thread_pool.h"
 
 namespace kcache {
@@ -321,8 +322,18 @@ class Informer final : public SharedIndexInformer {
         }
       }
     }
-    reflector_thread_ = std::jthread([reflector](std::stop_token stop) { reflector->Run(stop); });
-    pthread_setname_np(reflector_thread_.native_handle(), "kcache-reflect");
+    // A reflector that waits only on kcache's own REST client and clock runs
+    // as a fiber: a thousand informers share a few threads.
+    const bool fiber =
+        lw_->SharesThreads() && (!o_.reflector.clock || o_.reflector.clock == Clock::Real());
+    if (fiber) {
+      reflector_fiber_ =
+          exec::Spawn([reflector, stop = reflector_stop_.get_token()] { reflector->Run(stop); });
+    } else {
+      reflector_thread_ = std::jthread([reflector, stop = reflector_stop_.get_token()](
+                                           std::stop_token) { reflector->Run(stop); });
+      pthread_setname_np(reflector_thread_.native_handle(), "kcache-reflect");
+    }
     {
       std::lock_guard l(mu_);
       ArmResyncLocked();
@@ -339,7 +350,7 @@ class Informer final : public SharedIndexInformer {
       listeners.swap(listeners_);
     }
     sync_cv_.notify_all();
-    reflector_thread_.request_stop();
+    reflector_stop_.request_stop();
     std::shared_ptr<Clock::Timer> resync;
     {
       std::lock_guard l(mu_);
@@ -347,6 +358,7 @@ class Informer final : public SharedIndexInformer {
     }
     if (resync) resync->Cancel();  // waits for a check running now
     if (reflector_thread_.joinable()) reflector_thread_.join();
+    if (reflector_fiber_) reflector_fiber_->Join();
     for (auto& listener : listeners) listener->Stop();
   }
 
@@ -687,7 +699,10 @@ class Informer final : public SharedIndexInformer {
 
   std::unique_ptr<Reflector> reflector_;        // guarded by mu_
   std::shared_ptr<Clock::Timer> resync_timer_;  // guarded by mu_
+  // The reflector runs on one of these until reflector_stop_.
+  std::stop_source reflector_stop_;
   std::jthread reflector_thread_;
+  std::shared_ptr<exec::FiberHandle> reflector_fiber_;
 };
 
 // Holds the informer's mutex around each call, so that handler

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/fiber.h"
+
 namespace kcache {
 
 InformerFactory::InformerFactory(RestConfig config, std::shared_ptr<RestClient> client,
@@ -138,12 +140,61 @@ class SharedQuestion {
   const std::shared_ptr<Clock> clock_;
   const Clock::Duration reuse_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  exec::CondVar cv_;                   // askers on fibers give their carriers away
   bool asking_ = false;                // guarded by mu_
   uint64_t rounds_ = 0;                // guarded by mu_: questions answered
   StatusOr<std::string> last_{""};     // guarded by mu_: the last round's answer
   std::optional<std::string> answer_;  // guarded by mu_: the last success
   Clock::TimePoint answered_at_;       // guarded by mu_
+};
+
+// The probes of many resumes as a few requests: an asker gets the answer of
+// a probe sent at or after `since` (when its reflector started), made with
+// the own probe of whoever asked first, so that 300 reflectors starting
+// together cost one LIST with limit=1, not 300. When that probe fails, each
+// probes its own.
+class SharedProbe {
+ public:
+  explicit SharedProbe(std::shared_ptr<Clock> clock) : clock_(std::move(clock)) {}
+
+  StatusOr<ProbeAnswer> Ask(const std::function<StatusOr<std::string>()>& own,
+                            Clock::TimePoint since) {
+    std::unique_lock l(mu_);
+    for (;;) {
+      if (answered_ && sent_ >= since) {
+        if (last_.ok()) return ProbeAnswer{*last_, false};
+        break;
+      }
+      if (!asking_) {
+        asking_ = true;
+        answered_ = false;
+        sent_ = clock_->Now();
+        l.unlock();
+        StatusOr<std::string> got = own();
+        l.lock();
+        asking_ = false;
+        answered_ = true;
+        last_ = got;
+        l.unlock();
+        cv_.notify_all();
+        if (!got.ok()) return got.status();
+        return ProbeAnswer{*std::move(got), true};
+      }
+      cv_.wait(l, [&] { return !asking_; });
+    }
+    l.unlock();
+    KCACHE_ASSIGN_OR_RETURN(std::string rv, own());
+    return ProbeAnswer{std::move(rv), true};
+  }
+
+ private:
+  const std::shared_ptr<Clock> clock_;
+  std::mutex mu_;
+  exec::CondVar cv_;                // askers on fibers give their carriers away
+  bool asking_ = false;             // guarded by mu_
+  bool answered_ = false;           // guarded by mu_: last_ answers the probe sent at sent_
+  Clock::TimePoint sent_;           // guarded by mu_
+  StatusOr<std::string> last_{""};  // guarded by mu_
 };
 
 std::string Describe(const ResourceSelection& s) {
@@ -220,6 +271,15 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
   // informers do.
   io.reflector.expected_api_version = parse.default_api_version;
   io.reflector.expected_kind = resource.kind;
+  if (!io.reflector.shared_probe) {
+    if (!shared_probe_) {
+      auto probe = std::make_shared<SharedProbe>(options_.informer.clock ? options_.informer.clock
+                                                                         : Clock::Real());
+      shared_probe_ = [probe](const std::function<StatusOr<std::string>()>& own,
+                              Clock::TimePoint since) { return probe->Ask(own, since); };
+    }
+    io.reflector.shared_probe = shared_probe_;
+  }
   if (options_.check_cluster_identity) {
     if (!recorded_identity_) {
       KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> cluster, cache_->GetClusterInfo());

@@ -14,13 +14,19 @@ bool Final(const StatusOr<std::optional<WatchEvent>>& item) { return !item.ok() 
 }  // namespace
 
 ReadAheadStream::ReadAheadStream(std::unique_ptr<WatchStream> inner, size_t max_bytes)
-    : inner_(std::move(inner)), max_bytes_(max_bytes), thread_([this] { Run(); }) {
-  pthread_setname_np(thread_.native_handle(), "kcache-decode");
+    : inner_(std::move(inner)), max_bytes_(max_bytes) {
+  if (exec::InFiber()) {
+    fiber_ = exec::Spawn([this] { Run(); });
+  } else {
+    thread_ = std::thread([this] { Run(); });
+    pthread_setname_np(thread_.native_handle(), "kcache-decode");
+  }
 }
 
 ReadAheadStream::~ReadAheadStream() {
   Cancel();
-  thread_.join();
+  if (fiber_) fiber_->Join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void ReadAheadStream::Run() {

@@ -1,19 +1,18 @@
 // ReadAheadStream: reads and decodes a watch stream's events on a thread of
-// its own, a bounded number of bytes ahead of the consumer, so that framing
-// and parsing overlap with the consumer's commits. Events come out in the
-// order the inner stream gave them; its end or error comes after the events
-// before it.
+// its own (a fiber when created on one), a bounded number of bytes ahead of the consumer, so that
+// framing and parsing overlap with the consumer's commits. Events come out in the order the inner
+// stream gave them; its end or error comes after the events before it.
 //
 // Thread-safety: as WatchStream: one consumer thread; Cancel() from any.
 #ifndef KCACHE_SRC_CACHE_READ_AHEAD_H_
 #define KCACHE_SRC_CACHE_READ_AHEAD_H_
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
 
+#include "exec/fiber.h"
 #include "kcache/watch.h"
 
 namespace kcache::cache {
@@ -23,7 +22,7 @@ class ReadAheadStream final : public WatchStream {
   // Starts reading `inner`. Reading pauses while the objects decoded and not
   // yet taken hold `max_bytes` or more (one event is always read ahead).
   ReadAheadStream(std::unique_ptr<WatchStream> inner, size_t max_bytes);
-  // Cancels the inner stream and waits for the reading thread.
+  // Cancels the inner stream and waits for the reader.
   ~ReadAheadStream() override;
 
   StatusOr<std::optional<WatchEvent>> Next() override;
@@ -37,12 +36,14 @@ class ReadAheadStream final : public WatchStream {
   const std::unique_ptr<WatchStream> inner_;
   const size_t max_bytes_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  exec::CondVar cv_;
   std::deque<Item> queue_;    // guarded by mu_
   size_t bytes_ = 0;          // guarded by mu_: objects' bytes in queue_
   bool cancelled_ = false;    // guarded by mu_
   std::optional<Item> last_;  // consumer only: the end or error, once taken
-  std::thread thread_;        // last: starts once the rest is built
+  // Last: starts once the rest is built. One of the two.
+  std::thread thread_;
+  std::shared_ptr<exec::FiberHandle> fiber_;
 };
 
 }  // namespace kcache::cache

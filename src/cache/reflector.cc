@@ -43,6 +43,7 @@ class RestListWatch final : public ListerWatcher {
   }
   GroupResource Resource() const override { return resource_.gvr.group_resource(); }
   std::optional<ResourceRef> Ref() const override { return resource_; }
+  bool SharesThreads() const override { return client_->SharesThreads(); }
 
  private:
   ListOptions WithSelectors(ListOptions o) const {
@@ -163,6 +164,7 @@ class ReflectorImpl final : public Reflector {
         sink_trusted_(o_.resume) {}
 
   void Run(std::stop_token stop) override {
+    started_ = clock_->Now();
     std::stop_callback cancel(stop, [this] {
       std::lock_guard l(active_mu_);
       if (active_) active_->Cancel();
@@ -265,18 +267,37 @@ class ReflectorImpl final : public Reflector {
   // otherwise Consume() compares each batch with it, and a timer watches
   // for a quiet stream.
   Status Probe(const std::string& resume, std::stop_token stop) {
-    ListOptions o;
-    o.limit = 1;
-    o.cancel = stop;
-    auto list = lw_->List(o);
-    {
-      std::lock_guard l(mu_);
-      ++stats_.probes;
+    auto own = [&]() -> StatusOr<std::string> {
+      ListOptions o;
+      o.limit = 1;
+      o.cancel = stop;
+      auto list = lw_->List(o);
+      {
+        std::lock_guard l(mu_);
+        ++stats_.probes;
+      }
+      if (!list.ok()) return list.status();
+      return list->resource_version;
+    };
+    StatusOr<ProbeAnswer> answer = Status::OK();
+    if (o_.shared_probe) {
+      answer = o_.shared_probe(own, started_);
+    } else if (auto rv = own(); rv.ok()) {
+      answer = ProbeAnswer{*rv, true};
+    } else {
+      answer = rv.status();
     }
-    if (!list.ok()) return list.status();
+    if (!answer.ok()) return answer.status();
+    std::optional<int> cmp = Compare(resume, answer->resource_version);
+    if (!answer->own && cmp && *cmp > 0) {
+      // Past another collection's resourceVersion: only this collection's
+      // own can tell a reset history from a numbering of its own.
+      KCACHE_ASSIGN_OR_RETURN(std::string rv, own());
+      answer = ProbeAnswer{std::move(rv), true};
+      cmp = Compare(resume, answer->resource_version);
+    }
     probed_ = true;
-    target_ = list->resource_version;
-    std::optional<int> cmp = Compare(resume, target_);
+    target_ = answer->resource_version;
     if (cmp && *cmp > 0) {
       need_list_ = true;
       unavailable_ = true;
@@ -1001,6 +1022,7 @@ class ReflectorImpl final : public Reflector {
   informer::Backoff backoff_;
 
   // Reflector thread only.
+  Clock::TimePoint started_;  // when Run began
   bool streaming_;
   bool need_list_;
   bool unavailable_;  // the next list is from ""

@@ -1,7 +1,6 @@
 #include "kcache/rest_client.h"
 
 #include <charconv>
-#include <condition_variable>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -13,6 +12,7 @@
 #include "client/http_error.h"
 #include "client/json_framer.h"
 #include "client/transport.h"
+#include "exec/fiber.h"
 
 namespace kcache {
 namespace {
@@ -291,6 +291,7 @@ class CurlRestClient final : public RestClient {
 
   const RestConfig& config() const override { return config_; }
   uint64_t BytesReceived() const override { return transport_->bytes_received(); }
+  bool SharesThreads() const override { return true; }
 
   std::shared_ptr<RestClient> WithParseOptions(const ParseOptions& parse) override {
     RestClientOptions o = options_;
@@ -479,10 +480,7 @@ class CurlRestClient final : public RestClient {
       if (!retriable || attempt >= options_.max_retries) return st;
       auto wait = std::min<std::chrono::milliseconds>(
           std::chrono::seconds(*http->retry_after_seconds), options_.max_retry_wait);
-      std::mutex mu;
-      std::condition_variable_any cv;
-      std::unique_lock lock(mu);
-      if (cv.wait_for(lock, cancel, wait, [] { return false; }) || cancel.stop_requested())
+      if (!exec::SleepUntil(std::chrono::steady_clock::now() + wait, cancel))
         return Status::Cancelled(what + ": cancelled");
     }
   }

@@ -190,6 +190,11 @@ StatusOr<std::shared_ptr<Transport>> Transport::Create(std::string proxy_url) {
   t->multi_ = curl_multi_init();
   if (!t->multi_) return Status::Internal("curl_multi_init failed");
   curl_multi_setopt(t->multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+  // libcurl's own cap on streams per connection is 100: past it, every
+  // request that starts while a new connection is being made makes one more
+  // (75 TLS handshakes for 300 watches). The server's cap (Go's 250) still
+  // applies, and spreads streams over more connections past it.
+  curl_multi_setopt(t->multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, 100000L);
   t->thread_ = std::thread([raw = t.get()] { raw->Run(); });
   // Named so that tools and tests can tell transports apart from other threads.
   pthread_setname_np(t->thread_.native_handle(), "kcache-http");

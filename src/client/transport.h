@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/fiber.h"
 #include "kcache/status_or.h"
 
 namespace kcache::rest {
@@ -95,7 +96,7 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   char error_buf_[256] = {};
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  exec::CondVar cv_;  // a reflector on a fiber gives its carrier away while it waits
   bool headers_done_ = false;
   int http_code_ = 0;
   std::vector<std::pair<std::string, std::string>> headers_;

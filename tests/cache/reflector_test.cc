@@ -494,6 +494,52 @@ TEST(ReflectorTest, ResumeProbesThenWatches) {
   EXPECT_EQ(r.reflector->stats().lists, 0u);
 }
 
+// A shared probe (InformerFactory's) answering with another collection's
+// resourceVersion: equal to the resume point, the reflector is caught up
+// with no request of its own (invariant 3, one probe per server); behind
+// it, the reflector probes its own collection, and only its own answer may
+// say the history was reset (a type kept in another etcd numbers apart).
+TEST(ReflectorTest, ASharedProbeMaySayCaughtUpNeverReset) {
+  for (const std::string shared : {"30", "20"}) {
+    Rig r;
+    Transaction txn;
+    txn.Add(testing::Pod("a", "ns", "5"));
+    txn.resource_version = "30";
+    ASSERT_OK(r.store->Commit(txn, nullptr));
+    int asked = 0;
+    Clock::TimePoint since{};
+    r.options.shared_probe = [&](const std::function<StatusOr<std::string>()>&,
+                                 Clock::TimePoint started) -> StatusOr<ProbeAnswer> {
+      ++asked;
+      since = started;
+      return ProbeAnswer{shared, false};
+    };
+    // Its own collection is at 35: not reset, behind the resume point by
+    // nothing but another numbering.
+    r.lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "35"));
+    auto w = r.lw->QueueWatch();
+    const Clock::TimePoint start = r.clock->Now();
+    r.Start();
+    r.lw->WaitForCalls(shared == "30" ? 0 : 1, 1);
+    EXPECT_EQ(asked, 1) << shared;
+    EXPECT_EQ(since, start) << shared;
+    EXPECT_EQ(r.lw->watch_calls()[0].resource_version, "30") << shared;
+    EXPECT_TRUE(r.Events(ReflectorEvent::Type::kRelist).empty()) << shared;
+    if (shared == "30") {
+      EXPECT_TRUE(r.reflector->HasSynced());
+      EXPECT_EQ(r.reflector->stats().probes, 0u);
+      EXPECT_TRUE(r.lw->list_calls().empty());
+    } else {
+      // Its own probe said 35: behind it, waiting for the watch.
+      EXPECT_EQ(r.reflector->stats().probes, 1u);
+      ASSERT_EQ(r.lw->list_calls().size(), 1u);
+      EXPECT_EQ(r.lw->list_calls()[0].limit, 1);
+    }
+    EXPECT_EQ(r.reflector->stats().lists, 0u) << shared;
+    w->End();
+  }
+}
+
 // A 500 InternalError on the watch with no retry window (the default):
 // client-go relists, so an object deleted behind the watch's back goes.
 TEST(ReflectorTest, InternalErrorRelistsByDefault) {

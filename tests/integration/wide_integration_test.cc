@@ -220,8 +220,10 @@ TEST_F(WideIntegrationTest, StartsCostNoRequestPerTypeBeyondItsListAndWatch) {
   SyncRun restart = Sync(cache);
   ASSERT_EQ(restart.exit_code, 0) << Describe(restart);
   std::cout << "restart: " << Describe(restart).substr(0, Describe(restart).find('\n')) << "\n";
-  // Invariant 3: every type resumes; its only LIST is the limit=1 probe.
-  EXPECT_EQ(restart.Wide("LIST"), kTypes) << Describe(restart);
+  // Invariant 3: every type resumes with no LIST of its own; one limit=1
+  // probe serves the types that start together (a few if they start apart).
+  EXPECT_GE(restart.Wide("LIST"), 1) << Describe(restart);
+  EXPECT_LE(restart.Wide("LIST"), 5) << Describe(restart);
   // A watch a loaded machine sees break is opened again, without a list.
   EXPECT_GE(restart.Wide("WATCH"), kTypes) << Describe(restart);
   EXPECT_LE(restart.Wide("WATCH"), kTypes + 10) << Describe(restart);
@@ -241,10 +243,11 @@ TEST_F(WideIntegrationTest, StartsCostNoRequestPerTypeBeyondItsListAndWatch) {
   EXPECT_NE(got.output.find("wide7." + Group(7) + "/obj-b"), std::string::npos) << got.output;
   EXPECT_EQ(got.output.find("wide11." + Group(11) + "/obj-a"), std::string::npos) << got.output;
 
-  // The thread budget (docs/architecture.md): one reflector thread per type
-  // is what is left to fold into the fixed pool; everything else is fixed.
-  EXPECT_LE(first.peak_threads, kTypes + 32) << Describe(first);
-  EXPECT_LE(restart.peak_threads, kTypes + 32) << Describe(restart);
+  // The thread budget (invariant 7, docs/architecture.md): reflectors are
+  // fibers on a few carriers; every thread of the process, RocksDB's
+  // included, whatever the number of types.
+  EXPECT_LE(first.peak_threads, 32) << Describe(first);
+  EXPECT_LE(restart.peak_threads, 32) << Describe(restart);
 }
 
 }  // namespace
