@@ -183,7 +183,10 @@ class KCACHE_EXPORT InformerFactory {
   // resume at once.
   std::function<StatusOr<ProbeAnswer>(const std::function<StatusOr<std::string>()>&,
                                       Clock::TimePoint)>
-      shared_probe_;      // guarded by mu_
+      shared_probe_;  // guarded by mu_
+  // Every reflector's streaming_support: a server that refuses streaming
+  // lists is asked once.
+  std::shared_ptr<StreamingSupport> streaming_support_;  // guarded by mu_
   std::mutex record_mu_;  // one RecordIdentity at a time; taken before mu_
 };
 

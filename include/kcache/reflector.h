@@ -144,6 +144,34 @@ struct KCACHE_EXPORT ProbeAnswer {
   bool own = true;
 };
 
+// Whether a server streams lists (sendInitialEvents), learned once for the
+// reflectors of that server (ReflectorOptions::streaming_support): the
+// first to ask tries alone; the others wait for its watch to open or be
+// refused, then stream or list without asking the server again.
+//
+// Thread-safety: safe for concurrent use; a waiting reflector on a fiber
+// gives its carrier away.
+class KCACHE_EXPORT StreamingSupport {
+ public:
+  static std::shared_ptr<StreamingSupport> Create();
+  virtual ~StreamingSupport() = default;
+
+  enum class Decision {
+    kStream,        // the server opened one: stream
+    kTryAndReport,  // unknown: try, then Report what the open gave
+    kList,          // the server refused one: list page by page
+  };
+  // Waits while another reflector tries (until `stop`).
+  virtual Decision Decide(std::stop_token stop) = 0;
+
+  enum class Outcome { kOpened, kRefused, kUnknown };
+  // After kTryAndReport, what the streaming list's open gave (kUnknown: no
+  // answer, such as a connection refused or a stop; the next to ask tries).
+  // kRefused may also come later from any reflector (a server that ignored
+  // sendInitialEvents).
+  virtual void Report(Outcome outcome) = 0;
+};
+
 struct KCACHE_EXPORT ReflectorOptions {
   // Default: Clock::Real().
   std::shared_ptr<Clock> clock{};
@@ -154,6 +182,10 @@ struct KCACHE_EXPORT ReflectorOptions {
   // then listed with LIST for the rest of the reflector's life.
   // Default: true.
   bool streaming_list = true;
+  // Shares what the first streaming list learned with the reflectors of one
+  // server (an InformerFactory sets it), so that a server that refuses them
+  // is asked once, not once per type. Default: null (each learns alone).
+  std::shared_ptr<StreamingSupport> streaming_support{};
   // Watches ask for timeoutSeconds of min * U[1, 2), rounded down. Values
   // below 5 minutes are raised to 5 minutes, as client-go does, so that a
   // fleet of watchers cannot make the server reopen watches more often.

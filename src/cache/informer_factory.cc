@@ -271,6 +271,10 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
   // informers do.
   io.reflector.expected_api_version = parse.default_api_version;
   io.reflector.expected_kind = resource.kind;
+  if (!io.reflector.streaming_support) {
+    if (!streaming_support_) streaming_support_ = StreamingSupport::Create();
+    io.reflector.streaming_support = streaming_support_;
+  }
   if (!io.reflector.shared_probe) {
     if (!shared_probe_) {
       auto probe = std::make_shared<SharedProbe>(options_.informer.clock ? options_.informer.clock

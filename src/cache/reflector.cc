@@ -13,6 +13,7 @@
 #include "cache/read_ahead.h"
 #include "client/http_error.h"
 #include "core/resource_version.h"
+#include "exec/fiber.h"
 #include "util/scope_guard.h"
 
 namespace kcache {
@@ -361,6 +362,7 @@ class ReflectorImpl final : public Reflector {
     quiet_rule_closed_ = true;
     bool fall_back = false;
     KCACHE_ASSIGN_OR_RETURN(std::optional<CutShortRelist> cut, sink_->GetCutShortRelist());
+    StreamingSupport::Decision decision = StreamingSupport::Decision::kStream;
     std::optional<ListProgress> from;
     if (cut) from = Continuable(cut->progress);
     for (;;) {
@@ -378,9 +380,12 @@ class ReflectorImpl final : public Reflector {
         }
         result = st.ok() ? StatusOr<std::unique_ptr<WatchStream>>(nullptr)
                          : StatusOr<std::unique_ptr<WatchStream>>(st);
-      } else if (streaming_ && !fall_back && !cut) {
+      } else if (streaming_ && !fall_back && !cut &&
+                 (!o_.streaming_support || (decision = o_.streaming_support->Decide(stop)) !=
+                                               StreamingSupport::Decision::kList)) {
         bool refused = false;
-        result = StreamingList(rv, stop, &refused);
+        result = StreamingList(rv, stop, &refused,
+                               decision == StreamingSupport::Decision::kTryAndReport);
         if (!result.ok() && !stop.stop_requested()) {
           const Status& st = result.status();
           if (refused) {
@@ -593,8 +598,9 @@ class ReflectorImpl final : public Reflector {
     return Status::OK();
   }
 
+  // `report`: tell o_.streaming_support what the open gave.
   StatusOr<std::unique_ptr<WatchStream>> StreamingList(const std::string& rv, std::stop_token stop,
-                                                       bool* refused) {
+                                                       bool* refused, bool report) {
     ListOptions o;
     o.resource_version = rv;
     o.resource_version_match = "NotOlderThan";
@@ -603,10 +609,14 @@ class ReflectorImpl final : public Reflector {
     o.timeout_seconds = WatchTimeout();
     o.cancel = stop;
     auto opened = OpenWatch(o, /*list=*/true);
-    if (!opened.ok()) {
-      *refused = IsRefusedAsInvalid(opened.status());
-      return opened.status();
+    if (!opened.ok()) *refused = IsRefusedAsInvalid(opened.status());
+    if (report) {
+      using Outcome = StreamingSupport::Outcome;
+      o_.streaming_support->Report(opened.ok() ? Outcome::kOpened
+                                   : *refused  ? Outcome::kRefused
+                                               : Outcome::kUnknown);
     }
+    if (!opened.ok()) return opened.status();
     {
       std::lock_guard l(mu_);
       ++stats_.watches;
@@ -638,6 +648,7 @@ class ReflectorImpl final : public Reflector {
         // A server that ignores sendInitialEvents sends ordinary events
         // with no end bookmark.
         *refused = true;
+        if (o_.streaming_support) o_.streaming_support->Report(StreamingSupport::Outcome::kRefused);
         return Status::Unimplemented(lw_->Describe() + ": the server ignored sendInitialEvents");
       }
       ++n;
@@ -1071,6 +1082,46 @@ class ReflectorImpl final : public Reflector {
 };
 
 }  // namespace
+
+namespace {
+
+class StreamingSupportImpl final : public StreamingSupport {
+ public:
+  Decision Decide(std::stop_token stop) override {
+    std::unique_lock l(mu_);
+    for (;;) {
+      if (known_ == Outcome::kOpened) return Decision::kStream;
+      if (known_ == Outcome::kRefused) return Decision::kList;
+      if (!trying_) {
+        trying_ = true;
+        return Decision::kTryAndReport;
+      }
+      // Stopped while another tries: stream; the stop ends it at once.
+      if (!cv_.wait(l, stop, [&] { return !trying_ || known_ != Outcome::kUnknown; }))
+        return Decision::kStream;
+    }
+  }
+  void Report(Outcome outcome) override {
+    {
+      std::lock_guard l(mu_);
+      if (outcome != Outcome::kUnknown && known_ != Outcome::kRefused) known_ = outcome;
+      trying_ = false;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  exec::CondVar cv_;
+  Outcome known_ = Outcome::kUnknown;  // guarded by mu_
+  bool trying_ = false;                // guarded by mu_
+};
+
+}  // namespace
+
+std::shared_ptr<StreamingSupport> StreamingSupport::Create() {
+  return std::make_shared<StreamingSupportImpl>();
+}
 
 std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client,
                                             ResourceRef resource, std::string label_selector,

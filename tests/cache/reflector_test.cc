@@ -540,6 +540,45 @@ TEST(ReflectorTest, ASharedProbeMaySayCaughtUpNeverReset) {
   }
 }
 
+// A server that refuses streaming lists (before 1.27) is asked once for the
+// reflectors that share a StreamingSupport (a factory's), not once per type;
+// one that opens one lets the others stream without waiting.
+TEST(ReflectorTest, AStreamingListRefusedOnceIsNotAskedAgainByOthers) {
+  auto support = StreamingSupport::Create();
+  Rig first, second;
+  for (Rig* r : {&first, &second}) {
+    r->options.streaming_list = true;
+    r->options.streaming_support = support;
+  }
+  first.lw->QueueWatchError(
+      Status::InvalidArgument("sendInitialEvents is forbidden")
+          .WithHttpError(HttpError{.http_code = 400, .reason = "BadRequest"}));
+  for (Rig* r : {&first, &second}) {
+    r->lw->QueueList(ListOf({testing::Pod("a", "ns", "5")}, "10"));
+    r->lw->QueueWatch();
+  }
+  first.Start();
+  first.lw->WaitForCalls(1, 2);
+  ASSERT_TRUE(first.lw->watch_calls()[0].send_initial_events.value_or(false));
+  EXPECT_FALSE(first.lw->watch_calls()[1].send_initial_events.value_or(false));
+  second.Start();
+  second.lw->WaitForCalls(1, 1);
+  EXPECT_FALSE(second.lw->watch_calls()[0].send_initial_events.value_or(false))
+      << "the refusal was learned once";
+  EXPECT_EQ(support->Decide({}), StreamingSupport::Decision::kList);
+
+  // Opened once: every other streams at once.
+  auto opened = StreamingSupport::Create();
+  EXPECT_EQ(opened->Decide({}), StreamingSupport::Decision::kTryAndReport);
+  opened->Report(StreamingSupport::Outcome::kOpened);
+  EXPECT_EQ(opened->Decide({}), StreamingSupport::Decision::kStream);
+  // No answer (a connection refused): the next one tries.
+  auto unknown = StreamingSupport::Create();
+  EXPECT_EQ(unknown->Decide({}), StreamingSupport::Decision::kTryAndReport);
+  unknown->Report(StreamingSupport::Outcome::kUnknown);
+  EXPECT_EQ(unknown->Decide({}), StreamingSupport::Decision::kTryAndReport);
+}
+
 // A 500 InternalError on the watch with no retry window (the default):
 // client-go relists, so an object deleted behind the watch's back goes.
 TEST(ReflectorTest, InternalErrorRelistsByDefault) {

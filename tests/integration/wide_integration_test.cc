@@ -200,10 +200,12 @@ TEST_F(WideIntegrationTest, StartsCostNoRequestPerTypeBeyondItsListAndWatch) {
                            " objects in the cache"),
             std::string::npos)
       << Describe(first);
-  // One LIST of each type (v1.20 refuses a streaming list: one WATCH
-  // refused, one watch after the list).
+  // One LIST of each type, and one watch after it: v1.20 refuses a
+  // streaming list, which the first type learns for all (a few more if a
+  // loaded machine's watch breaks and is opened again).
   EXPECT_EQ(first.Wide("LIST"), kTypes) << Describe(first);
-  EXPECT_LE(first.Wide("WATCH"), 2 * kTypes + 10) << Describe(first);
+  EXPECT_GE(first.Wide("WATCH"), kTypes + 1) << Describe(first);
+  EXPECT_LE(first.Wide("WATCH"), kTypes + 10) << Describe(first);
   // The definitions' columns: one LIST, no GET of each.
   EXPECT_EQ(first.Of("LIST customresourcedefinitions"), 1) << Describe(first);
   EXPECT_EQ(first.Of("GET customresourcedefinitions"), 0) << Describe(first);
