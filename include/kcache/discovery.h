@@ -39,7 +39,7 @@ struct KCACHE_EXPORT ApiResource {
 
 class KCACHE_EXPORT Discovery {
  public:
-  // Reads /api, /api/v1, /apis and the preferred version of every group.
+  // Reads /api, /api/v1, /apis and every version of every group.
   // Errors: the first failed request's Status; a group version that fails
   // (an aggregated API that is down) is skipped, as kubectl does.
   static StatusOr<std::shared_ptr<const Discovery>> Fetch(RestClient& client);
@@ -53,7 +53,8 @@ class KCACHE_EXPORT Discovery {
   // Errors: NotFound "the server doesn't have a resource type \"x\"".
   StatusOr<ApiResource> Resolve(std::string_view name) const;
 
-  // Every resource of the preferred versions, subresources excluded.
+  // Every resource, subresources excluded, once per group: in its group's
+  // preferred version, or else the first version that serves it.
   const std::vector<ApiResource>& resources() const { return resources_; }
 
  private:

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -55,8 +57,8 @@ bool ApiResource::Supports(std::string_view verb) const {
 }
 
 // Two round trips, however many groups: /api and /apis together, then every
-// group-version's resource list together (kube-apiserver before 1.26 has no
-// aggregated discovery, which would make it one).
+// group-version's resource list together (every version of each group) (kube-apiserver before 1.26
+// has no aggregated discovery, which would make it one).
 StatusOr<std::shared_ptr<const Discovery>> Discovery::Fetch(RestClient& client) {
   std::vector<StatusOr<std::string>> roots = client.GetEach({"/api", "/apis"});
   KCACHE_ASSIGN_OR_RETURN(std::string api, std::move(roots[0]));
@@ -71,32 +73,58 @@ StatusOr<std::shared_ptr<const Discovery>> Discovery::Fetch(RestClient& client) 
   if (!groups.is_object() || !groups["groups"].is_array()) {
     return Status::InvalidArgument("GET /apis: not an APIGroupList");
   }
-  // (group, version) of each list, the core group's first.
-  std::vector<std::pair<std::string, std::string>> lists{{"", core}};
+  // (group, version, preferred) of each list, the core group's first. Every
+  // version of a group is read, as kubectl does: a resource served only by
+  // another version than the preferred one (batch/v1beta1 cronjobs in 1.20)
+  // is found there.
+  struct List {
+    std::string group, version;
+    bool preferred;
+  };
+  std::vector<List> lists{{"", core, true}};
   std::vector<std::string> paths{"/api/" + core};
   for (const auto& g : groups["groups"]) {
     if (!g.is_object()) continue;
     std::string name = g.value("name", "");
-    std::string version;
+    std::string preferred;
     if (auto p = g.find("preferredVersion"); p != g.end() && p->is_object()) {
-      version = p->value("version", "");
+      preferred = p->value("version", "");
     }
-    if (version.empty() && g["versions"].is_array() && !g["versions"].empty()) {
-      version = g["versions"][0].value("version", "");
+    std::vector<std::string> served;
+    if (g["versions"].is_array()) {
+      for (const auto& v : g["versions"]) {
+        if (v.is_object() && !v.value("version", "").empty()) served.push_back(v["version"]);
+      }
     }
-    if (name.empty() || version.empty()) continue;
-    lists.emplace_back(name, version);
-    paths.push_back("/apis/" + name + "/" + version);
+    if (preferred.empty() && !served.empty()) preferred = served.front();
+    if (name.empty() || preferred.empty()) continue;
+    lists.push_back({name, preferred, true});
+    paths.push_back("/apis/" + name + "/" + preferred);
+    for (const std::string& v : served) {
+      if (v == preferred) continue;
+      lists.push_back({name, v, false});
+      paths.push_back("/apis/" + name + "/" + v);
+    }
   }
   std::vector<StatusOr<std::string>> bodies = client.GetEach(paths);
   std::vector<ApiResource> resources;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    if (!bodies[i].ok()) {
-      if (i == 0) return bodies[i].status();
-      continue;  // an unavailable aggregated API hides only itself
+  std::set<std::pair<std::string, std::string>> seen;  // (group, resource)
+  // The preferred versions first; then what only another version serves,
+  // from the first version (in the server's order) that serves it.
+  for (bool preferred : {true, false}) {
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (lists[i].preferred != preferred) continue;
+      if (!bodies[i].ok()) {
+        if (i == 0) return bodies[i].status();
+        continue;  // an unavailable aggregated API hides only itself
+      }
+      std::vector<ApiResource> found;
+      KCACHE_RETURN_IF_ERROR(
+          AddResources(*bodies[i], lists[i].group, lists[i].version, paths[i], &found));
+      for (ApiResource& r : found) {
+        if (seen.insert({r.gvr.group, r.gvr.resource}).second) resources.push_back(std::move(r));
+      }
     }
-    KCACHE_RETURN_IF_ERROR(
-        AddResources(*bodies[i], lists[i].first, lists[i].second, paths[i], &resources));
   }
   return FromResources(std::move(resources));
 }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -83,13 +84,15 @@ struct SyncRun {
   }
 };
 
-SyncRun Sync(const std::string& cache) {
-  std::string names;
-  for (int i = 0; i < kTypes; ++i) names += " " + Plural(i) + "." + Group(i);
+// `kcache sync` of every wide type, or of `what` (its arguments).
+SyncRun Sync(const std::string& cache, std::string what = "") {
+  if (what.empty()) {
+    for (int i = 0; i < kTypes; ++i) what += " " + Plural(i) + "." + Group(i);
+  }
   const std::map<std::string, double> before = Requests();
   SyncRun run;
   testing::Background b = testing::StartCommand(
-      testing::KcacheBin() + " sync" + names + " --kubeconfig " +
+      testing::KcacheBin() + " sync " + what + " --kubeconfig " +
       Cluster::Get().File("kubeconfig") + " --cache " + cache + " --until-synced");
   EXPECT_GT(b.pid, 0);
   std::atomic<bool> done{false};
@@ -250,6 +253,113 @@ TEST_F(WideIntegrationTest, StartsCostNoRequestPerTypeBeyondItsListAndWatch) {
   // included, whatever the number of types.
   EXPECT_LE(first.peak_threads, 32) << Describe(first);
   EXPECT_LE(restart.peak_threads, 32) << Describe(restart);
+}
+
+// kcache sync --all syncs what `kubectl api-resources --verbs=list,watch`
+// lists, but secrets (no --encrypt key), --exclude and the second group of
+// one storage (events.events.k8s.io, ingresses.extensions in v1.20), each
+// said; cronjobs, served by batch/v1beta1 only, are found beside batch/v1.
+TEST_F(WideIntegrationTest, SyncAllSyncsWhatKubectlListsAndWatchesOnce) {
+  testing::TempDir dir;
+  testing::CommandResult kubectl =
+      testing::RunCommand("kubectl --kubeconfig " + Cluster::Get().File("kubeconfig") +
+                          " api-resources --verbs=list,watch -o name 2>&1");
+  ASSERT_EQ(kubectl.exit_code, 0) << kubectl.output;
+  std::set<std::string> want;
+  std::istringstream lines(kubectl.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) want.insert(line);
+  }
+  ASSERT_TRUE(want.count("cronjobs.batch")) << kubectl.output;
+  const std::string excluded = Plural(3) + "." + Group(3);
+  for (const std::string& gone : {std::string("secrets"), std::string("events.events.k8s.io"),
+                                  std::string("ingresses.extensions"), excluded}) {
+    EXPECT_EQ(want.erase(gone), 1u) << gone << " is not served: " << kubectl.output;
+  }
+
+  SyncRun run = Sync(dir.Sub("cache"), "--all --exclude " + excluded);
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  std::set<std::string> got;
+  std::istringstream log(run.log);
+  for (std::string line; std::getline(log, line);) {
+    for (const char* end : {": stopped at resourceVersion", ": stopped with no resume point"}) {
+      const size_t at = line.find(end);
+      const size_t space = line.find(' ');
+      if (at != std::string::npos) got.insert(line.substr(space + 1, at - space - 1));
+    }
+  }
+  EXPECT_EQ(got, want) << Describe(run);
+  for (const char* said :
+       {"secrets: not synced", "events.events.k8s.io: the same objects as events",
+        "ingresses.extensions: the same objects as ingresses.networking.k8s.io"}) {
+    EXPECT_NE(run.log.find(said), std::string::npos) << said << "\n" << Describe(run);
+  }
+  EXPECT_LE(run.peak_threads, 32) << Describe(run);
+}
+
+// A CustomResourceDefinition deleted while its type is synced: the API
+// server deletes its objects, which the watch applies; then its relist is
+// answered 404 and retried, and the sync goes on with every other type
+// (docs/reliability.md).
+TEST_F(WideIntegrationTest, ATypeDeletedWhileSyncedEmptiesAndTheOthersGoOn) {
+  auto api = Cluster::Get().Admin();
+  const ResourceRef crds{{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, false, ""};
+  const ResourceRef gones{{"gone.kcache.io", "v1", "gones"}, true, *ns_};
+  nlohmann::json crd = {
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata", {{"name", "gones.gone.kcache.io"}}},
+      {"spec",
+       {{"group", "gone.kcache.io"},
+        {"scope", "Namespaced"},
+        {"names", {{"plural", "gones"}, {"singular", "gone"}, {"kind", "Gone"}}},
+        {"versions",
+         {{{"name", "v1"},
+           {"served", true},
+           {"storage", true},
+           {"schema",
+            {{"openAPIV3Schema",
+              {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
+  ASSERT_OK(api->Create(crds, crd.dump()));
+  ASSERT_TRUE(testing::Eventually([&] {
+    for (const char* name : {"gone-a", "gone-b"}) {
+      nlohmann::json o = {
+          {"apiVersion", "gone.kcache.io/v1"}, {"kind", "Gone"}, {"metadata", {{"name", name}}}};
+      auto created = api->Create(gones, o.dump());
+      if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return false;
+    }
+    return true;
+  })) << "the type was not served in time";
+
+  testing::TempDir dir;
+  const std::string cache = dir.Sub("cache");
+  testing::Background sync =
+      testing::StartCommand(testing::KcacheBin() + " sync gones.gone.kcache.io " + Plural(5) + "." +
+                            Group(5) + " --kubeconfig " + Cluster::Get().File("kubeconfig") +
+                            " --cache " + cache + " > " + dir.Sub("log") + " 2>&1");
+  ASSERT_GT(sync.pid, 0);
+  auto names = [&](const std::string& resource) {
+    return testing::RunCommand(testing::KcacheBin() + " get " + resource + " -A -o name --cache " +
+                               cache + " 2>/dev/null")
+        .output;
+  };
+  EXPECT_TRUE(testing::Eventually([&] {
+    return names("gones.gone.kcache.io") ==
+           "gone.gone.kcache.io/gone-a\ngone.gone.kcache.io/gone-b\n";
+  })) << names("gones.gone.kcache.io");
+
+  ASSERT_OK(api->Delete(crds, "gones.gone.kcache.io"));
+  EXPECT_TRUE(testing::Eventually([&] { return names("gones.gone.kcache.io").empty(); }))
+      << "the deletions were applied: " << names("gones.gone.kcache.io");
+  Create(5, "after-the-deletion");
+  EXPECT_TRUE(testing::Eventually([&] {
+    return names(Plural(5) + "." + Group(5)).find("after-the-deletion") != std::string::npos;
+  })) << "the other type goes on: "
+      << names(Plural(5) + "." + Group(5));
+  EXPECT_TRUE(testing::Eventually([&] {
+    return testing::RunCommand("cat " + dir.Sub("log")).output.find("404") != std::string::npos;
+  })) << "the relist's 404 is said";
+  EXPECT_EQ(testing::Stop(sync, SIGINT), 0) << testing::RunCommand("cat " + dir.Sub("log")).output;
 }
 
 }  // namespace

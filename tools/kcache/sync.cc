@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -229,8 +230,10 @@ namespace {
 // The options' own errors, before anything opens; selectors are checked
 // as the server would check them.
 Status CheckOptions(const SyncOptions& options) {
-  if (options.resources.empty())
-    return Status::InvalidArgument("name at least one resource to sync, e.g. pods");
+  if (options.resources.empty() && !options.all)
+    return Status::InvalidArgument("name at least one resource to sync, e.g. pods, or give --all");
+  if (!options.exclude.empty() && !options.all)
+    return Status::InvalidArgument("--exclude applies to --all only");
   if (options.cache_dir.empty()) return Status::InvalidArgument("--cache DIR is required");
   if (auto st = LabelSelector::Parse(options.label_selector); !st.ok())
     return st.status().WithContext("-l " + options.label_selector);
@@ -274,6 +277,84 @@ void SayStopped(const InformerFactory& factory, const RestConfig& config, const 
 
 }  // namespace
 
+namespace {
+
+// Built-in resources that kube-apiserver serves under two groups from one
+// storage (the same objects twice): sync each once.
+bool SharesStorageAcrossGroups(const GroupVersionResource& gvr) {
+  struct Alias {
+    const char* resource;
+    const char* groups[2];
+  };
+  static constexpr Alias kAliases[] = {
+      {"events", {"", "events.k8s.io"}},
+      {"ingresses", {"extensions", "networking.k8s.io"}},
+      {"networkpolicies", {"extensions", "networking.k8s.io"}},
+      {"deployments", {"extensions", "apps"}},
+      {"daemonsets", {"extensions", "apps"}},
+      {"replicasets", {"extensions", "apps"}},
+      {"podsecuritypolicies", {"extensions", "policy"}},
+  };
+  for (const Alias& a : kAliases) {
+    if (gvr.resource == a.resource && (gvr.group == a.groups[0] || gvr.group == a.groups[1]))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+StatusOr<std::vector<ApiResource>> SelectAll(const Discovery& discovery, const SyncOptions& options,
+                                             std::vector<std::string>* notes) {
+  auto names = [&](const std::vector<std::string>& list,
+                   const std::string& flag) -> StatusOr<std::set<std::string>> {
+    std::set<std::string> out;
+    for (const std::string& name : list) {
+      StatusOr<ApiResource> r = discovery.Resolve(name);
+      if (!r.ok()) return r.status().WithContext(flag + name);
+      out.insert(r->gvr.group_resource().String());
+    }
+    return out;
+  };
+  KCACHE_ASSIGN_OR_RETURN(std::set<std::string> named, names(options.resources, ""));
+  KCACHE_ASSIGN_OR_RETURN(std::set<std::string> excluded, names(options.exclude, "--exclude "));
+  std::set<std::string> sealed;
+  if (!options.key_encryption_key.empty()) {
+    KCACHE_ASSIGN_OR_RETURN(sealed, names(options.encrypt, "--encrypt "));
+  }
+  for (const std::string& n : named) {
+    if (excluded.count(n)) {
+      return Status::InvalidArgument(n + " is both named and excluded (--exclude)");
+    }
+  }
+  std::vector<ApiResource> out;
+  for (const ApiResource& r : discovery.resources()) {
+    const std::string gr = r.gvr.group_resource().String();
+    if (named.count(gr)) {
+      out.push_back(r);
+      continue;
+    }
+    if (!r.Supports("list") || !r.Supports("watch") || excluded.count(gr)) continue;
+    if (gr == "secrets" && !sealed.count(gr)) {
+      notes->push_back(
+          "secrets: not synced (--all syncs them only when --encrypt covers them with a key, or "
+          "when named)");
+      continue;
+    }
+    if (SharesStorageAcrossGroups(r.gvr)) {
+      StatusOr<ApiResource> preferred = discovery.Resolve(r.gvr.resource);
+      if (preferred.ok() && preferred->gvr.group != r.gvr.group) {
+        notes->push_back(gr + ": the same objects as " + preferred->gvr.group_resource().String() +
+                         " (one storage served under two groups): synced once, as " +
+                         preferred->gvr.group_resource().String());
+        continue;
+      }
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
 Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
   KCACHE_RETURN_IF_ERROR(CheckOptions(options));
   // Block the signals before any thread starts, so that only sigwait sees them.
@@ -290,9 +371,14 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
                           RestClient::Create(config, client_options));
   KCACHE_ASSIGN_OR_RETURN(auto discovery, Discovery::Fetch(*client));
   std::vector<ApiResource> resources;
-  for (const std::string& name : options.resources) {
-    KCACHE_ASSIGN_OR_RETURN(ApiResource r, discovery->Resolve(name));
-    resources.push_back(std::move(r));
+  std::vector<std::string> notes;
+  if (options.all) {
+    KCACHE_ASSIGN_OR_RETURN(resources, SelectAll(*discovery, options, &notes));
+  } else {
+    for (const std::string& name : options.resources) {
+      KCACHE_ASSIGN_OR_RETURN(ApiResource r, discovery->Resolve(name));
+      resources.push_back(std::move(r));
+    }
   }
   CacheOptions cache_options;
   cache_options.journal = options.journal;
@@ -367,6 +453,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
         version == declared->second.end() ? std::vector<PrinterColumn>() : version->second;
     KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo(keyspace, *info));
   }
+  for (const std::string& note : notes) say(note);
   say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +
       " into " + options.cache_dir);
   KCACHE_RETURN_IF_ERROR(factory->Start());
@@ -464,6 +551,10 @@ int SyncMain(const Command& self, const std::vector<std::string>& args) {
                "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one)");
   flags.String("log-format", '\0', &o.log_format,
                "text (HH:MM:SS.mmm message) or json (one {\"time\", \"msg\"} object per line)");
+  flags.Bool("all", '\0', &o.all,
+             "every resource the server can list and watch (secrets only when --encrypt covers "
+             "them or they are named; events and ingresses once)");
+  flags.StringSlice("exclude", '\0', &o.exclude, "with --all: resources not to sync");
   o.encrypt.clear();  // the flag appends; its default is set after parsing
   flags.StringSlice("encrypt", '\0', &o.encrypt,
                     "resources stored encrypted, given a key-encryption key (default: secrets)");
@@ -523,7 +614,7 @@ int SyncMain(const Command& self, const std::vector<std::string>& args) {
 
 const Command kSyncCommand = {
     "sync",
-    "sync RESOURCE... --cache DIR [--kubeconfig FILE] [--context NAME] [flags]",
+    "sync (RESOURCE... | --all [--exclude R,...]) --cache DIR [--kubeconfig FILE] [flags]",
     "mirror resources of a cluster into a cache and keep it current",
     "Mirrors resources of a cluster into a cache directory (created if missing) and keeps it "
     "current until SIGINT or SIGTERM. RESOURCE is a name kubectl accepts: pods, po, "
@@ -533,6 +624,8 @@ const Command kSyncCommand = {
     "  kcache sync pods nodes --cache /var/lib/kcache\n"
     "  # One namespace, once, then exit\n"
     "  kcache sync deploy,cm -n prod --cache ./prod.cache --until-synced\n"
+    "  # Everything the server lists and watches but events\n"
+    "  kcache sync --all --exclude events --cache ./all.cache\n"
     "  # Against the built-in list/watch server, with JSON logs\n"
     "  kcache sync pods --server http://127.0.0.1:8001 --cache ./c --log-format=json\n",
     SyncMain};

@@ -9,14 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "kcache/discovery.h"
 #include "kcache/journal.h"
 #include "kcache/rest_config.h"
-#include "kcache/status.h"
+#include "kcache/status_or.h"
 
 namespace kcache::tool {
 
 struct SyncOptions {
   std::vector<std::string> resources;  // as kubectl names them: pods, cm, deployments.apps
+  // Every resource the server can list and watch (kubectl api-resources
+  // --verbs=list,watch), with `resources` added and `exclude` removed.
+  // Secrets only when named or when `encrypt` covers them with a key; a
+  // resource served under two groups from one storage (events, ingresses)
+  // once, under the group kubectl's resolution prefers (SelectAll).
+  bool all = false;
+  std::vector<std::string> exclude;  // as kubectl names them
   std::string cache_dir;
   KubeconfigOptions kubeconfig;  // --kubeconfig, --context, --server, -n
   bool all_namespaces = true;    // false: kubeconfig.namespace_ (-n) only
@@ -46,6 +54,11 @@ struct SyncOptions {
   std::vector<std::string> encrypt = {"secrets"};
   std::string key_encryption_key;
 };
+
+// What `--all` syncs of what `discovery` serves, and why each resource left
+// out of it is left out (`*notes`, one line each).
+StatusOr<std::vector<ApiResource>> SelectAll(const Discovery& discovery, const SyncOptions& options,
+                                             std::vector<std::string>* notes);
 
 // Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume,
 // relist and sync to `log`, progress to `progress`.
