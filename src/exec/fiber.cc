@@ -29,6 +29,7 @@
 #define KCACHE_FIBER_TSAN 1
 #endif
 #ifdef KCACHE_FIBER_ASAN
+#include <dlfcn.h>
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -62,6 +63,20 @@ struct Carrier {
 
 namespace {
 thread_local Carrier* t_carrier = nullptr;
+
+#ifdef KCACHE_FIBER_ASAN
+// libc's own swapcontext: ASan's interceptor of it prints a warning into
+// the program's stderr at the first switch (breaking a tool's JSON log) and
+// clears the target stack's shadow; the switches here tell ASan what they do
+// instead (__sanitizer_start/finish_switch_fiber).
+int SwapContext(ucontext_t* from, const ucontext_t* to) {
+  using Fn = int (*)(ucontext_t*, const ucontext_t*);
+  static const Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "swapcontext"));
+  return real(from, to);
+}
+#else
+int SwapContext(ucontext_t* from, const ucontext_t* to) { return swapcontext(from, to); }
+#endif
 
 // Read through a call, never cached across a switch: a fiber may resume on
 // another carrier.
@@ -248,7 +263,7 @@ void Fiber::SwitchIn(Carrier* c) {
 #ifdef KCACHE_FIBER_TSAN
   __tsan_switch_to_fiber(tsan_, 0);
 #endif
-  swapcontext(&c->context, &context_);
+  SwapContext(&c->context, &context_);
 #ifdef KCACHE_FIBER_ASAN
   __sanitizer_finish_switch_fiber(c->fake_stack, nullptr, nullptr);
 #endif
@@ -265,7 +280,7 @@ void Fiber::SwitchOut() {
 #ifdef KCACHE_FIBER_TSAN
   __tsan_switch_to_fiber(c->tsan, 0);
 #endif
-  swapcontext(&context_, &c->context);
+  SwapContext(&context_, &c->context);
 #ifdef KCACHE_FIBER_ASAN
   Carrier* now = CurrentCarrier();
   __sanitizer_finish_switch_fiber(fake_stack_, &now->stack_bottom, &now->stack_size);
