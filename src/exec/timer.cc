@@ -77,17 +77,18 @@ void TimerCall::Fire() {
   cv_.notify_all();
 }
 
-void TimerCall::Cancel() {
+bool TimerCall::Cancel() {
   std::unique_lock l(mu_);
   if (state_ == kPending) {
     state_ = kDone;
     std::function<void()> drop;
     drop.swap(fn_);
     l.unlock();
-    return;  // `drop` is destroyed without the lock
+    return true;  // `drop` is destroyed without the lock
   }
   if (state_ == kRunning && runner_ != std::this_thread::get_id())
     cv_.wait(l, [&] { return state_ == kDone; });
+  return false;
 }
 
 void FireAt(std::chrono::steady_clock::time_point deadline, std::shared_ptr<TimerCall> call) {

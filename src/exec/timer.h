@@ -25,7 +25,8 @@ class TimerCall {
 
   // The call will not begin after this returns; one running on another
   // thread is waited for, and from inside the call this returns at once.
-  void Cancel();
+  // True if the call had not begun (this cancelled it).
+  bool Cancel();
 
  private:
   enum State { kPending, kRunning, kDone };

@@ -42,6 +42,25 @@ ResourceRef Wide(int i, const std::string& ns) {
   return ResourceRef{GroupVersionResource{Group(i), "v1", Plural(i)}, true, ns};
 }
 
+// A namespaced custom resource type of one version, v1, with any fields.
+nlohmann::json Crd(const std::string& group, const std::string& plural, const std::string& singular,
+                   const std::string& kind) {
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", plural + "." + group}}},
+          {"spec",
+           {{"group", group},
+            {"scope", "Namespaced"},
+            {"names", {{"plural", plural}, {"singular", singular}, {"kind", kind}}},
+            {"versions",
+             {{{"name", "v1"},
+               {"served", true},
+               {"storage", true},
+               {"schema",
+                {{"openAPIV3Schema",
+                  {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
+}
+
 // Requests the apiserver has served, by "VERB resource" (resource requests
 // only).
 std::map<std::string, double> Requests() {
@@ -140,25 +159,9 @@ class WideIntegrationTest : public ::testing::Test {
     ns_ = new std::string(Cluster::Get().Namespace("wide"));
     const ResourceRef crds{{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, false, ""};
     for (int i = 0; i < kTypes; ++i) {
-      nlohmann::json crd = {
-          {"apiVersion", "apiextensions.k8s.io/v1"},
-          {"kind", "CustomResourceDefinition"},
-          {"metadata", {{"name", Plural(i) + "." + Group(i)}}},
-          {"spec",
-           {{"group", Group(i)},
-            {"scope", "Namespaced"},
-            {"names",
-             {{"plural", Plural(i)},
-              {"singular", "wide" + std::to_string(i)},
-              {"kind", "Wide" + std::to_string(i)}}},
-            {"versions",
-             {{{"name", "v1"},
-               {"served", true},
-               {"storage", true},
-               {"schema",
-                {{"openAPIV3Schema",
-                  {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
-      ASSERT_OK(api->Create(crds, crd.dump()));
+      ASSERT_OK(api->Create(
+          crds,
+          Crd(Group(i), Plural(i), "wide" + std::to_string(i), "Wide" + std::to_string(i)).dump()));
     }
     // Served once discovery lists them all.
     ASSERT_TRUE(testing::Eventually([&] {
@@ -305,22 +308,7 @@ TEST_F(WideIntegrationTest, ATypeDeletedWhileSyncedEmptiesAndTheOthersGoOn) {
   auto api = Cluster::Get().Admin();
   const ResourceRef crds{{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, false, ""};
   const ResourceRef gones{{"gone.kcache.io", "v1", "gones"}, true, *ns_};
-  nlohmann::json crd = {
-      {"apiVersion", "apiextensions.k8s.io/v1"},
-      {"kind", "CustomResourceDefinition"},
-      {"metadata", {{"name", "gones.gone.kcache.io"}}},
-      {"spec",
-       {{"group", "gone.kcache.io"},
-        {"scope", "Namespaced"},
-        {"names", {{"plural", "gones"}, {"singular", "gone"}, {"kind", "Gone"}}},
-        {"versions",
-         {{{"name", "v1"},
-           {"served", true},
-           {"storage", true},
-           {"schema",
-            {{"openAPIV3Schema",
-              {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
-  ASSERT_OK(api->Create(crds, crd.dump()));
+  ASSERT_OK(api->Create(crds, Crd("gone.kcache.io", "gones", "gone", "Gone").dump()));
   ASSERT_TRUE(testing::Eventually([&] {
     for (const char* name : {"gone-a", "gone-b"}) {
       nlohmann::json o = {

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/timer.h"
 #include "kcache/clock.h"
 
 namespace kcache::testing {
@@ -71,44 +72,17 @@ class FakeClock final : public Clock, public std::enable_shared_from_this<FakeCl
   class FakeTimer final : public Timer {
    public:
     FakeTimer(std::weak_ptr<FakeClock> clock, std::function<void()> fn)
-        : clock_(std::move(clock)), fn_(std::move(fn)) {}
+        : clock_(std::move(clock)), call_(std::move(fn)) {}
     ~FakeTimer() override { Cancel(); }
-    void Fire() {
-      std::function<void()> fn;
-      {
-        std::lock_guard l(mu_);
-        if (state_ != kPending) return;
-        state_ = kRunning;
-        runner_ = std::this_thread::get_id();
-        fn.swap(fn_);
-      }
-      fn();
-      {
-        std::lock_guard l(mu_);
-        state_ = kDone;
-      }
-      cv_.notify_all();
-    }
+    void Fire() { call_.Fire(); }
     void Cancel() override {
-      std::unique_lock l(mu_);
-      if (state_ == kPending) {
-        state_ = kDone;
-        l.unlock();
-        if (auto clock = clock_.lock()) clock->Forget(this);
-        return;
-      }
-      if (state_ == kRunning && runner_ != std::this_thread::get_id())
-        cv_.wait(l, [&] { return state_ == kDone; });
+      if (!call_.Cancel()) return;
+      if (auto clock = clock_.lock()) clock->Forget(this);
     }
 
    private:
-    enum State { kPending, kRunning, kDone };
     const std::weak_ptr<FakeClock> clock_;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    State state_ = kPending;
-    std::thread::id runner_;
-    std::function<void()> fn_;
+    exec::TimerCall call_;
   };
   // A cancelled timer no longer sleeps.
   void Forget(const FakeTimer* timer) {
