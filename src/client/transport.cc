@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <curl/curl.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
@@ -88,6 +89,24 @@ size_t Transfer::OnBody(char* data, size_t size, size_t n, void* self) {
   t->last_bytes_ = std::chrono::steady_clock::now();
   t->cv_.notify_all();
   return size * n;
+}
+
+int Transfer::OnOpenSocket(void* self, int purpose, void* address) {
+  auto* t = static_cast<Transfer*>(self);
+  auto* a = static_cast<curl_sockaddr*>(address);
+  if (purpose == CURLSOCKTYPE_IPCXN) {
+    if (auto transport = t->transport_.lock()) {
+      if (transport->multiplexing_ && transport->dialing_ && transport->dialing_ != t) {
+        t->dial_refused_ = true;
+        return CURL_SOCKET_BAD;
+      }
+      if (transport->multiplexing_ && !transport->dialing_) {
+        transport->dialing_ = t;
+        transport->dial_started_ = std::chrono::steady_clock::now();
+      }
+    }
+  }
+  return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
 StatusOr<int> Transfer::WaitHeaders() {
@@ -208,6 +227,13 @@ Transport::~Transport() {
   }
   curl_multi_wakeup(multi_);
   thread_.join();
+  for (auto& t : held_) {
+    std::lock_guard<std::mutex> lock(t->mu_);
+    t->done_ = true;
+    t->result_ = Status::Cancelled(t->what_ + ": the client was closed");
+    t->cv_.notify_all();
+  }
+  held_.clear();
   for (auto& t : active_) {
     curl_multi_remove_handle(multi_, Easy(t->easy_));
     std::lock_guard<std::mutex> lock(t->mu_);
@@ -249,6 +275,10 @@ void Transport::Configure(Transfer* t) {
   // open another. Plain http is HTTP/1.1 only: waiting there would wait for
   // an open watch to end.
   curl_easy_setopt(e, CURLOPT_PIPEWAIT, r.url.starts_with("https://") ? 1L : 0L);
+  if (r.url.starts_with("https://") && proxy_url_.empty()) {
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &Transfer::OnOpenSocket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t);
+  }
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
   if (r.timeout.count() > 0) {
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
@@ -323,10 +353,61 @@ std::shared_ptr<Transfer> Transport::Start(Request request) {
   return t;
 }
 
+// The connection being made is up and its first answer in (by then the
+// server's SETTINGS, with its stream cap, have been read), or it failed, or
+// it has taken a second: the transfers held for it start again, and the
+// first of them that needs another connection makes it.
+void Transport::ReleaseHeld() {
+  if (!dialing_) return;
+  bool up = false;
+  {
+    std::lock_guard<std::mutex> lock(dialing_->mu_);
+    up = dialing_->headers_done_;
+  }
+  if (up) LearnVersion(dialing_);
+  if (!up && std::chrono::steady_clock::now() - dial_started_ < std::chrono::seconds(1)) return;
+  StartHeld();
+}
+
+void Transport::LearnVersion(Transfer* t) {
+  long version = 0;
+  curl_easy_getinfo(Easy(t->easy_), CURLINFO_HTTP_VERSION, &version);
+  if (version != 0 && version < CURL_HTTP_VERSION_2) multiplexing_ = false;
+}
+
+void Transport::StartHeld() {
+  dialing_ = nullptr;
+  std::vector<std::shared_ptr<Transfer>> held;
+  held.swap(held_);
+  for (auto& t : held) {
+    t->dial_refused_ = false;
+    curl_multi_add_handle(multi_, Easy(t->easy_));
+    active_.push_back(std::move(t));
+  }
+}
+
 void Transport::Finish(Transfer* done, Status result) {
+  if (done == dialing_) {
+    // Its request ended (or its connection failed): the held ones start,
+    // and meet whatever it met themselves.
+    LearnVersion(done);
+    StartHeld();
+  }
   auto it =
       std::find_if(active_.begin(), active_.end(), [&](const auto& t) { return t.get() == done; });
-  if (it == active_.end()) return;  // already finished
+  if (it == active_.end()) {
+    // Cancelled while held: it never started again.
+    auto h =
+        std::find_if(held_.begin(), held_.end(), [&](const auto& t) { return t.get() == done; });
+    if (h == held_.end()) return;  // already finished
+    std::shared_ptr<Transfer> t = std::move(*h);
+    held_.erase(h);
+    std::lock_guard<std::mutex> lock(t->mu_);
+    t->done_ = true;
+    if (!t->cancelled_) t->result_ = std::move(result);
+    t->cv_.notify_all();
+    return;
+  }
   std::shared_ptr<Transfer> t = std::move(*it);
   active_.erase(it);
   curl_off_t wire = 0;
@@ -357,8 +438,20 @@ void Transport::Run() {
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
       CURLcode code = msg->data.result;
+      if (t->dial_refused_) {
+        // Held until the connection being made is up (OnOpenSocket).
+        curl_multi_remove_handle(multi_, msg->easy_handle);
+        auto it = std::find_if(active_.begin(), active_.end(),
+                               [&](const auto& a) { return a.get() == t; });
+        if (it != active_.end()) {
+          held_.push_back(std::move(*it));
+          active_.erase(it);
+        }
+        continue;
+      }
       Finish(t, FromCurl(code, t->error_buf_, t->what_));
     }
+    ReleaseHeld();
     curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
   }
 }

@@ -86,6 +86,8 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
 
   static size_t OnHeader(char* data, size_t size, size_t n, void* self);
   static size_t OnBody(char* data, size_t size, size_t n, void* self);
+  // curl's socket opener (over TLS): one new connection at a time.
+  static int OnOpenSocket(void* self, int purpose, void* address);
 
   std::weak_ptr<class Transport> transport_;
   void* easy_ = nullptr;         // CURL*, owned
@@ -94,6 +96,9 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   std::string what_;             // "GET <url>" for messages
   Request request_;
   char error_buf_[256] = {};
+  // Loop thread only: its new connection was refused while another was being
+  // made (Transport::dialing_); it starts again once that one is up.
+  bool dial_refused_ = false;
 
   mutable std::mutex mu_;
   exec::CondVar cv_;  // a reflector on a fiber gives its carrier away while it waits
@@ -141,6 +146,21 @@ class Transport : public std::enable_shared_from_this<Transport> {
 
   // Loop thread only.
   std::vector<std::shared_ptr<Transfer>> active_;
+  // New connections over TLS are made one at a time, as Go's HTTP/2 client
+  // does: a transfer that finds every connection at the server's stream cap
+  // while another connection is being made waits (held_) for that one
+  // instead of making its own. libcurl 7.88 does not see a connection being
+  // made as a candidate, so 50 watches past a cap of 250 made 50 TLS
+  // connections.
+  Transfer* dialing_ = nullptr;  // its transfer, until it has headers or ends
+  std::chrono::steady_clock::time_point dial_started_;
+  std::vector<std::shared_ptr<Transfer>> held_;
+  // False once a connection over TLS turned out not to be HTTP/2: each
+  // transfer then needs a connection of its own, made at once.
+  bool multiplexing_ = true;
+  void ReleaseHeld();
+  void StartHeld();
+  void LearnVersion(Transfer* t);
   std::atomic<uint64_t> bytes_received_{0};
 };
 
