@@ -358,7 +358,12 @@ std::shared_ptr<Transfer> Transport::Start(Request request) {
 // it has taken a second: the transfers held for it start again, and the
 // first of them that needs another connection makes it.
 void Transport::ReleaseHeld() {
-  if (!dialing_) return;
+  if (!dialing_) {
+    // Refused while a dial that has ended since was in progress (its
+    // failure and theirs came in one batch).
+    if (!held_.empty()) StartHeld();
+    return;
+  }
   bool up = false;
   {
     std::lock_guard<std::mutex> lock(dialing_->mu_);

@@ -671,6 +671,18 @@ TEST_F(ServeCacheTest, ServesTlsWithTokensBeyondLoopback) {
   ASSERT_OK(first);
   ASSERT_TRUE(first->has_value());
   EXPECT_EQ((**first).object->name(), "a0");
+  // A client that does not trust the certificate: requests started
+  // together each fail (one dials, the others wait for it and then meet the
+  // same refusal), none hangs.
+  {
+    RestConfig untrusting = config;
+    untrusting.ca_file = "";
+    auto refused = RestClient::Create(untrusting);
+    ASSERT_OK(refused);
+    auto each = (*refused)->GetEach({"/api", "/apis", "/api/v1", "/version"});
+    ASSERT_EQ(each.size(), 4u);
+    for (const auto& r : each) EXPECT_FALSE(r.ok());
+  }
   config.bearer_token = "";
   auto anonymous = RestClient::Create(config);
   ASSERT_OK(anonymous);
