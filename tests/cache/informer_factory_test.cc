@@ -308,8 +308,11 @@ TEST(InformerFactoryTest, ASelectorChangeRelistsOnlyItsKeyspaceOnRestart) {
   Run same = start("derived");
   EXPECT_EQ(same.names, (std::vector<std::string>{"out-1"}));
   EXPECT_EQ(same.selected.lists, 0u) << "the new selection was recorded: resumed";
-  // Both resume: one probe, made by whichever asked first, serves both.
-  EXPECT_EQ(same.selected.probes + same.pods.probes, 1u);
+  // Both resume: one probe, made by whichever asked first, serves both
+  // when they start together; a second when one starts only after the
+  // other's probe was sent (a probe answers only those that began before it).
+  EXPECT_GE(same.selected.probes + same.pods.probes, 1u);
+  EXPECT_LE(same.selected.probes + same.pods.probes, 2u);
 }
 
 }  // namespace

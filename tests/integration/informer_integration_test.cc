@@ -236,8 +236,11 @@ TEST(InformerIntegrationTest, FactorySelectorsPerInformerAndASelectorChangeRelis
   Run same = start("b");
   EXPECT_EQ(same.mine, (std::vector<std::string>{"b-1"}));
   EXPECT_EQ(same.mine_stats.lists, 0u) << "the new selector was recorded";
-  // Both resume: one probe, made by whichever asked first, serves both.
-  EXPECT_EQ(same.mine_stats.probes + same.all_stats.probes, 1u);
+  // Both resume: one probe, made by whichever asked first, serves both
+  // when they start together; a second when one starts only after the
+  // other's probe was sent (a probe answers only those that began before it).
+  EXPECT_GE(same.mine_stats.probes + same.all_stats.probes, 1u);
+  EXPECT_LE(same.mine_stats.probes + same.all_stats.probes, 2u);
 }
 
 // A large LIST, paged, while another informer of the factory already
