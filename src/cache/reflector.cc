@@ -362,11 +362,14 @@ class ReflectorImpl final : public Reflector {
     quiet_rule_closed_ = true;
     bool fall_back = false;
     KCACHE_ASSIGN_OR_RETURN(std::optional<CutShortRelist> cut, sink_->GetCutShortRelist());
-    StreamingSupport::Decision decision = StreamingSupport::Decision::kStream;
     std::optional<ListProgress> from;
     if (cut) from = Continuable(cut->progress);
     for (;;) {
       std::string rv = unavailable_ ? "" : LastSyncResourceVersion();
+      // Whether to stream, as the server's other reflectors learned it.
+      StreamingSupport::Decision decision = StreamingSupport::Decision::kStream;
+      if (!from && streaming_ && !fall_back && !cut && o_.streaming_support)
+        decision = o_.streaming_support->Decide(stop);
       StatusOr<std::unique_ptr<WatchStream>> result = Status::OK();
       if (from) {
         bool refused = false;
@@ -381,8 +384,7 @@ class ReflectorImpl final : public Reflector {
         result = st.ok() ? StatusOr<std::unique_ptr<WatchStream>>(nullptr)
                          : StatusOr<std::unique_ptr<WatchStream>>(st);
       } else if (streaming_ && !fall_back && !cut &&
-                 (!o_.streaming_support || (decision = o_.streaming_support->Decide(stop)) !=
-                                               StreamingSupport::Decision::kList)) {
+                 decision != StreamingSupport::Decision::kList) {
         bool refused = false;
         result = StreamingList(rv, stop, &refused,
                                decision == StreamingSupport::Decision::kTryAndReport);
