@@ -1,6 +1,7 @@
 #include "exec/fiber.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -152,6 +153,14 @@ class Scheduler {
   }
 
   void Run() {
+    // Fibers write to sockets (a served connection, through OpenSSL, which
+    // does not pass MSG_NOSIGNAL): a peer gone mid-write must fail the
+    // write, not kill the process. SIGPIPE from a write goes to the
+    // writing thread.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     Carrier c;
     t_carrier = &c;
 #ifdef KCACHE_FIBER_TSAN
@@ -213,6 +222,9 @@ Fiber* Fiber::Create(std::function<void()> fn, std::shared_ptr<FiberHandle> hand
   f->mapping_ = static_cast<char*>(m);
   mprotect(f->mapping_, page, PROT_NONE);  // a guard page below the stack
   getcontext(&f->context_);
+  // swapcontext installs a context's signal mask: a fiber runs with SIGPIPE
+  // blocked, as its carriers do (Scheduler::Run), whoever spawned it.
+  sigaddset(&f->context_.uc_sigmask, SIGPIPE);
   f->context_.uc_stack.ss_sp = f->mapping_ + page;
   f->context_.uc_stack.ss_size = kStackBytes;
   f->context_.uc_link = nullptr;

@@ -25,6 +25,15 @@ inline int SocketCount() {
   return n;
 }
 
+// Threads of this process.
+inline int ThreadCount() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
 // Threads of this process named `name` (pthread_setname_np).
 inline int ThreadsNamed(const std::string& name) {
   int n = 0;

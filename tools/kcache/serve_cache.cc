@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/resource_version.h"
+#include "exec/fiber.h"
 #include "kcache/cache.h"
 #include "kcache/encryption.h"
 #include "tools/kcache/apiserver/api_query.h"
@@ -229,7 +230,8 @@ class CacheServer::Impl : public serve::ApiSource {
   // while the view catches up with the writer.
   mutable RWMutex view_mu_;
   mutable std::mutex refresh_mu_;
-  std::condition_variable refreshed_;
+  // Requests wait on it on their connections' fibers.
+  exec::CondVar refreshed_;
   uint64_t generation_ = 0;  // guarded by refresh_mu_
   bool stopping_ = false;    // guarded by refresh_mu_
   // Expired once the cache directory holds another cache, or none: nothing
@@ -301,6 +303,10 @@ Status CacheServer::Impl::Listen() {
   if (!options_.tls_cert_file.empty()) {
     server_options.tls = http::TlsFiles{options_.tls_cert_file, options_.tls_key_file};
   }
+  // A connection is a fiber: every wait of Handle is on the socket or on
+  // refreshed_, and no lock is held across one (view_mu_ is taken and let go
+  // between them).
+  server_options.fibers = true;
   StatusOr<std::unique_ptr<http::Server>> http =
       http::Server::Start(options_.listen, handler, server_options);
   if (!http.ok()) {

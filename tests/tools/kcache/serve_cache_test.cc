@@ -5,13 +5,18 @@
 #include "tools/kcache/serve_cache.h"
 #include "tools/kcache/token_grants.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +37,8 @@
 #include "kcache/snapshot.h"
 #include "testing/command.h"
 #include "testing/eventually.h"
+#include "testing/loopback.h"
+#include "testing/process_stats.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -603,6 +610,86 @@ TEST_F(ServeCacheTest, WatchesBeyondAClientsCapAreAnswered429) {
   EXPECT_OK(two->Watch(Pods(), {.timeout_seconds = 60}));
   first->reset();  // the client leaves; the server's watch ends
   EXPECT_TRUE(Eventually([&] { return one->Watch(Pods(), {.timeout_seconds = 60}).ok(); }));
+}
+
+// Invariant 7 (width costs memory, not threads): each connection is a
+// fiber. 2,000 watches and 500 half-sent requests are open at once, the
+// process holds a fixed number of threads, a LIST is answered beside them,
+// and one change reaches every watcher.
+TEST_F(ServeCacheTest, TwoThousandWatchersHoldNoThreadEach) {
+  constexpr size_t kWatchers = 2000, kHalfSent = 500;
+  rlimit fds{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &fds), 0);
+  fds.rlim_cur = std::max<rlim_t>(fds.rlim_cur, std::min<rlim_t>(fds.rlim_max, 16384));
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &fds), 0);
+  ASSERT_GE(fds.rlim_cur, 2 * (kWatchers + kHalfSent) + 256) << "too few file descriptors";
+  CacheServeOptions o;
+  o.http.max_connections = kWatchers + kHalfSent + 16;
+  o.max_watches_per_client = kWatchers;
+  StartServer(o);
+  const std::string url = server_->url();
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  auto connect_to = [&] {
+    const int fd = kcache::testing::ConnectLoopback(port);
+    EXPECT_GE(fd, 0) << std::strerror(errno);
+    return fd;
+  };
+  auto send_all = [](int fd, const std::string& text) {
+    ASSERT_EQ(send(fd, text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size()));
+  };
+  const std::string watch =
+      "GET /api/v1/namespaces/a/pods?watch=1&resourceVersion=" + std::to_string(rv_) +
+      "&timeoutSeconds=120 HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::vector<int> watchers, half_sent;
+  for (size_t i = 0; i < kWatchers; ++i) {
+    watchers.push_back(connect_to());
+    send_all(watchers.back(), watch);
+  }
+  for (size_t i = 0; i < kHalfSent; ++i) {
+    half_sent.push_back(connect_to());
+    send_all(half_sent.back(), "GET /api/v1/pods HTTP/1.1\r\nHo");
+  }
+  // Reads every watcher until each one's bytes hold `text`; how many do.
+  std::vector<std::string> got(kWatchers);
+  auto read_until = [&](std::string_view text) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::vector<pollfd> waiting;
+    for (;;) {
+      waiting.clear();
+      for (size_t i = 0; i < kWatchers; ++i) {
+        if (got[i].find(text) == std::string::npos) waiting.push_back({watchers[i], POLLIN, 0});
+      }
+      if (waiting.empty() || std::chrono::steady_clock::now() > give_up) {
+        return kWatchers - waiting.size();
+      }
+      if (poll(waiting.data(), waiting.size(), 1000) <= 0) continue;
+      for (const pollfd& p : waiting) {
+        if (!p.revents) continue;
+        char buf[8192];
+        const ssize_t n = recv(p.fd, buf, sizeof buf, MSG_DONTWAIT);
+        const size_t i = static_cast<size_t>(std::find(watchers.begin(), watchers.end(), p.fd) -
+                                             watchers.begin());
+        if (n > 0) got[i].append(buf, static_cast<size_t>(n));
+      }
+    }
+  };
+  EXPECT_EQ(read_until("\r\n\r\n"), kWatchers) << "watches without a response head";
+  EXPECT_NE(got[0].find("HTTP/1.1 200 OK"), std::string::npos) << got[0];
+  // The process's threads: the writer's RocksDB, the server's refresher, the
+  // fibers' carriers, the poller, the timer, this test's client; none per
+  // connection.
+  const int threads = kcache::testing::ThreadCount();
+  EXPECT_LE(threads, 32) << "threads with " << kWatchers << " watches open";
+  auto list = client_->List(Pods(), {});
+  ASSERT_OK(list) << list.status();
+  EXPECT_EQ(list->items.size(), 10u);
+  Transaction txn;
+  txn.Add(Pod("a", "arrived", ++rv_));
+  txn.resource_version = std::to_string(rv_);
+  ASSERT_OK(pods_->Commit(txn, nullptr));
+  EXPECT_EQ(read_until(R"("name":"arrived")"), kWatchers) << "watchers that missed the change";
+  for (int fd : watchers) close(fd);
+  for (int fd : half_sent) close(fd);
 }
 
 TEST(TokenGrantsTest, AFileWithAMistakeIsRefusedNamingItsLine) {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/fiber.h"
+
 namespace kcache::serve {
 namespace {
 
@@ -170,7 +172,9 @@ bool WriteBody(http::ResponseWriter& w, const std::vector<std::string_view>& pie
 }
 
 void Stall(http::ResponseWriter& w) {
-  while (!w.PeerGone()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (!w.PeerGone()) {
+    exec::SleepUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(50), {});
+  }
   w.Cut();
 }
 

@@ -25,11 +25,16 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "exec/poller.h"
+
 namespace kcache::http {
 namespace {
 
 constexpr size_t kMaxHeaderBytes = 64 << 10;
 constexpr size_t kMaxBodyBytes = 16 << 20;
+// Connections waiting to be accepted (the kernel caps it at
+// net.core.somaxconn): thousands of watchers may connect at once.
+constexpr int kBacklog = 4096;
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -106,14 +111,43 @@ std::string TlsError() {
   return out.empty() ? "unknown TLS error" : out;
 }
 
-// Writes all of `data` into the TLS session (a blocking socket: SSL_write
-// returns once every byte is in records).
-bool TlsWriteAll(SSL* ssl, std::string_view data) {
+using Clock = std::chrono::steady_clock;
+
+// Waits until `fd` is ready or hung up; false at `deadline` or on `stop`.
+bool Await(int fd, exec::FdWait what, Clock::time_point deadline, std::stop_token stop) {
+  return exec::WaitFd(fd, what, deadline, std::move(stop)) == exec::FdReady::kReady;
+}
+
+// After an OpenSSL call on a non-blocking socket returned `rc`: waits for
+// what the session asks for and returns true to retry, or false for an error
+// (or the end of the connection, the deadline or `stop`).
+bool TlsRetry(SSL* ssl, int rc, int fd, Clock::time_point deadline, std::stop_token stop) {
+  switch (SSL_get_error(ssl, rc)) {
+    case SSL_ERROR_WANT_READ:
+      return Await(fd, exec::FdWait::kReadable, deadline, std::move(stop));
+    case SSL_ERROR_WANT_WRITE:
+      return Await(fd, exec::FdWait::kWritable, deadline, std::move(stop));
+    default:
+      ERR_clear_error();
+      return false;
+  }
+}
+
+// Writes all of `data` into the TLS session; false once a write could make
+// no progress for `timeout`.
+bool TlsWriteAll(SSL* ssl, int fd, std::string_view data, std::chrono::milliseconds timeout,
+                 const std::stop_token& stop) {
   while (!data.empty()) {
     ERR_clear_error();
-    int n = SSL_write(ssl, data.data(), static_cast<int>(std::min<size_t>(data.size(), INT_MAX)));
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
+    // Without SSL_MODE_ENABLE_PARTIAL_WRITE a write is whole or retried
+    // with the same arguments.
+    const int n =
+        SSL_write(ssl, data.data(), static_cast<int>(std::min<size_t>(data.size(), INT_MAX)));
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+    } else if (!TlsRetry(ssl, n, fd, Clock::now() + timeout, stop)) {
+      return false;
+    }
   }
   return true;
 }
@@ -205,7 +239,7 @@ bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
     if (rate_sent_ == 0) rate_start_ = std::chrono::steady_clock::now();
     for (std::string_view piece : pieces) {
       while (!piece.empty()) {
-        if (stopping_->load()) return broken_ = true, false;
+        if (stop_.stop_requested()) return broken_ = true, false;
         auto due = rate_start_ + std::chrono::microseconds(rate_sent_ * 1'000'000 / rate_limit_);
         const auto now = std::chrono::steady_clock::now();
         if (now - due > std::chrono::milliseconds(100)) {
@@ -213,9 +247,9 @@ bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
           rate_start_ += now - due;
           due = now;
         }
-        std::this_thread::sleep_until(due);
+        if (!exec::SleepUntil(due, stop_)) return broken_ = true, false;
         std::string_view part = piece.substr(0, slice);
-        ResponseWriter unlimited(fd_, stopping_, ssl_);
+        ResponseWriter unlimited(fd_, ssl_, write_timeout_, stop_);
         if (!unlimited.SendAll(std::span<const std::string_view>(&part, 1)))
           return broken_ = true, false;
         piece.remove_prefix(part.size());
@@ -230,16 +264,18 @@ bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
     std::string record;
     for (std::string_view piece : pieces) {
       if (record.size() + piece.size() > kRecord && !record.empty()) {
-        if (!TlsWriteAll(ssl_, record)) return broken_ = true, false;
+        if (!TlsWriteAll(ssl_, fd_, record, write_timeout_, stop_)) return broken_ = true, false;
         record.clear();
       }
       if (piece.size() >= kRecord) {
-        if (!TlsWriteAll(ssl_, piece)) return broken_ = true, false;
+        if (!TlsWriteAll(ssl_, fd_, piece, write_timeout_, stop_)) return broken_ = true, false;
       } else {
         record.append(piece);
       }
     }
-    if (!record.empty() && !TlsWriteAll(ssl_, record)) return broken_ = true, false;
+    if (!record.empty() && !TlsWriteAll(ssl_, fd_, record, write_timeout_, stop_)) {
+      return broken_ = true, false;
+    }
     return true;
   }
   std::vector<iovec> iov;
@@ -258,6 +294,13 @@ bool ResponseWriter::SendAll(std::span<const std::string_view> pieces) {
     msg.msg_iovlen = iov.size();
     ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // A write that can make no progress for write_timeout (a client that
+      // stopped reading) ends the connection.
+      if (!Await(fd_, exec::FdWait::kWritable, Clock::now() + write_timeout_, stop_))
+        return broken_ = true, false;
+      continue;
+    }
     if (n <= 0) return broken_ = true, false;
     // Drop what went out.
     size_t sent = static_cast<size_t>(n);
@@ -326,7 +369,7 @@ void ResponseWriter::Cut() {
 }
 
 bool ResponseWriter::PeerGone() const {
-  if (broken_ || stopping_->load()) return true;
+  if (broken_ || stop_.stop_requested()) return true;
   pollfd p{fd_, POLLRDHUP, 0};
   return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
@@ -351,7 +394,7 @@ StatusOr<int> ListenUnix(const std::string& path) {
     }
     unlink(path.c_str());
   }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Status::Unavailable("unix socket: " + std::string(std::strerror(errno)));
   // Created with no permission for others, then opened to the owner: no
   // moment where another user may connect.
@@ -359,7 +402,7 @@ StatusOr<int> ListenUnix(const std::string& path) {
   const int bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   const int bind_errno = errno;
   umask(old_mask);
-  if (bound != 0 || listen(fd, 512) != 0) {
+  if (bound != 0 || listen(fd, kBacklog) != 0) {
     std::string error = std::strerror(bound != 0 ? bind_errno : errno);
     close(fd);
     return Status::Unavailable("cannot listen on unix:" + path + ": " + error);
@@ -400,7 +443,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Hand
     std::unique_ptr<Server> server(
         new Server(fd, 0, "unix:" + path, std::move(handler), ctx.release(), options));
     server->unix_path_ = path;
-    server->acceptor_ = std::thread([s = server.get()] { s->Accept(); });
+    server->Launch(&server->acceptor_, [s = server.get()] { s->Accept(); });
     return server;
   }
   size_t colon = host_port.rfind(':');
@@ -430,11 +473,11 @@ StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Hand
   int fd = -1;
   std::string error;
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) continue;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 512) == 0) break;
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, kBacklog) == 0) break;
     error = std::strerror(errno);
     close(fd);
     fd = -1;
@@ -462,7 +505,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(std::string_view host_port, Hand
   }
   std::unique_ptr<Server> server(
       new Server(fd, bound_port, std::move(url), std::move(handler), ctx.release(), options));
-  server->acceptor_ = std::thread([s = server.get()] { s->Accept(); });
+  server->Launch(&server->acceptor_, [s = server.get()] { s->Accept(); });
   return server;
 }
 
@@ -473,7 +516,9 @@ Server::Server(int listen_fd, int port, std::string url, Handler handler, SSL_CT
       tls_(tls),
       port_(port),
       url_(std::move(url)),
-      handler_(std::move(handler)) {}
+      handler_(std::move(handler)) {
+  acceptor_.fd = listen_fd;
+}
 
 Server::~Server() {
   Stop();
@@ -482,10 +527,26 @@ Server::~Server() {
   if (tls_) SSL_CTX_free(tls_);
 }
 
+void Server::Connection::Join() {
+  if (thread.joinable()) thread.join();
+  if (fiber) fiber->Join();
+}
+
+void Server::Launch(Connection* c, std::function<void()> fn) {
+  if (options_.fibers) {
+    c->fiber = exec::Spawn(std::move(fn));
+  } else {
+    c->thread = std::thread(std::move(fn));
+  }
+}
+
 void Server::Stop() {
-  if (stopping_.exchange(true)) return;
-  shutdown(listen_fd_, SHUT_RDWR);  // wakes accept()
-  acceptor_.join();
+  if (stopped_.exchange(true)) return;
+  stop_.request_stop();  // wakes every wait on a socket, the acceptor's too
+  // No longer listening: the address may be bound again at once (the
+  // descriptor is closed when the server is destroyed).
+  shutdown(listen_fd_, SHUT_RDWR);
+  acceptor_.Join();
   std::list<Connection> connections;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -493,46 +554,52 @@ void Server::Stop() {
     connections.splice(connections.end(), connections_);
   }
   for (Connection& c : connections) {
-    c.thread.join();
+    c.Join();
     close(c.fd);
   }
 }
 
 void Server::Accept() {
-  while (!stopping_) {
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  const std::stop_token stop = stop_.get_token();
+  while (!stop.stop_requested()) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) {
-        if (errno == EMFILE || errno == ENFILE)
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        Await(listen_fd_, exec::FdWait::kReadable, Clock::time_point::max(), stop);
+      } else if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: wait for connections to end.
+        exec::SleepUntil(Clock::now() + std::chrono::milliseconds(50), stop);
+      } else if (errno != EINTR && errno != ECONNABORTED) {
+        return;
       }
-      return;  // shut down
+      continue;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::lock_guard<std::mutex> lock(mu_);
-    // Reap the connections that have ended.
-    for (auto it = connections_.begin(); it != connections_.end();) {
-      if (it->done) {
-        it->thread.join();
-        close(it->fd);
-        it = connections_.erase(it);
+    // The connections that have ended, joined outside the lock (a join may
+    // wait for a fiber to finish, and no lock is held across such a wait).
+    std::list<Connection> ended;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = connections_.begin(); it != connections_.end();) {
+        auto next = std::next(it);
+        if (it->done) ended.splice(ended.end(), connections_, it);
+        it = next;
+      }
+      if (stop.stop_requested()) {
+        close(fd);
+      } else if (connections_.size() >= options_.max_connections) {
+        Refuse(fd);
       } else {
-        ++it;
+        Connection& c = connections_.emplace_back();
+        c.fd = fd;
+        Launch(&c, [this, conn = &c] { Serve(conn); });
       }
     }
-    if (stopping_) {
-      close(fd);
-      return;
+    for (Connection& c : ended) {
+      c.Join();
+      close(c.fd);
     }
-    if (connections_.size() >= options_.max_connections) {
-      Refuse(fd);
-      continue;
-    }
-    Connection& c = connections_.emplace_back();
-    c.fd = fd;
-    c.thread = std::thread([this, conn = &c] { Serve(conn); });
   }
 }
 
@@ -564,24 +631,15 @@ void Server::Serve(Connection* conn) {
   const int fd = conn->fd;
   // OpenSSL writes to the socket without MSG_NOSIGNAL: a peer gone
   // mid-write must fail that write (EPIPE), not kill the process. SIGPIPE
-  // from a write goes to the writing thread, so blocking it here suffices.
-  sigset_t pipe;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-  using Clock = std::chrono::steady_clock;
-  auto as_timeval = [](std::chrono::milliseconds d) {
-    return timeval{static_cast<time_t>(d.count() / 1000),
-                   static_cast<suseconds_t>(d.count() % 1000 * 1000)};
-  };
-  // A send that can make no progress for write_timeout fails (EAGAIN), and
-  // so ends the connection. Receives wait in poll, below, against a
-  // deadline; the receive timeout bounds what OpenSSL reads on its own (the
-  // handshake, the rest of a record).
-  const timeval send_limit = as_timeval(options_.write_timeout);
-  const timeval receive_limit = as_timeval(options_.header_timeout);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof send_limit);
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &receive_limit, sizeof receive_limit);
+  // from a write goes to the writing thread, so blocking it here suffices
+  // (fibers' carriers block it from their start).
+  if (!options_.fibers) {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  }
+  const std::stop_token stop = stop_.get_token();
   std::string peer;  // the client's address, for Request::peer
   {
     sockaddr_storage addr{};
@@ -602,8 +660,16 @@ void Server::Serve(Connection* conn) {
   if (tls_) {
     ssl.reset(SSL_new(tls_));
     // A failed handshake (a plain-HTTP client, an untrusting one) ends the
-    // connection; the client sees why.
-    if (!ssl || SSL_set_fd(ssl.get(), fd) != 1 || SSL_accept(ssl.get()) != 1) {
+    // connection; the client sees why. It is due within header_timeout.
+    const Clock::time_point deadline = Clock::now() + options_.header_timeout;
+    bool shook = ssl && SSL_set_fd(ssl.get(), fd) == 1;
+    while (shook) {
+      ERR_clear_error();
+      const int rc = SSL_accept(ssl.get());
+      if (rc == 1) break;
+      shook = TlsRetry(ssl.get(), rc, fd, deadline, stop);
+    }
+    if (!shook) {
       ERR_clear_error();
       shutdown(fd, SHUT_RDWR);
       conn->done = true;
@@ -615,21 +681,25 @@ void Server::Serve(Connection* conn) {
   // Reads what arrives by `deadline`; false at the deadline, the end of the
   // connection or an error.
   auto fill = [&](Clock::time_point deadline) {
-    if (!ssl || SSL_pending(ssl.get()) == 0) {
-      for (;;) {
-        const auto left =
-            std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0) return false;
-        pollfd p{fd, POLLIN, 0};
-        const int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
-        if (r > 0) break;
-        if (r < 0 && errno != EINTR) return false;
+    for (;;) {
+      if (ssl) {
+        ERR_clear_error();
+        const int n = SSL_read(ssl.get(), buf, sizeof buf);
+        if (n > 0) {
+          in.append(buf, static_cast<size_t>(n));
+          return true;
+        }
+        if (!TlsRetry(ssl.get(), n, fd, deadline, stop)) return false;
+      } else {
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n > 0) {
+          in.append(buf, static_cast<size_t>(n));
+          return true;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
+        if (errno != EINTR && !Await(fd, exec::FdWait::kReadable, deadline, stop)) return false;
       }
     }
-    ssize_t n = ssl ? SSL_read(ssl.get(), buf, sizeof buf) : recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return false;
-    in.append(buf, static_cast<size_t>(n));
-    return true;
   };
   bool first = true;
   for (;;) {  // one request after another on a kept-alive connection
@@ -646,7 +716,7 @@ void Server::Serve(Connection* conn) {
       if (more && was_idle) deadline = Clock::now() + options_.header_timeout;
       if (!more) {
         if (in.size() > kMaxHeaderBytes) {
-          ResponseWriter(fd, &stopping_, ssl.get())
+          ResponseWriter(fd, ssl.get(), options_.write_timeout, stop)
               .Send(431, {{"Content-Type", "text/plain"}}, "request header too large\n");
         }
         shutdown(fd, SHUT_RDWR);
@@ -656,7 +726,7 @@ void Server::Serve(Connection* conn) {
     }
     Request req;
     req.peer = peer;
-    ResponseWriter w(fd, &stopping_, ssl.get());
+    ResponseWriter w(fd, ssl.get(), options_.write_timeout, stop);
     bool ok = ParseHead(std::string_view(in).substr(0, end), &req);
     in.erase(0, end + 4);
     if (!ok) {
@@ -692,7 +762,7 @@ void Server::Serve(Connection* conn) {
     } else if (!w.finished()) {
       if (!w.End()) break;
     }
-    if (EqualsIgnoreCase(req.Header("Connection"), "close") || stopping_) break;
+    if (EqualsIgnoreCase(req.Header("Connection"), "close") || stop.stop_requested()) break;
   }
 done:
   if (ssl) SSL_shutdown(ssl.get());  // close_notify: the end is not a truncation

@@ -1,9 +1,11 @@
-// A small HTTP/1.1 server: one thread per connection (at most
+// A small HTTP/1.1 server: a fiber or a thread per connection (at most
 // ServerOptions::max_connections of them), keep-alive, bodies sent with
 // Content-Length or chunked, one writev per chunk (or, over TLS, one TLS
-// record per 16 KiB). Every wait on a client is bounded: the head, the body,
-// the wait for the next request and a write that makes no progress each
-// have a timeout. It serves `kcache serve` and the tests' scripted servers.
+// record per 16 KiB). Sockets are non-blocking and every wait on one goes
+// through exec::WaitFd, so a connection served on a fiber holds no thread
+// while it waits. Every wait on a client is bounded: the head, the body, the
+// wait for the next request and a write that makes no progress each have a
+// timeout. It serves `kcache serve` and the tests' scripted servers.
 //
 // Thread-safety: Start and Stop from one thread; handlers run concurrently,
 // one per connection, and must be thread-safe.
@@ -20,12 +22,14 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "exec/fiber.h"
 #include "kcache/status_or.h"
 
 struct ssl_st;
@@ -57,9 +61,11 @@ struct Request {
 // gone; the handler should then return.
 class ResponseWriter {
  public:
-  // `ssl`: the connection's TLS session, or null for plain TCP.
-  ResponseWriter(int fd, const std::atomic<bool>* stopping, ssl_st* ssl = nullptr)
-      : fd_(fd), stopping_(stopping), ssl_(ssl) {}
+  // `ssl`: the connection's TLS session, or null for plain TCP. A write
+  // that can send nothing for `write_timeout`, or one under way when `stop`
+  // is requested, fails.
+  ResponseWriter(int fd, ssl_st* ssl, std::chrono::milliseconds write_timeout, std::stop_token stop)
+      : fd_(fd), ssl_(ssl), write_timeout_(write_timeout), stop_(std::move(stop)) {}
 
   bool Send(int status, const Headers& headers, std::string_view body);
   bool Begin(int status, const Headers& headers);
@@ -88,8 +94,9 @@ class ResponseWriter {
   bool SendAll(std::span<const std::string_view> pieces);
 
   int fd_;
-  const std::atomic<bool>* stopping_;
   ssl_st* ssl_;
+  std::chrono::milliseconds write_timeout_;
+  std::stop_token stop_;
   bool started_ = false;
   bool finished_ = false;
   bool chunked_ = false;
@@ -128,6 +135,12 @@ struct ServerOptions {
   // A write that can send nothing for this long (a client that stopped
   // reading, its socket buffers full) ends the connection.
   std::chrono::milliseconds write_timeout{std::chrono::seconds(60)};
+  // Serve each connection (and accept them) on a fiber (exec/fiber.h)
+  // instead of a thread of its own: a connection then costs the pages its
+  // fiber's stack touches, not a thread. The handler must then keep the
+  // fibers' rule: wait only on exec::CondVar, exec::SleepUntil or the
+  // ResponseWriter, and hold no lock across such a wait.
+  bool fibers = false;
 };
 
 class Server {
@@ -150,16 +163,18 @@ class Server {
   // their owner first. Idempotent.
   void Stop();
 
-  const std::atomic<bool>* stopping() const { return &stopping_; }
-
  private:
   struct Connection {
     int fd;
-    std::thread thread;
+    std::thread thread;                        // without ServerOptions::fibers
+    std::shared_ptr<exec::FiberHandle> fiber;  // with it
     std::atomic<bool> done{false};
+    void Join();
   };
   Server(int listen_fd, int port, std::string url, Handler handler, ssl_ctx_st* tls,
          const ServerOptions& options);
+  // Runs `fn` on a fiber or a thread of `c`'s, as options_.fibers says.
+  void Launch(Connection* c, std::function<void()> fn);
   void Accept();
   void Serve(Connection* conn);
   // Answers a connection beyond max_connections, and closes it.
@@ -172,8 +187,9 @@ class Server {
   const int port_;
   const std::string url_;
   const Handler handler_;
-  std::atomic<bool> stopping_{false};
-  std::thread acceptor_;
+  std::stop_source stop_;
+  std::atomic<bool> stopped_{false};  // Stop has run
+  Connection acceptor_;               // its fd is the listening socket's
   std::mutex mu_;
   std::list<Connection> connections_;
 };

@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/loopback.h"
 #include "testing/status_matchers.h"
 
 namespace kcache::http {
@@ -29,17 +28,10 @@ using Clock = std::chrono::steady_clock;
 
 // A connected socket to 127.0.0.1:`port`; receives give up after 10 s.
 int Connect(int port, int receive_buffer = 0) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (receive_buffer > 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  int fd = testing::ConnectLoopback(port, receive_buffer);
+  EXPECT_GE(fd, 0) << std::strerror(errno);
   timeval limit{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
-      << std::strerror(errno);
   return fd;
 }
 
@@ -66,7 +58,7 @@ bool ClosedByServer(int fd) {
   return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
 }
 
-std::unique_ptr<Server> Start(const ServerOptions& options, Handler handler = nullptr) {
+std::unique_ptr<Server> StartServer(const ServerOptions& options, Handler handler) {
   if (!handler) {
     handler = [](const Request& req, ResponseWriter& w) {
       w.Send(200, {{"Content-Type", "text/plain"}}, "hello " + req.peer);
@@ -77,12 +69,27 @@ std::unique_ptr<Server> Start(const ServerOptions& options, Handler handler = nu
   return server.ok() ? std::move(*server) : nullptr;
 }
 
+// Each test runs with a thread per connection and with a fiber per
+// connection (ServerOptions::fibers): the limits hold either way.
+class HttpServerTest : public ::testing::TestWithParam<bool> {
+ protected:
+  std::unique_ptr<Server> Start(ServerOptions options, Handler handler = nullptr) {
+    options.fibers = GetParam();
+    return StartServer(options, std::move(handler));
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Threading, HttpServerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "Fibers" : "Threads";
+                         });
+
 constexpr std::string_view kRequest = "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 
 // Slowloris: hundreds of connections that send a request's head a few bytes
 // at a time and never finish it. A normal client is served at once, beside
 // them, and each of them is closed once its head is overdue.
-TEST(HttpServerTest, HalfSentRequestsNeitherDelayOthersNorOutliveTheHeaderTimeout) {
+TEST_P(HttpServerTest, HalfSentRequestsNeitherDelayOthersNorOutliveTheHeaderTimeout) {
   ServerOptions options;
   options.header_timeout = 2s;
   std::unique_ptr<Server> server = Start(options);
@@ -126,7 +133,7 @@ TEST(HttpServerTest, HalfSentRequestsNeitherDelayOthersNorOutliveTheHeaderTimeou
 // One connection more than max_connections gets kube-apiserver's 429 with
 // Retry-After (which client-go waits and retries on); once a connection
 // ends, a new one is served.
-TEST(HttpServerTest, ConnectionsBeyondTheCapAreAnswered429WithRetryAfter) {
+TEST_P(HttpServerTest, ConnectionsBeyondTheCapAreAnswered429WithRetryAfter) {
   ServerOptions options;
   options.max_connections = 4;
   std::unique_ptr<Server> server = Start(options);
@@ -156,7 +163,7 @@ TEST(HttpServerTest, ConnectionsBeyondTheCapAreAnswered429WithRetryAfter) {
 // A kept-alive connection that sends no next request is closed after
 // idle_timeout; a connection that never sends anything, after the header
 // timeout.
-TEST(HttpServerTest, IdleAndSilentConnectionsAreClosed) {
+TEST_P(HttpServerTest, IdleAndSilentConnectionsAreClosed) {
   ServerOptions options;
   options.header_timeout = 500ms;
   options.idle_timeout = 3s;
@@ -187,7 +194,7 @@ TEST(HttpServerTest, IdleAndSilentConnectionsAreClosed) {
 // A client that stops reading a streamed response: once the socket buffers
 // are full, the server's write waits write_timeout, fails, and the handler
 // returns; nothing is buffered without bound.
-TEST(HttpServerTest, AClientThatStopsReadingIsCutOffAtTheWriteTimeout) {
+TEST_P(HttpServerTest, AClientThatStopsReadingIsCutOffAtTheWriteTimeout) {
   ServerOptions options;
   options.write_timeout = 500ms;
   std::atomic<bool> returned{false};
@@ -208,7 +215,7 @@ TEST(HttpServerTest, AClientThatStopsReadingIsCutOffAtTheWriteTimeout) {
   close(fd);
 }
 
-TEST(HttpServerTest, ZeroLimitsAreRefused) {
+TEST_P(HttpServerTest, ZeroLimitsAreRefused) {
   ServerOptions options;
   options.max_connections = 0;
   auto started = Server::Start(
