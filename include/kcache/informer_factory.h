@@ -58,6 +58,10 @@ struct KCACHE_EXPORT InformerFactoryOptions {
   // server whose kube-system namespace cannot be read is not checked. Turn
   // off for a server that is not a whole cluster. Default: true.
   bool check_cluster_identity = true;
+  // The server's resources as the caller fetched them (Discovery::Fetch):
+  // the factory's discovery() starts from it instead of asking the server.
+  // Default: null (fetched on first use).
+  std::shared_ptr<const Discovery> discovery{};
 };
 
 // What one informer lists and watches where the factory's defaults do not
@@ -93,6 +97,23 @@ KCACHE_EXPORT StatusOr<std::string> KubeSystemUid(RestClient& client);
 // readers: group, version, resource, kind, scope, singular and short names.
 KCACHE_EXPORT ResourceInfo ResourceInfoOf(const ApiResource& resource);
 
+// What InformerFactory::ForAllResources syncs and how it follows the
+// server's resources as they come and go.
+struct KCACHE_EXPORT AllResourcesOptions {
+  // Whether to sync `resource` (one the server can list and watch), given
+  // the discovery it was found in. Null: every one. Called on the caller's
+  // thread at first, then on the follower's.
+  std::function<bool(const Discovery&, const ApiResource&)> select{};
+  // Discovery is read again this often (aggregated APIs come and go with no
+  // CustomResourceDefinition to say so), and soon after any
+  // CustomResourceDefinition changes. Default: 5 minutes.
+  std::chrono::milliseconds rediscover_interval{std::chrono::minutes(5)};
+  // Told, on the follower's thread, of each informer added (`added`) or
+  // removed after the first discovery, and of a discovery that failed
+  // (`error`, the others empty). Null: nothing is told.
+  std::function<void(const ApiResource& resource, bool added, const Status& error)> on_change{};
+};
+
 class KCACHE_EXPORT InformerFactory {
  public:
   // A factory whose client is made from `config` on first use (errors, such
@@ -127,6 +148,30 @@ class KCACHE_EXPORT InformerFactory {
                                                              const ForResourceOptions& options);
   StatusOr<std::shared_ptr<SharedIndexInformer>> ForResource(const ApiResource& resource,
                                                              const ForResourceOptions& options);
+
+  // An informer for every resource the server can list and watch that
+  // options.select accepts (as `kubectl api-resources --verbs=list,watch`
+  // lists them), made as ForResource(resource) makes one, and so on while
+  // the factory runs. A resource that appears (a CustomResourceDefinition
+  // established, an aggregated API registered) gets an informer, started if
+  // the factory has started. A resource that disappears has its informer
+  // stopped and removed (Remove): at once when discovery no longer lists
+  // it and its CustomResourceDefinition was deleted (the server deleted its
+  // objects first; the informer is given up to 10 s to apply those
+  // deletions), and when two discoveries in a row miss it otherwise (an
+  // aggregated API briefly unavailable keeps its informer). Its keyspace
+  // stays in the cache as last synced. CustomResourceDefinitions are
+  // followed with the factory's informer of them (keyspace
+  // customresourcedefinitions.apiextensions.k8s.io), when the server serves
+  // them; a thread of the factory's (kcache-discover) reads discovery again.
+  // Once per factory: FailedPrecondition on a second call or after Stop();
+  // the first discovery's and ForResource's errors.
+  Status ForAllResources(AllResourcesOptions options = {});
+
+  // Stops the informer of keyspace `name` and forgets it: informers() and
+  // WaitForCacheSync no longer count it, and ForResource makes a new one.
+  // Its keyspace stays in the cache. NotFound if there is none.
+  Status Remove(std::string_view name);
 
   // The factory's client; made on first use when created from a RestConfig.
   StatusOr<std::shared_ptr<RestClient>> client();
@@ -164,6 +209,12 @@ class KCACHE_EXPORT InformerFactory {
   // Records the cluster identity the informers hold, once they all hold
   // the same one (check_cluster_identity).
   void RecordIdentity();
+  // ForAllResources' follower: one pass over `discovery` (informers made
+  // for new resources, removed for gone ones) and the loop that reads
+  // discovery again.
+  struct Follower;
+  Status FollowPass(const Discovery& discovery, bool first);
+  void FollowLoop();
 
   const RestConfig config_;
   const std::shared_ptr<Cache> cache_;
@@ -187,7 +238,8 @@ class KCACHE_EXPORT InformerFactory {
   // Every reflector's streaming_support: a server that refuses streaming
   // lists is asked once.
   std::shared_ptr<StreamingSupport> streaming_support_;  // guarded by mu_
-  std::mutex record_mu_;  // one RecordIdentity at a time; taken before mu_
+  std::mutex record_mu_;                // one RecordIdentity at a time; taken before mu_
+  std::shared_ptr<Follower> follower_;  // set once by ForAllResources; guarded by mu_
 };
 
 }  // namespace kcache

@@ -1,8 +1,12 @@
 #include "kcache/informer_factory.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
+#include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -15,9 +19,26 @@ InformerFactory::InformerFactory(RestConfig config, std::shared_ptr<RestClient> 
     : config_(std::move(config)),
       cache_(std::move(cache)),
       options_(std::move(options)),
-      client_(std::move(client)) {}
+      client_(std::move(client)),
+      discovery_(options_.discovery) {}
 
 InformerFactory::~InformerFactory() { Stop(); }
+
+struct InformerFactory::Follower {
+  AllResourcesOptions options;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool poked = false;  // guarded by mu: a CustomResourceDefinition changed
+  bool stop = false;   // guarded by mu
+  // Keyspaces of deleted CustomResourceDefinitions, to remove once
+  // discovery no longer lists them. Guarded by mu.
+  std::set<std::string> deleted;
+  // The rest is the follower's own (its thread, or ForAllResources before
+  // the thread starts).
+  std::map<std::string, ApiResource> managed;  // keyspace: what select accepted
+  std::set<std::string> missed;                // managed, missing from the last discovery
+  std::thread thread;
+};
 
 std::unique_ptr<InformerFactory> InformerFactory::Create(RestConfig config,
                                                          std::shared_ptr<Cache> cache,
@@ -349,6 +370,192 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
   return informer;
 }
 
+Status InformerFactory::ForAllResources(AllResourcesOptions options) {
+  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const Discovery> first, discovery());
+  auto follower = std::make_shared<Follower>();
+  follower->options = std::move(options);
+  {
+    std::lock_guard l(mu_);
+    if (stopped_) return Status::FailedPrecondition("informer factory stopped: ForAllResources");
+    if (follower_) return Status::FailedPrecondition("ForAllResources was called already");
+    follower_ = follower;
+  }
+  KCACHE_RETURN_IF_ERROR(FollowPass(*first, /*first=*/true));
+  // A changed CustomResourceDefinition is a new resource, or one gone, or
+  // one established: discovery is read again.
+  if (StatusOr<ApiResource> crds = first->Resolve("customresourcedefinitions.apiextensions.k8s.io");
+      crds.ok() && crds->Supports("list") && crds->Supports("watch")) {
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<SharedIndexInformer> informer, ForResource(*crds));
+    // The keyspace a definition serves: "plural.group".
+    auto served = [](const ObjectPtr& crd) -> std::string {
+      if (!crd) return "";
+      nlohmann::json o = nlohmann::json::parse(crd->json(), nullptr, false);
+      if (!o.is_object() || !o["spec"].is_object()) return "";
+      const nlohmann::json& spec = o["spec"];
+      if (!spec["names"].is_object() || !spec["group"].is_string() ||
+          !spec["names"]["plural"].is_string()) {
+        return "";
+      }
+      return spec["names"]["plural"].get<std::string>() + "." + spec["group"].get<std::string>();
+    };
+    auto poke = [follower, served](const ObjectPtr& deleted) {
+      {
+        std::lock_guard l(follower->mu);
+        follower->poked = true;
+        if (std::string name = served(deleted); !name.empty()) follower->deleted.insert(name);
+      }
+      follower->cv.notify_all();
+    };
+    // Definitions already served when discovery was read are no news; one
+    // made between that read and the informer's first list is.
+    std::set<std::string> known;
+    for (const ApiResource& r : first->resources()) known.insert(r.gvr.group_resource().String());
+    auto handler = std::make_shared<ResourceEventHandlerFuncs>();
+    handler->add = [poke, served, known = std::move(known)](const ObjectPtr& o, bool initial) {
+      if (!initial || !known.count(served(o))) poke(nullptr);
+    };
+    handler->update = [poke](const ObjectPtr&, const ObjectPtr&) { poke(nullptr); };
+    handler->del = [poke](const DeletedObject& d) {
+      const auto* tombstone = std::get_if<DeletedFinalStateUnknown>(&d);
+      poke(tombstone ? tombstone->obj : std::get<ObjectPtr>(d));
+    };
+    HandlerOptions ho;
+    ho.resync_period = std::chrono::milliseconds(0);
+    ho.name = "all-resources";
+    KCACHE_RETURN_IF_ERROR(informer->AddEventHandler(std::move(handler), ho).status());
+  }
+  std::lock_guard l(mu_);
+  if (stopped_) return Status::FailedPrecondition("informer factory stopped: ForAllResources");
+  follower->thread = std::thread([this] { FollowLoop(); });
+  pthread_setname_np(follower->thread.native_handle(), "kcache-discover");
+  return Status::OK();
+}
+
+Status InformerFactory::FollowPass(const Discovery& discovery, bool first) {
+  std::shared_ptr<Follower> f;
+  {
+    std::lock_guard l(mu_);
+    f = follower_;
+  }
+  const AllResourcesOptions& o = f->options;
+  std::set<std::string> listed;
+  for (const ApiResource& r : discovery.resources()) {
+    if (!r.Supports("list") || !r.Supports("watch")) continue;
+    const std::string name = r.gvr.group_resource().String();
+    listed.insert(name);
+    if (f->managed.count(name) || (o.select && !o.select(discovery, r))) continue;
+    StatusOr<std::shared_ptr<SharedIndexInformer>> made = ForResource(r);
+    if (!made.ok()) {
+      if (first) return made.status();
+      if (o.on_change) o.on_change(r, true, made.status());
+      continue;
+    }
+    f->managed.emplace(name, r);
+    if (!first && o.on_change) o.on_change(r, true, Status::OK());
+  }
+  std::set<std::string> deleted;
+  {
+    std::lock_guard l(f->mu);
+    deleted = f->deleted;
+  }
+  for (auto it = f->managed.begin(); it != f->managed.end();) {
+    const std::string& name = it->first;
+    if (listed.count(name)) {
+      f->missed.erase(name);
+      ++it;
+      continue;
+    }
+    const bool crd_deleted = deleted.count(name) > 0;
+    if (!crd_deleted && f->missed.insert(name).second) {
+      ++it;  // missing once: perhaps an aggregated API unavailable for now
+      continue;
+    }
+    if (crd_deleted) {
+      // The server deleted the objects before their definition: let the
+      // informer apply those deletions first.
+      std::shared_ptr<SharedIndexInformer> informer;
+      {
+        std::lock_guard l(mu_);
+        if (auto i = informers_.find(name); i != informers_.end()) informer = i->second;
+      }
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (informer && std::chrono::steady_clock::now() < give_up) {
+        StatusOr<size_t> left = informer->GetIndexer()->Size();
+        if (!left.ok() || *left == 0) break;
+        std::unique_lock l(f->mu);
+        if (f->cv.wait_for(l, std::chrono::milliseconds(100), [&] { return f->stop; })) break;
+      }
+      std::lock_guard l(f->mu);
+      f->deleted.erase(name);
+    }
+    (void)Remove(name);
+    if (o.on_change) o.on_change(it->second, false, Status::OK());
+    f->missed.erase(name);
+    it = f->managed.erase(it);
+  }
+  return Status::OK();
+}
+
+void InformerFactory::FollowLoop() {
+  std::shared_ptr<Follower> f;
+  std::shared_ptr<RestClient> client;
+  {
+    std::lock_guard l(mu_);
+    f = follower_;
+    client = client_;
+  }
+  auto next = std::chrono::steady_clock::now() + f->options.rediscover_interval;
+  for (;;) {
+    {
+      std::unique_lock l(f->mu);
+      // A deleted definition is looked for again each second until
+      // discovery drops it.
+      const auto wake =
+          f->deleted.empty()
+              ? next
+              : std::min(next, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+      f->cv.wait_until(l, wake, [&] { return f->stop || f->poked; });
+      if (f->stop) return;
+      if (f->poked) {
+        // A burst of changes (many definitions applied at once) makes one
+        // pass.
+        f->cv.wait_for(l, std::chrono::milliseconds(200), [&] { return f->stop; });
+        if (f->stop) return;
+      }
+      f->poked = false;
+    }
+    next = std::chrono::steady_clock::now() + f->options.rediscover_interval;
+    StatusOr<std::shared_ptr<const Discovery>> fresh = Discovery::Fetch(*client);
+    if (!fresh.ok()) {
+      if (f->options.on_change) f->options.on_change(ApiResource(), false, fresh.status());
+      continue;
+    }
+    {
+      std::lock_guard l(mu_);
+      if (stopped_) return;
+      discovery_ = *fresh;
+    }
+    (void)FollowPass(**fresh, /*first=*/false);
+  }
+}
+
+Status InformerFactory::Remove(std::string_view name) {
+  std::shared_ptr<SharedIndexInformer> informer;
+  {
+    std::lock_guard l(mu_);
+    auto it = informers_.find(std::string(name));
+    if (it == informers_.end()) {
+      return Status::NotFound("no informer of keyspace " + std::string(name));
+    }
+    informer = std::move(it->second);
+    informers_.erase(it);
+    selections_.erase(std::string(name));
+  }
+  // Outside mu_: Stop() waits for handlers, which may call into the factory.
+  informer->Stop();
+  return Status::OK();
+}
+
 Status InformerFactory::Start() {
   std::lock_guard l(mu_);
   if (stopped_) return Status::FailedPrecondition("informer factory stopped: cannot start");
@@ -376,9 +583,21 @@ Status InformerFactory::WaitForCacheSync(std::chrono::milliseconds timeout) {
 }
 
 void InformerFactory::Stop() {
+  std::shared_ptr<Follower> follower;
   {
     std::lock_guard l(mu_);
     stopped_ = true;
+    follower = follower_;
+  }
+  if (follower) {
+    {
+      std::lock_guard l(follower->mu);
+      follower->stop = true;
+    }
+    follower->cv.notify_all();
+    if (follower->thread.joinable() && follower->thread.get_id() != std::this_thread::get_id()) {
+      follower->thread.join();
+    }
   }
   // Outside mu_: Stop() waits for handlers, which may call into the factory.
   for (auto& [name, informer] : informers()) informer->Stop();

@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -22,7 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include "integration/cluster.h"
+#include "kcache/cache.h"
 #include "kcache/discovery.h"
+#include "kcache/informer_factory.h"
 #include "testing/command.h"
 #include "testing/eventually.h"
 #include "testing/status_matchers.h"
@@ -191,6 +195,24 @@ class WideIntegrationTest : public ::testing::Test {
     ASSERT_OK(created);
   }
 
+  // Defines the namespaced type `plural`.`group` (v1) and creates `name` of
+  // it once it is served; false if it is not served in time.
+  static bool DefineAndCreate(const std::string& group, const std::string& plural,
+                              const std::string& kind, const std::string& name) {
+    auto api = Cluster::Get().Admin();
+    const ResourceRef crds{{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, false, ""};
+    std::string singular;
+    for (char c : kind) singular += static_cast<char>(std::tolower(c));
+    if (!api->Create(crds, Crd(group, plural, singular, kind).dump()).ok()) return false;
+    const ResourceRef ref{{group, "v1", plural}, true, *ns_};
+    return testing::Eventually([&] {
+      nlohmann::json o = {
+          {"apiVersion", group + "/v1"}, {"kind", kind}, {"metadata", {{"name", name}}}};
+      auto created = api->Create(ref, o.dump());
+      return created.ok() || created.status().code() == StatusCode::kAlreadyExists;
+    });
+  }
+
   static std::string* ns_;
 };
 std::string* WideIntegrationTest::ns_ = nullptr;
@@ -300,6 +322,100 @@ TEST_F(WideIntegrationTest, SyncAllSyncsWhatKubectlListsAndWatchesOnce) {
     EXPECT_NE(run.log.find(said), std::string::npos) << said << "\n" << Describe(run);
   }
   EXPECT_LE(run.peak_threads, 32) << Describe(run);
+}
+
+// `kcache sync --all` follows the server's resources while it runs: a
+// CustomResourceDefinition created gets an informer (and its objects synced),
+// one deleted loses it once its objects' deletions are applied, the keyspace
+// kept (InformerFactory::ForAllResources).
+TEST_F(WideIntegrationTest, SyncAllFollowsDefinitionsCreatedAndDeleted) {
+  auto api = Cluster::Get().Admin();
+  const ResourceRef crds{{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, false, ""};
+  testing::TempDir dir;
+  const std::string cache = dir.Sub("cache"), log = dir.Sub("log");
+  testing::Background sync = testing::StartCommand(
+      testing::KcacheBin() + " sync --all --kubeconfig " + Cluster::Get().File("kubeconfig") +
+      " --cache " + cache + " > " + log + " 2>&1");
+  ASSERT_GT(sync.pid, 0);
+  auto said = [&](const std::string& text) {
+    return testing::RunCommand("cat " + log).output.find(text) != std::string::npos;
+  };
+  ASSERT_TRUE(testing::Eventually([&] { return said("syncing "); }, std::chrono::seconds(60)))
+      << testing::RunCommand("cat " + log).output;
+  auto names = [&](const std::string& resource) {
+    return testing::RunCommand(testing::KcacheBin() + " get " + resource + " -A -o name --cache " +
+                               cache + " 2>/dev/null")
+        .output;
+  };
+
+  ASSERT_TRUE(DefineAndCreate("late.kcache.io", "lates", "Late", "late-a"))
+      << "the type was not served in time";
+  EXPECT_TRUE(testing::Eventually([&] { return said("lates.late.kcache.io: new on the server"); }))
+      << testing::RunCommand("cat " + log).output;
+  EXPECT_TRUE(testing::Eventually([&] {
+    return names("lates.late.kcache.io") == "late.late.kcache.io/late-a\n";
+  })) << names("lates.late.kcache.io");
+
+  ASSERT_OK(api->Delete(crds, "lates.late.kcache.io"));
+  EXPECT_TRUE(testing::Eventually([&] { return said("lates.late.kcache.io: no longer served"); },
+                                  std::chrono::seconds(60)))
+      << testing::RunCommand("cat " + log).output;
+  // Its objects' deletions were applied before the informer stopped.
+  EXPECT_EQ(names("lates.late.kcache.io"), "");
+  Create(2, "after-the-late-type");
+  EXPECT_TRUE(testing::Eventually([&] {
+    return names(Plural(2) + "." + Group(2)).find("after-the-late-type") != std::string::npos;
+  })) << "the other types go on";
+  EXPECT_EQ(testing::Stop(sync, SIGINT), 0) << testing::RunCommand("cat " + log).output;
+}
+
+// The same for library users: InformerFactory::ForAllResources gives a
+// resource that appears an informer, started, and removes it once its
+// definition is deleted, telling on_change of both.
+TEST_F(WideIntegrationTest, TheFactoryFollowsResourcesAsTheyComeAndGo) {
+  auto api = Cluster::Get().Admin();
+  const ResourceRef crds{{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, false, ""};
+  testing::TempDir dir;
+  auto cache = Cache::Open(dir.Sub("cache"));
+  ASSERT_OK(cache);
+  auto factory = InformerFactory::Create(api, *cache);
+  std::mutex mu;
+  std::vector<std::string> told;  // guarded by mu
+  AllResourcesOptions all;
+  all.select = [](const Discovery&, const ApiResource& r) {
+    return r.gvr.group == "lib.kcache.io" || r.gvr.group == Group(0);
+  };
+  all.on_change = [&](const ApiResource& r, bool added, const Status& error) {
+    std::lock_guard l(mu);
+    told.push_back((error.ok() ? (added ? "added " : "removed ") : "error ") +
+                   r.gvr.group_resource().String());
+  };
+  ASSERT_OK(factory->ForAllResources(all));
+  ASSERT_OK(factory->Start());
+  ASSERT_OK(factory->WaitForCacheSync(std::chrono::seconds(30)));
+  const std::string first = Plural(0) + "." + Group(0);
+  EXPECT_TRUE(factory->informers().count(first));
+  EXPECT_EQ(factory->ForAllResources(all).code(), StatusCode::kFailedPrecondition);
+
+  ASSERT_TRUE(DefineAndCreate("lib.kcache.io", "libs", "Lib", "lib-a"))
+      << "the type was not served in time";
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto informers = factory->informers();
+    auto it = informers.find("libs.lib.kcache.io");
+    return it != informers.end() && it->second->GetIndexer()->Size().value_or(0) == 1;
+  })) << "no informer of the new type, or it did not sync its object";
+
+  ASSERT_OK(api->Delete(crds, "libs.lib.kcache.io"));
+  EXPECT_TRUE(testing::Eventually([&] { return !factory->informers().count("libs.lib.kcache.io"); },
+                                  std::chrono::seconds(60)));
+  EXPECT_TRUE(factory->informers().count(first));
+  const std::vector<std::string> want = {"added libs.lib.kcache.io", "removed libs.lib.kcache.io"};
+  EXPECT_TRUE(testing::Eventually([&] {
+    std::lock_guard l(mu);
+    return told == want;
+  }));
+  std::lock_guard l(mu);
+  EXPECT_EQ(told, want);
 }
 
 // A CustomResourceDefinition deleted while its type is synced: the API

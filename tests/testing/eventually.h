@@ -8,9 +8,10 @@
 
 namespace kcache::testing {
 
-// Polls `done` until it holds or 20 s pass.
-inline bool Eventually(const std::function<bool()>& done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+// Polls `done` until it holds or `limit` passes.
+inline bool Eventually(const std::function<bool()>& done,
+                       std::chrono::seconds limit = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

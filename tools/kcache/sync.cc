@@ -304,8 +304,7 @@ bool SharesStorageAcrossGroups(const GroupVersionResource& gvr) {
 
 }  // namespace
 
-StatusOr<std::vector<ApiResource>> SelectAll(const Discovery& discovery, const SyncOptions& options,
-                                             std::vector<std::string>* notes) {
+StatusOr<AllSelection> AllSelection::Make(const Discovery& discovery, const SyncOptions& options) {
   auto names = [&](const std::vector<std::string>& list,
                    const std::string& flag) -> StatusOr<std::set<std::string>> {
     std::set<std::string> out;
@@ -316,41 +315,55 @@ StatusOr<std::vector<ApiResource>> SelectAll(const Discovery& discovery, const S
     }
     return out;
   };
-  KCACHE_ASSIGN_OR_RETURN(std::set<std::string> named, names(options.resources, ""));
-  KCACHE_ASSIGN_OR_RETURN(std::set<std::string> excluded, names(options.exclude, "--exclude "));
-  std::set<std::string> sealed;
+  AllSelection s;
+  KCACHE_ASSIGN_OR_RETURN(s.named_, names(options.resources, ""));
+  KCACHE_ASSIGN_OR_RETURN(s.excluded_, names(options.exclude, "--exclude "));
   if (!options.key_encryption_key.empty()) {
-    KCACHE_ASSIGN_OR_RETURN(sealed, names(options.encrypt, "--encrypt "));
+    KCACHE_ASSIGN_OR_RETURN(s.sealed_, names(options.encrypt, "--encrypt "));
   }
-  for (const std::string& n : named) {
-    if (excluded.count(n)) {
+  for (const std::string& n : s.named_) {
+    if (s.excluded_.count(n)) {
       return Status::InvalidArgument(n + " is both named and excluded (--exclude)");
     }
   }
+  return s;
+}
+
+bool AllSelection::Takes(const Discovery& discovery, const ApiResource& r,
+                         std::string* note) const {
+  note->clear();
+  const std::string gr = r.gvr.group_resource().String();
+  if (named_.count(gr)) return true;
+  if (!r.Supports("list") || !r.Supports("watch") || excluded_.count(gr)) return false;
+  if (gr == "secrets" && !sealed_.count(gr)) {
+    *note =
+        "secrets: not synced (--all syncs them only when --encrypt covers them with a key, or "
+        "when named)";
+    return false;
+  }
+  if (SharesStorageAcrossGroups(r.gvr)) {
+    StatusOr<ApiResource> preferred = discovery.Resolve(r.gvr.resource);
+    if (preferred.ok() && preferred->gvr.group != r.gvr.group) {
+      *note = gr + ": the same objects as " + preferred->gvr.group_resource().String() +
+              " (one storage served under two groups): synced once, as " +
+              preferred->gvr.group_resource().String();
+      return false;
+    }
+  }
+  return true;
+}
+
+StatusOr<std::vector<ApiResource>> SelectAll(const Discovery& discovery, const SyncOptions& options,
+                                             std::vector<std::string>* notes) {
+  KCACHE_ASSIGN_OR_RETURN(const AllSelection selection, AllSelection::Make(discovery, options));
   std::vector<ApiResource> out;
+  std::string note;
   for (const ApiResource& r : discovery.resources()) {
-    const std::string gr = r.gvr.group_resource().String();
-    if (named.count(gr)) {
+    if (selection.Takes(discovery, r, &note)) {
       out.push_back(r);
-      continue;
+    } else if (!note.empty()) {
+      notes->push_back(note);
     }
-    if (!r.Supports("list") || !r.Supports("watch") || excluded.count(gr)) continue;
-    if (gr == "secrets" && !sealed.count(gr)) {
-      notes->push_back(
-          "secrets: not synced (--all syncs them only when --encrypt covers them with a key, or "
-          "when named)");
-      continue;
-    }
-    if (SharesStorageAcrossGroups(r.gvr)) {
-      StatusOr<ApiResource> preferred = discovery.Resolve(r.gvr.resource);
-      if (preferred.ok() && preferred->gvr.group != r.gvr.group) {
-        notes->push_back(gr + ": the same objects as " + preferred->gvr.group_resource().String() +
-                         " (one storage served under two groups): synced once, as " +
-                         preferred->gvr.group_resource().String());
-        continue;
-      }
-    }
-    out.push_back(r);
   }
   return out;
 }
@@ -431,27 +444,58 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     failed = true;
   };
   KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say));
+  fo.discovery = discovery;
   auto factory = InformerFactory::Create(config, cache, fo);
   const bool any_custom = std::any_of(resources.begin(), resources.end(), [](const ApiResource& r) {
     return !serve::BuiltInGroup(r.gvr.group);
   });
   const DeclaredColumns columns =
       any_custom ? ListDeclaredColumns(*client, say) : DeclaredColumns();
-  for (const ApiResource& r : resources) {
-    KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
-    // The factory recorded names, scope and selection; custom resources add
-    // their table columns, for offline readers (kcache get). A record that
-    // did not change is not written again.
+  // The factory recorded names, scope and selection; custom resources add
+  // their table columns, for offline readers (kcache get). A record that
+  // did not change is not written again.
+  auto record_columns = [&](const ApiResource& r, const DeclaredColumns& of) -> Status {
     const std::string keyspace = r.gvr.group_resource().String();
-    auto declared = columns.find(keyspace);
-    if (declared == columns.end()) continue;
+    auto declared = of.find(keyspace);
+    if (declared == of.end()) return Status::OK();
     KCACHE_ASSIGN_OR_RETURN(std::optional<ResourceInfo> info, cache->GetResourceInfo(keyspace));
-    if (!info) continue;
+    if (!info) return Status::OK();
     info->custom = true;
     auto version = declared->second.find(r.gvr.version);
     info->printer_columns =
         version == declared->second.end() ? std::vector<PrinterColumn>() : version->second;
-    KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo(keyspace, *info));
+    return cache->SetResourceInfo(keyspace, *info);
+  };
+  for (const ApiResource& r : resources) {
+    KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
+    KCACHE_RETURN_IF_ERROR(record_columns(r, columns));
+  }
+  if (options.all) {
+    // Resources that come and go while the sync runs (a new or deleted
+    // CustomResourceDefinition, an aggregated API) get or lose an informer.
+    KCACHE_ASSIGN_OR_RETURN(AllSelection selection, AllSelection::Make(*discovery, options));
+    AllResourcesOptions all;
+    all.select = [selection](const Discovery& d, const ApiResource& r) {
+      std::string note;
+      return selection.Takes(d, r, &note);
+    };
+    all.on_change = [&](const ApiResource& r, bool added, const Status& error) {
+      const std::string name = r.gvr.group_resource().String();
+      if (!error.ok()) {
+        say("error: " + (name.empty() ? std::string("reading discovery again") : name) + ": " +
+            error.ToString());
+      } else if (added) {
+        say(name + ": new on the server: syncing it");
+        if (!serve::BuiltInGroup(r.gvr.group)) {
+          if (Status st = record_columns(r, ListDeclaredColumns(*client, say)); !st.ok()) {
+            say("error: " + name + ": recording its columns: " + st.ToString());
+          }
+        }
+      } else {
+        say(name + ": no longer served: its informer stopped, its keyspace kept as last synced");
+      }
+    };
+    KCACHE_RETURN_IF_ERROR(factory->ForAllResources(std::move(all)));
   }
   for (const std::string& note : notes) say(note);
   say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <iosfwd>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,19 @@ struct SyncOptions {
   // `key_encryption_key` (32 bytes; empty: none, and nothing is encrypted).
   std::vector<std::string> encrypt = {"secrets"};
   std::string key_encryption_key;
+};
+
+// What `--all` syncs: the resources named, excluded and encrypted by the
+// options, resolved once, and the rules of SyncOptions::all.
+class AllSelection {
+ public:
+  static StatusOr<AllSelection> Make(const Discovery& discovery, const SyncOptions& options);
+  // Whether `resource` of `discovery` is synced; if not, and a user would
+  // ask why, `*note` says (one line), else it is left empty.
+  bool Takes(const Discovery& discovery, const ApiResource& resource, std::string* note) const;
+
+ private:
+  std::set<std::string> named_, excluded_, sealed_;  // GroupResource::String()
 };
 
 // What `--all` syncs of what `discovery` serves, and why each resource left
