@@ -67,7 +67,8 @@ TEST(PollerTest, FibersWaitingOnSocketsShareTheCarriers) {
 }
 
 TEST(PollerTest, AWaitEndsAtItsDeadlineOrItsStopOnAFiberOrAThread) {
-  auto [a, b] = Pair();
+  const std::array<int, 2> fds = Pair();
+  const int a = fds[0], b = fds[1];
   for (bool fiber : {true, false}) {
     exec::FdReady timed{}, stopped{};
     std::stop_source stop;
