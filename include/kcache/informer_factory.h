@@ -238,7 +238,9 @@ class KCACHE_EXPORT InformerFactory {
   // Every reflector's streaming_support: a server that refuses streaming
   // lists is asked once.
   std::shared_ptr<StreamingSupport> streaming_support_;  // guarded by mu_
-  std::mutex record_mu_;                // one RecordIdentity at a time; taken before mu_
+  std::mutex record_mu_;  // one RecordIdentity at a time; taken before mu_
+  // An informer not synced at RecordIdentity's last look; guarded by record_mu_.
+  std::string unsynced_;
   std::shared_ptr<Follower> follower_;  // set once by ForAllResources; guarded by mu_
 };
 

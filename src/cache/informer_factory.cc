@@ -610,13 +610,24 @@ void InformerFactory::Stop() {
 void InformerFactory::RecordIdentity() {
   std::unique_lock record_lock(record_mu_);
   std::string recorded;
+  std::shared_ptr<SharedIndexInformer> unsynced;  // the one that stopped the last look
   {
     std::lock_guard l(mu_);
     recorded = recorded_identity_.value_or("");
+    if (auto it = informers_.find(unsynced_); it != informers_.end()) unsynced = it->second;
   }
+  // Every informer calls this as it lists: while the one that stopped the
+  // last look has not synced, there is nothing to record, and the informers
+  // need not be walked (at 1,000 types the walks cost a fifth of a first
+  // sync's CPU).
+  if (unsynced && !unsynced->HasSynced()) return;
+  unsynced_.clear();
   std::string held;
   for (const auto& [name, informer] : informers()) {
-    if (!informer->HasSynced()) return;
+    if (!informer->HasSynced()) {
+      unsynced_ = name;
+      return;
+    }
     ReflectorStats r = informer->stats();
     // A resumed store of a cache with no identity recorded is trusted.
     std::string id = r.lists > 0 || recorded.empty() ? r.server_identity : recorded;
