@@ -389,14 +389,20 @@ Status InformerFactory::ForAllResources(AllResourcesOptions options) {
     // The keyspace a definition serves: "plural.group".
     auto served = [](const ObjectPtr& crd) -> std::string {
       if (!crd) return "";
-      nlohmann::json o = nlohmann::json::parse(crd->json(), nullptr, false);
-      if (!o.is_object() || !o["spec"].is_object()) return "";
-      const nlohmann::json& spec = o["spec"];
-      if (!spec["names"].is_object() || !spec["group"].is_string() ||
-          !spec["names"]["plural"].is_string()) {
-        return "";
-      }
-      return spec["names"]["plural"].get<std::string>() + "." + spec["group"].get<std::string>();
+      const nlohmann::json o = nlohmann::json::parse(crd->json(), nullptr, false);
+      // Fields looked up without operator[], which a const json must not be
+      // asked for a key it lacks.
+      auto field = [](const nlohmann::json& j, const char* key) -> const nlohmann::json* {
+        if (!j.is_object()) return nullptr;
+        auto it = j.find(key);
+        return it == j.end() ? nullptr : &*it;
+      };
+      const nlohmann::json* spec = field(o, "spec");
+      const nlohmann::json* group = spec ? field(*spec, "group") : nullptr;
+      const nlohmann::json* names = spec ? field(*spec, "names") : nullptr;
+      const nlohmann::json* plural = names ? field(*names, "plural") : nullptr;
+      if (!group || !plural || !group->is_string() || !plural->is_string()) return "";
+      return plural->get<std::string>() + "." + group->get<std::string>();
     };
     auto poke = [follower, served](const ObjectPtr& deleted) {
       {
