@@ -31,8 +31,10 @@ struct InformerFactory::Follower {
   bool poked = false;  // guarded by mu: a CustomResourceDefinition changed
   bool stop = false;   // guarded by mu
   // Keyspaces of deleted CustomResourceDefinitions, to remove once
-  // discovery no longer lists them. Guarded by mu.
-  std::set<std::string> deleted;
+  // discovery no longer lists them, and when each was deleted: one still
+  // listed a minute later (a definition made again at once) is forgotten.
+  // Guarded by mu.
+  std::map<std::string, std::chrono::steady_clock::time_point> deleted;
   // The rest is the follower's own (its thread, or ForAllResources before
   // the thread starts).
   std::map<std::string, ApiResource> managed;  // keyspace: what select accepted
@@ -408,7 +410,9 @@ Status InformerFactory::ForAllResources(AllResourcesOptions options) {
       {
         std::lock_guard l(follower->mu);
         follower->poked = true;
-        if (std::string name = served(deleted); !name.empty()) follower->deleted.insert(name);
+        if (std::string name = served(deleted); !name.empty()) {
+          follower->deleted.emplace(name, std::chrono::steady_clock::now());
+        }
       }
       follower->cv.notify_all();
     };
@@ -461,8 +465,19 @@ Status InformerFactory::FollowPass(const Discovery& discovery, bool first) {
   }
   std::set<std::string> deleted;
   {
+    // A definition deleted is news for a type this follows, and only until
+    // discovery has dropped it (or a minute has passed): the follower
+    // looks each second while one is pending.
     std::lock_guard l(f->mu);
-    deleted = f->deleted;
+    const auto stale = std::chrono::steady_clock::now() - std::chrono::minutes(1);
+    for (auto it = f->deleted.begin(); it != f->deleted.end();) {
+      if (!f->managed.count(it->first) || it->second < stale) {
+        it = f->deleted.erase(it);
+      } else {
+        deleted.insert(it->first);
+        ++it;
+      }
+    }
   }
   for (auto it = f->managed.begin(); it != f->managed.end();) {
     const std::string& name = it->first;
