@@ -534,13 +534,24 @@ class RocksReplaceSession final : public ReplaceSession {
 
   Status Begin() {
     // Mark the relist: until the final batch, the resume point is void.
-    // Seen keys left by an abandoned relist go in the same batch.
+    // Seen keys left by an abandoned relist go in the same batch. Marks
+    // exist only while a relist is marked, so none is deleted otherwise: a
+    // range deletion in the memtable costs every later read of the family
+    // until a flush (RocksDB re-fragments them per read), and a wide first
+    // sync would leave one per type.
     std::lock_guard w(ix_->write_mu_);
     rocksdb::WriteBatch mark;
     mark.Put(ix_->db_->meta, MetaKey("relist", ix_->ks_), "1");
     mark.Delete(ix_->db_->meta, MetaKey("progress", ix_->ks_));
-    KeyRange seen = SeenRange();
-    mark.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
+    bool abandoned;
+    {
+      std::lock_guard l(ix_->state_mu_);
+      abandoned = ix_->relist_incomplete_;
+    }
+    if (abandoned) {
+      KeyRange seen = SeenRange();
+      mark.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
+    }
     KCACHE_RETURN_IF_ERROR(ix_->Write(&mark, "start relist of"));
     writes_seen_ = ix_->writes_;
     std::lock_guard l(ix_->state_mu_);
@@ -664,16 +675,19 @@ class RocksReplaceSession final : public ReplaceSession {
       ingester_.reset();
       ix_->db_->MergeIndex(std::move(start), std::move(limit), std::move(hold));
     }
-    if (Markless()) {
+    const bool marked = !Markless();
+    if (!marked) {
       // Into an empty keyspace, in key order, with nothing else writing:
-      // every stored key was written by this session.
+      // every stored key was written by this session, which wrote no marks.
       ix_->markless_ = nullptr;
     } else if (Status st = DeleteStored(); !st.ok()) {
       return Fail(st);
     }
     rocksdb::WriteBatch done;
-    KeyRange seen = SeenRange();
-    done.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
+    if (marked) {
+      KeyRange seen = SeenRange();
+      done.DeleteRange(ix_->db_->meta, seen.start, seen.limit);
+    }
     done.Put(ix_->db_->meta, MetaKey("rv", ix_->ks_), resource_version);
     done.Delete(ix_->db_->meta, MetaKey("relist", ix_->ks_));
     done.Delete(ix_->db_->meta, MetaKey("progress", ix_->ks_));
@@ -1238,6 +1252,17 @@ StatusOr<ReplaceResult> RocksIndexer::Replace(std::vector<ObjectPtr> objects,
   return result;
 }
 
+StatusOr<bool> RocksIndexer::AnyKeyIn(rocksdb::ColumnFamilyHandle* family, const std::string& start,
+                                      const std::string& limit) const {
+  rocksdb::Slice upper(limit);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, family));
+  it->Seek(start);
+  KCACHE_RETURN_IF_ERROR(FromRocks(it->status(), "read the indexes of " + ks_));
+  return it->Valid();
+}
+
 Status RocksIndexer::RebuildIndexesLocked() {
   Defs defs;
   {
@@ -1246,12 +1271,19 @@ Status RocksIndexer::RebuildIndexesLocked() {
   }
   const auto [prefix, end] = KeyspaceRange(ks_);
   {
+    // Only ranges that hold keys are deleted: a range deletion in the
+    // memtable costs every later read of its family until a flush (RocksDB
+    // fragments them again per read), and a new keyspace, one per type on
+    // a wide first sync, holds none.
     rocksdb::WriteBatch clear;
-    clear.DeleteRange(db_->index, prefix, end);
-    clear.DeleteRange(db_->rindex, prefix, end);
     KeyRange versions = PrefixRange(IndexVersionKey(ks_, ""));
-    clear.DeleteRange(db_->meta, versions.start, versions.limit);
-    KCACHE_RETURN_IF_ERROR(Write(&clear, "clear indexes of"));
+    for (const auto& [family, start, limit] :
+         {std::tuple(db_->index, prefix, end), std::tuple(db_->rindex, prefix, end),
+          std::tuple(db_->meta, versions.start, versions.limit)}) {
+      KCACHE_ASSIGN_OR_RETURN(bool any, AnyKeyIn(family, start, limit));
+      if (any) clear.DeleteRange(family, start, limit);
+    }
+    if (clear.Count() > 0) KCACHE_RETURN_IF_ERROR(Write(&clear, "clear indexes of"));
   }
   ChunkWriter rebuild([this](rocksdb::WriteBatch* b) { return Write(b, "rebuild indexes of"); });
   KCACHE_RETURN_IF_ERROR(ScanObjects([&](std::string_view key, std::string_view record) -> Status {

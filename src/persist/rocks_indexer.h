@@ -115,6 +115,9 @@ class RocksIndexer final : public StoredIndexer {
                const RocksReplaceSession* by = nullptr);
   // Rebuilds every index of the keyspace from its objects.
   Status RebuildIndexesLocked();
+  // Whether `family` holds a key in [start, limit).
+  StatusOr<bool> AnyKeyIn(rocksdb::ColumnFamilyHandle* family, const std::string& start,
+                          const std::string& limit) const;
   // Has the markless relist session mark the keys it wrote; REQUIRES
   // write_mu_ held and markless_ set.
   Status MarkRelistedKeys();
