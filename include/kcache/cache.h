@@ -92,6 +92,7 @@ struct KCACHE_EXPORT PrinterColumn {
   std::string format{};     // "", "name", ...
   std::string json_path{};  // ".status.ready"
   int32_t priority = 0;     // > 0: only in -o wide
+  bool operator==(const PrinterColumn&) const = default;
 };
 
 // The part of a resource a keyspace holds: what its lists and watches
@@ -122,6 +123,7 @@ struct KCACHE_EXPORT ResourceInfo {
   // The selection the keyspace's objects were listed with; unset where not
   // recorded (by an older kcache, or by other code than InformerFactory).
   std::optional<ResourceSelection> selection{};
+  bool operator==(const ResourceInfo&) const = default;
 };
 
 // The cluster a cache mirrors, where known.

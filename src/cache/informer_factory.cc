@@ -285,7 +285,8 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
     info.custom = recorded->custom;
     info.printer_columns = recorded->printer_columns;
   }
-  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, info));
+  // Written only when changed: a restart of a wide sync rewrites nothing.
+  if (!recorded || *recorded != info) KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, info));
   info.selection = want;
   auto lw = NewListWatch(std::move(client), resource.Ref(want.namespace_), want.label_selector,
                          want.field_selector);
@@ -591,9 +592,12 @@ Status InformerFactory::WaitForCacheSync(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string not_synced;
   for (auto& [name, informer] : informers()) {
+    // Asked without a wait first: a wait, even of zero, is a system call,
+    // and a caller polling a thousand informers would make a thousand.
+    if (informer->HasSynced()) continue;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (informer->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) continue;
+    if (left.count() > 0 && informer->WaitForSync(left)) continue;
     if (informer->IsStopped())
       return Status::Cancelled("informer " + name + " stopped before it synced");
     not_synced += (not_synced.empty() ? "" : ", ") + name;

@@ -146,6 +146,15 @@ bool IsRefusedAsInvalid(const Status& st) {
                h->reason == "BadRequest");
 }
 
+// A seed for a reflector's jitter: one read of the system's entropy per
+// process (opening the device costs a system call or two per reflector at a
+// thousand types), then distinct per reflector.
+uint64_t UnseededJitter() {
+  static const uint64_t base = std::random_device{}();
+  static std::atomic<uint64_t> next{0};
+  return base + 0x9e3779b97f4a7c15ULL * next.fetch_add(1, std::memory_order_relaxed);
+}
+
 class ReflectorImpl final : public Reflector {
  public:
   ReflectorImpl(std::shared_ptr<ListerWatcher> lw, std::shared_ptr<ReflectorSink> sink,
@@ -154,7 +163,7 @@ class ReflectorImpl final : public Reflector {
         sink_(std::move(sink)),
         o_(std::move(o)),
         clock_(o_.clock ? o_.clock : Clock::Real()),
-        rng_(o_.seed ? o_.seed : std::random_device{}()),
+        rng_(o_.seed ? o_.seed : UnseededJitter()),
         backoff_(clock_,
                  informer::BackoffOptions{o_.backoff_initial, o_.backoff_max, o_.backoff_reset,
                                           o_.backoff_factor, o_.backoff_jitter, o_.backoff_steps},

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <ctime>
 #include <functional>
+#include <future>
 #include <iomanip>
 #include <map>
 #include <mutex>
@@ -55,28 +56,47 @@ std::string TimeOfDay() {
 // once and gives none: the default columns.
 using DeclaredColumns = std::map<std::string, std::map<std::string, std::vector<PrinterColumn>>>;
 
-DeclaredColumns ListDeclaredColumns(RestClient& client,
+DeclaredColumns ListDeclaredColumns(RestClient& client, bool from_server_cache,
                                     const std::function<void(const std::string&)>& say) {
   DeclaredColumns out;
   const ResourceRef crds =
       builtin::ClusterScoped("apiextensions.k8s.io", "customresourcedefinitions");
   std::string rv;
+  // `from_server_cache` (at start) reads the server's cache
+  // (resourceVersion 0), not its store: the definitions discovery just
+  // served are there, and a consistent read of every definition costs the
+  // server a read of its store. A definition seen new while syncing is
+  // read consistently. Members are found in place, not copied (a
+  // definition's schema may be large).
+  static const nlohmann::json kNone;
+  auto member = [](const nlohmann::json& j, const char* key) -> const nlohmann::json& {
+    if (!j.is_object()) return kNone;
+    auto it = j.find(key);
+    return it == j.end() ? kNone : *it;
+  };
+  auto text = [&](const nlohmann::json& j, const char* key) {
+    const nlohmann::json& v = member(j, key);
+    return v.is_string() ? v.get<std::string>() : std::string();
+  };
   Status st = client.Pager(crds).EachListItem(
-      ListOptions{.limit = 500},
+      ListOptions{.resource_version = from_server_cache ? "0" : "", .limit = 500},
       [&](const ObjectPtr& o) -> Status {
         nlohmann::json def = nlohmann::json::parse(o->json(), nullptr, false);
-        if (!def.is_object()) return Status::OK();
-        const nlohmann::json spec = def.value("spec", nlohmann::json::object());
-        const std::string name = spec.value("names", nlohmann::json::object()).value("plural", "") +
-                                 "." + spec.value("group", "");
+        const nlohmann::json& spec = member(def, "spec");
+        if (!spec.is_object()) return Status::OK();
+        const std::string name = text(member(spec, "names"), "plural") + "." + text(spec, "group");
         auto& versions = out[name];
-        for (const nlohmann::json& v : spec.value("versions", nlohmann::json::array())) {
-          auto& columns = versions[v.value("name", "")];
-          for (const nlohmann::json& c :
-               v.value("additionalPrinterColumns", nlohmann::json::array())) {
-            columns.push_back(PrinterColumn{c.value("name", ""), c.value("type", ""),
-                                            c.value("format", ""), c.value("jsonPath", ""),
-                                            c.value("priority", int32_t{0})});
+        const nlohmann::json& listed = member(spec, "versions");
+        if (!listed.is_array()) return Status::OK();
+        for (const nlohmann::json& v : listed) {
+          auto& columns = versions[text(v, "name")];
+          const nlohmann::json& declared = member(v, "additionalPrinterColumns");
+          if (!declared.is_array()) continue;
+          for (const nlohmann::json& c : declared) {
+            const nlohmann::json& priority = member(c, "priority");
+            columns.push_back(PrinterColumn{
+                text(c, "name"), text(c, "type"), text(c, "format"), text(c, "jsonPath"),
+                priority.is_number_integer() ? priority.get<int32_t>() : int32_t{0}});
           }
         }
         return Status::OK();
@@ -414,12 +434,14 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     std::lock_guard l(log_mu);
     if (options.progress) progress << "\r\033[K" << std::flush;
     if (json_log) {
-      log << nlohmann::json{{"time", util::FormatRfc3339(std::chrono::system_clock::now())},
-                            {"msg", line}}
-                 .dump()
-          << std::endl;
+      log << (nlohmann::json{{"time", util::FormatRfc3339(std::chrono::system_clock::now())},
+                             {"msg", line}}
+                  .dump() +
+              "\n")
+          << std::flush;
     } else {
-      log << TimeOfDay() << " " << line << std::endl;
+      // One write per line: the log is often unbuffered (stderr).
+      log << (TimeOfDay() + " " + line + "\n") << std::flush;
     }
   };
   if (options.disable_compression) config.disable_compression = true;
@@ -443,14 +465,20 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     if (fatal.ok()) fatal = st;
     failed = true;
   };
-  KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say));
-  fo.discovery = discovery;
-  auto factory = InformerFactory::Create(config, cache, fo);
   const bool any_custom = std::any_of(resources.begin(), resources.end(), [](const ApiResource& r) {
     return !serve::BuiltInGroup(r.gvr.group);
   });
-  const DeclaredColumns columns =
-      any_custom ? ListDeclaredColumns(*client, say) : DeclaredColumns();
+  // The definitions' columns are read while the cluster is checked and the
+  // informers made (none starts before they are recorded): one round trip
+  // less before the first watch.
+  std::future<DeclaredColumns> reading_columns;
+  if (any_custom) {
+    reading_columns =
+        std::async(std::launch::async, [&] { return ListDeclaredColumns(*client, true, say); });
+  }
+  KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say));
+  fo.discovery = discovery;
+  auto factory = InformerFactory::Create(config, cache, fo);
   // The factory recorded names, scope and selection; custom resources add
   // their table columns, for offline readers (kcache get). A record that
   // did not change is not written again.
@@ -460,15 +488,18 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     if (declared == of.end()) return Status::OK();
     KCACHE_ASSIGN_OR_RETURN(std::optional<ResourceInfo> info, cache->GetResourceInfo(keyspace));
     if (!info) return Status::OK();
+    const ResourceInfo before = *info;
     info->custom = true;
     auto version = declared->second.find(r.gvr.version);
     info->printer_columns =
         version == declared->second.end() ? std::vector<PrinterColumn>() : version->second;
+    if (*info == before) return Status::OK();
     return cache->SetResourceInfo(keyspace, *info);
   };
-  for (const ApiResource& r : resources) {
-    KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
-    KCACHE_RETURN_IF_ERROR(record_columns(r, columns));
+  for (const ApiResource& r : resources) KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
+  if (any_custom) {
+    const DeclaredColumns columns = reading_columns.get();
+    for (const ApiResource& r : resources) KCACHE_RETURN_IF_ERROR(record_columns(r, columns));
   }
   if (options.all) {
     // Resources that come and go while the sync runs (a new or deleted
@@ -487,7 +518,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
       } else if (added) {
         say(name + ": new on the server: syncing it");
         if (!serve::BuiltInGroup(r.gvr.group)) {
-          if (Status st = record_columns(r, ListDeclaredColumns(*client, say)); !st.ok()) {
+          if (Status st = record_columns(r, ListDeclaredColumns(*client, false, say)); !st.ok()) {
             say("error: " + name + ": recording its columns: " + st.ToString());
           }
         }
@@ -519,7 +550,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     });
   }
 
-  // Sampled with every turn of the loop below (20 a second).
+  // Sampled with every turn of the loop below (20 a second, 100 until synced
+  // with --until-synced).
   MemorySample peak;
   auto sample_memory = [&] {
     const uint64_t resident = util::ResidentBytes();
@@ -531,7 +563,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     if (failed) break;
     const bool synced = factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok();
     if (options.until_synced && synced) break;
-    timespec poll{0, 50 * 1000 * 1000};
+    // Until-synced looks more often: the turn bounds how late it stops.
+    timespec poll{0, (options.until_synced ? 10 : 50) * 1000 * 1000};
     int got = sigtimedwait(&signals, nullptr, &poll);
     if (got > 0) {
       sig = got;
