@@ -133,6 +133,10 @@ struct KCACHE_EXPORT InformerMetrics {
   // How long ago the store was last known current (ReflectorStats::
   // last_applied), on the informer's clock; unset if never.
   std::optional<std::chrono::milliseconds> since_last_sync{};
+  // How long the reflector's lists and watches have been failing
+  // (ReflectorStats::failing_since); unset while none has failed since the
+  // last that succeeded.
+  std::optional<std::chrono::milliseconds> failing_for{};
   ReflectorStats reflector{};
   std::vector<HandlerMetrics> handlers{};  // in registration order
 };

@@ -312,6 +312,10 @@ struct KCACHE_EXPORT ReflectorStats {
   // applied, or a resumed sink found synced. On the reflector's clock; the
   // clock's epoch if never.
   Clock::TimePoint last_applied{};
+  // When the current run of failed lists and watches began: the first
+  // failure since a list was applied or a watch opened. The clock's epoch
+  // while none has failed since (readiness: kcache sync's /readyz).
+  Clock::TimePoint failing_since{};
   // The server_identity the sink's contents were listed (or resumed) under;
   // "" if unknown or not asked.
   std::string server_identity{};

@@ -452,6 +452,10 @@ class Informer final : public SharedIndexInformer {
       m.since_last_sync = std::chrono::duration_cast<std::chrono::milliseconds>(
           o_.clock->Now() - m.reflector.last_applied);
     }
+    if (m.reflector.failing_since != Clock::TimePoint{}) {
+      m.failing_for = std::chrono::duration_cast<std::chrono::milliseconds>(
+          o_.clock->Now() - m.reflector.failing_since);
+    }
     std::lock_guard l(mu_);
     m.synced = synced_;
     for (const auto& listener : listeners_) m.handlers.push_back(listener->Metrics());

@@ -188,6 +188,7 @@ class ReflectorImpl final : public Reflector {
       Status st = ListAndWatch(stop);
       if (stop.stop_requested()) break;
       if (!st.ok()) {
+        if (!st.IsExpired()) MarkFailing();
         // A 410 was said as the relist it leads to (WatchExpired).
         if (!st.IsExpired()) Emit(ReflectorEvent::Type::kError, std::string(st.message()));
         if (!log_only_ && o_.watch_error_handler) o_.watch_error_handler(st);
@@ -686,6 +687,7 @@ class ReflectorImpl final : public Reflector {
       stats_.listed_bytes += bytes;
       stats_.bytes += bytes;
       stats_.last_applied = clock_->Now();
+      stats_.failing_since = Clock::TimePoint{};
       stats_.server_identity = identity_;  // before kListed: its handlers read it
       last_rv_ = rv;
     }
@@ -847,9 +849,17 @@ class ReflectorImpl final : public Reflector {
                          : ""));
   }
 
+  // Starts the current run of failures (ReflectorStats::failing_since)
+  // unless one is under way; a list applied or a watch opened ends it.
+  void MarkFailing() {
+    std::lock_guard l(mu_);
+    if (stats_.failing_since == Clock::TimePoint{}) stats_.failing_since = clock_->Now();
+  }
+
   // Said once per outage; the retries follow client-go's backoff (0.8 s
   // doubling to 30 s), silently.
   void SayOutageOnce(const std::string& what, const Status& st) {
+    MarkFailing();
     if (watch_failing_) return;
     watch_failing_ = true;
     Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": " + what + " (" +
@@ -975,6 +985,7 @@ class ReflectorImpl final : public Reflector {
       std::lock_guard m(mu_);
       watching_ = stream != nullptr;
       last_activity_ = clock_->Now();
+      if (stream) stats_.failing_since = Clock::TimePoint{};
     }
     if (stream && stop.stop_requested()) {
       active_ = nullptr;

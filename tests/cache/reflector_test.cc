@@ -362,15 +362,21 @@ TEST(ReflectorTest, AnUnreachableServerIsSaidOnceAndSoIsItsReturn) {
   r.Start();
   r.lw->WaitForCalls(1, 1);
   r.clock->Advance(std::chrono::seconds(5));  // a watch that ran, then the server went away
+  EXPECT_EQ(r.reflector->stats().failing_since, Clock::TimePoint{});
+  const Clock::TimePoint outage = r.clock->Now();
   w1->Fail(Status::Unavailable("connection reset by peer"));
   for (size_t sleeps = 1; sleeps <= 3; ++sleeps) {
     r.WaitForSleeps(sleeps);
     r.clock->WaitForSleepers(1);
+    // The outage's start, not its last failure's (/readyz's threshold).
+    EXPECT_EQ(r.reflector->stats().failing_since, outage) << sleeps;
     r.clock->Advance(std::chrono::seconds(31));
   }
   r.lw->WaitForCalls(1, 5);
   ASSERT_TRUE(
       testing::Eventually([&] { return !r.Events(ReflectorEvent::Type::kResumed).empty(); }));
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return r.reflector->stats().failing_since == Clock::TimePoint{}; }));
   auto errors = r.Events(ReflectorEvent::Type::kError);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].message,

@@ -71,6 +71,14 @@ std::string RenderPrometheus(
     }
   }
   {
+    Family f(&out, "kcache_reflector_seconds_failing", "gauge",
+             "Seconds the reflector's lists and watches have been failing; absent while none "
+             "has failed since the last that succeeded.");
+    for (const auto& [labels, m] : all) {
+      if (m.failing_for) f.Sample(labels, m.failing_for->count() / 1000.0);
+    }
+  }
+  {
     Family f(&out, "kcache_informer_seconds_since_last_sync", "gauge",
              "Seconds since the store was last known current (a list, watch batch or bookmark "
              "applied, or a resume found current).");
@@ -129,6 +137,32 @@ std::string RenderPrometheus(
         f.Sample(hl, h.latency.count, "_count");
       }
     }
+  }
+  return out;
+}
+
+Readiness CheckReadiness(
+    const std::map<std::string, std::shared_ptr<SharedIndexInformer>>& informers,
+    std::chrono::milliseconds unready_after, bool verbose) {
+  Readiness out{true, ""};
+  std::string lines;
+  for (const auto& [name, informer] : informers) {
+    const InformerMetrics m = informer->Metrics();
+    std::string problem;
+    if (m.failing_for && *m.failing_for > unready_after) {
+      problem = "failing for " + std::to_string(m.failing_for->count() / 1000) + " s";
+    } else if (!m.synced) {
+      problem = "not synced";
+    }
+    if (!problem.empty()) out.ready = false;
+    if (verbose || !problem.empty()) {
+      lines += (problem.empty() ? "[+]" + name + " ok" : "[-]" + name + " " + problem) + "\n";
+    }
+  }
+  if (out.ready && !verbose) {
+    out.body = "ok";
+  } else {
+    out.body = lines + (out.ready ? "readyz check passed\n" : "readyz check failed\n");
   }
   return out;
 }

@@ -262,17 +262,27 @@ Status CheckOptions(const SyncOptions& options) {
   return Status::OK();
 }
 
-// GET /metrics on `listen`: the factory's informers in Prometheus text.
+// GET /metrics on `listen`: the factory's informers in Prometheus text;
+// /healthz, /livez and /readyz: probes for a kubelet.
 StatusOr<std::unique_ptr<http::Server>> ServeMetrics(const std::string& listen,
-                                                     InformerFactory* factory) {
-  auto started =
-      http::Server::Start(listen, [factory](const http::Request& req, http::ResponseWriter& w) {
-        if (req.path != "/metrics") {
+                                                     InformerFactory* factory,
+                                                     std::chrono::milliseconds unready_after) {
+  auto started = http::Server::Start(
+      listen, [factory, unready_after](const http::Request& req, http::ResponseWriter& w) {
+        const http::Headers text = {{"Content-Type", "text/plain; charset=utf-8"}};
+        if (req.path == "/metrics") {
+          w.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+                 RenderPrometheus(factory->informers()));
+        } else if (req.path == "/healthz" || req.path == "/livez") {
+          w.Send(200, text, "ok");
+        } else if (req.path == "/readyz") {
+          const bool verbose = std::any_of(req.query.begin(), req.query.end(),
+                                           [](const auto& kv) { return kv.first == "verbose"; });
+          Readiness r = CheckReadiness(factory->informers(), unready_after, verbose);
+          w.Send(r.ready ? 200 : 503, text, r.body);
+        } else {
           w.Send(404, {{"Content-Type", "text/plain"}}, "404 page not found\n");
-          return;
         }
-        w.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}},
-               RenderPrometheus(factory->informers()));
       });
   if (!started.ok()) return started.status().WithContext("--metrics-listen");
   return started;
@@ -534,7 +544,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   KCACHE_RETURN_IF_ERROR(factory->Start());
   std::unique_ptr<http::Server> metrics;
   if (!options.metrics_listen.empty()) {
-    KCACHE_ASSIGN_OR_RETURN(metrics, ServeMetrics(options.metrics_listen, factory.get()));
+    KCACHE_ASSIGN_OR_RETURN(
+        metrics, ServeMetrics(options.metrics_listen, factory.get(), options.unready_after));
     say("serving metrics on " + metrics->url() + "/metrics");
   }
 
@@ -625,7 +636,11 @@ int SyncMain(const Command& self, const std::vector<std::string>& args) {
   flags.Bool("disable-compression", '\0', &o.disable_compression,
              "do not ask the server to compress list responses");
   flags.String("metrics-listen", '\0', &o.metrics_listen,
-               "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one)");
+               "serve Prometheus metrics at http://HOST:PORT/metrics, and /healthz and /readyz "
+               "probes (port 0: any free one)");
+  std::string unready_after = "1m";
+  flags.String("unready-after", '\0', &unready_after,
+               "/readyz fails once a resource's lists and watches have failed for this long");
   flags.String("log-format", '\0', &o.log_format,
                "text (HH:MM:SS.mmm message) or json (one {\"time\", \"msg\"} object per line)");
   flags.Bool("all", '\0', &o.all,
@@ -644,6 +659,9 @@ int SyncMain(const Command& self, const std::vector<std::string>& args) {
   StatusOr<std::chrono::milliseconds> timeout = cli::ParseDuration(request_timeout);
   if (!timeout.ok()) return Fail(timeout.status(), "sync");
   o.request_timeout = *timeout;
+  StatusOr<std::chrono::milliseconds> unready = cli::ParseDuration(unready_after);
+  if (!unready.ok()) return Fail(unready.status().WithContext("--unready-after"), "sync");
+  o.unready_after = *unready;
   if (!flags.Changed("encrypt")) o.encrypt = {"secrets"};
   std::erase(o.encrypt, "");  // --encrypt= : nothing
   StatusOr<std::string> key = GivenKeyEncryptionKey();

@@ -35,8 +35,13 @@ struct SyncOptions {
   // Do not ask for compressed LIST responses (kubectl's flag).
   bool disable_compression = false;
   // "HOST:PORT": serve the informers' metrics at http://HOST:PORT/metrics
-  // in the Prometheus text format. Empty: no server.
+  // in the Prometheus text format, and probes: /healthz and /livez (the
+  // process serves), /readyz (CheckReadiness; ?verbose names each
+  // resource's state). Empty: no server.
   std::string metrics_listen;
+  // /readyz says not ready once a resource's lists and watches have been
+  // failing (the server unreachable, or refusing) for longer than this.
+  std::chrono::milliseconds unready_after{60000};
   // A progress line on `progress` (a terminal) every second while syncing.
   bool progress = false;
   // Stop once every resource has synced, instead of at SIGINT/SIGTERM.

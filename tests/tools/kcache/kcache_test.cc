@@ -522,6 +522,42 @@ namespace {
 // sync lists every resource again instead of resuming; it refuses when the
 // cache holds resources it does not name, which would stay stale; once
 // synced, the new identity is recorded and the next sync resumes.
+// The metrics listener's probes: /healthz answers while the process
+// serves; /readyz once every resource has synced, and not once the server
+// has been unreachable for longer than --unready-after (?verbose names each
+// resource's state, as kube-apiserver's /readyz does).
+TEST(KcacheToolTest, SyncProbesAreReadyOnceSyncedAndNotWhileTheServerIsGone) {
+  char tmpl[] = "/tmp/kcache-tool-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string bin = kcache::testing::KcacheBin();
+  kcache::testing::CommandResult r = kcache::testing::RunCommand(
+      "d=" + dir + "; " + bin +
+      " serve --listen 127.0.0.1:0 --pods 10 >$d/serve.log 2>&1 & sp=$!; " +
+      "for i in $(seq 200); do grep -q 'serving on' $d/serve.log && break; sleep 0.05; done; " +
+      R"sh(u=$(sed -n 's/.*serving on \(http:[^ ]*\).*/\1/p' $d/serve.log | head -1); )sh" + bin +
+      " sync pods --server $u --cache $d/c --metrics-listen 127.0.0.1:0 --unready-after 1s "
+      "2>$d/sync.log & p=$!; "
+      "for i in $(seq 200); do grep -q 'pods: synced' $d/sync.log && grep -q 'metrics on' "
+      "$d/sync.log && break; sleep 0.05; done; " +
+      R"sh(m=$(sed -n 's/.*serving metrics on \(http[^ ]*\).*/\1/p' $d/sync.log); b=${m%/metrics}; )sh"
+      R"sh(echo "healthz: $(curl -s -w ' %{http_code}' $b/healthz)"; )sh"
+      R"sh(echo "ready: $(curl -s -w ' %{http_code}' $b/readyz)"; )sh"
+      R"sh(echo "verbose: $(curl -s -w ' %{http_code}' "$b/readyz?verbose")"; )sh"
+      "kill $sp; wait $sp; "
+      R"sh(for i in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' $b/readyz)" = 503 ] )sh"
+      "&& break; sleep 0.1; done; "
+      R"sh(echo "gone: $(curl -s -w ' %{http_code}' "$b/readyz")"; )sh"
+      R"sh(echo "livez: $(curl -s -w ' %{http_code}' $b/livez)"; )sh"
+      "kill $p; wait $p; rm -rf $d");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* want :
+       {"healthz: ok 200\n", "ready: ok 200\n", "verbose: [+]pods ok\nreadyz check passed\n 200\n",
+        "gone: [-]pods failing for ", "readyz check failed\n 503\n", "livez: ok 200\n"}) {
+    EXPECT_NE(r.output.find(want), std::string::npos) << want << "\n" << r.output;
+  }
+}
+
 TEST(KcacheToolTest, SyncOfAnotherClusterAtTheSameAddressListsAgain) {
   ServeProcess a = StartServe(
       "--listen 127.0.0.1:0 --seed 1 --pods 300 --nodes 5 --creates 0 "
