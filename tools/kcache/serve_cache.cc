@@ -370,6 +370,16 @@ uint64_t CacheServer::Impl::WaitRefresh(uint64_t generation, Clock::time_point u
 }
 
 void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w) {
+  // A kubelet's probes carry no token (kube-apiserver lets anyone ask, by
+  // system:public-info-viewer): /readyz is 503 once the cache is gone.
+  if (req.method == "GET" &&
+      (req.path == "/healthz" || req.path == "/livez" || req.path == "/readyz")) {
+    const http::Headers text = {{"Content-Type", "text/plain; charset=utf-8"}};
+    if (Status gone = Gone(); !gone.ok() && req.path == "/readyz") {
+      return (void)w.Send(503, text, std::string(gone.message()) + "\n");
+    }
+    return (void)w.Send(200, text, "ok");
+  }
   const TokenGrant* grant = nullptr;
   if (!grants_.empty()) {
     grant = FindGrant(grants_, req.Header("Authorization"));
@@ -411,9 +421,6 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
       ojson v = {
           {"major", major}, {"minor", minor}, {"gitVersion", git}, {"platform", "linux/amd64"}};
       return (void)w.Send(200, json, v.dump());
-    }
-    if (path == "/healthz" || path == "/readyz" || path == "/livez") {
-      return (void)w.Send(200, {{"Content-Type", "text/plain; charset=utf-8"}}, "ok");
     }
   }
   Target t;

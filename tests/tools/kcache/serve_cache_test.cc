@@ -504,6 +504,7 @@ TEST_F(ServeCacheTest, ServesASnapshotFileInPlace) {
   EXPECT_EQ(both.status().code(), StatusCode::kInvalidArgument) << both.status();
 }
 
+// Every request but a probe needs a token of the file.
 TEST_F(ServeCacheTest, BearerTokensAreRequiredWhenConfigured) {
   const std::string tokens = dir_.Sub("tokens");
   std::ofstream(tokens) << "# readers\nsecret-one\nsecret-two\n";
@@ -511,6 +512,12 @@ TEST_F(ServeCacheTest, BearerTokensAreRequiredWhenConfigured) {
   EXPECT_EQ(client_->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
   EXPECT_EQ(NewClient("secret-on")->List(Pods(), {}).status().code(), StatusCode::kUnauthenticated);
   EXPECT_OK(NewClient("secret-two")->List(Pods(), {}));
+  // A kubelet's probes need none.
+  for (const char* probe : {"/healthz", "/livez", "/readyz"}) {
+    StatusOr<std::string> answer = client_->Get(probe);
+    ASSERT_OK(answer) << probe;
+    EXPECT_EQ(*answer, "ok") << probe;
+  }
 }
 
 // Each token reads what its line grants: a bare token every resource but
