@@ -308,6 +308,10 @@ struct KCACHE_EXPORT ReflectorStats {
   // When it is applied they move to listed_objects and bytes.
   uint64_t listing_objects = 0;
   uint64_t listing_bytes = 0;
+  // The objects the list in progress will have: listing_objects plus the
+  // remainingItemCount of its last page. 0 where the server did not say (a
+  // streaming list, the last page, a selector the count cannot honour).
+  uint64_t listing_expected = 0;
   // When the sink was last known current: a list, watch batch or bookmark
   // applied, or a resumed sink found synced. On the reflector's clock; the
   // clock's epoch if never.

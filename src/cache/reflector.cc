@@ -574,7 +574,10 @@ class ReflectorImpl final : public Reflector {
             bytes += obj->byte_size();
             KCACHE_RETURN_IF_ERROR(session->Put(std::move(obj)));
           }
-          Listing(n0 + n, bytes0 + bytes);
+          Listing(n0 + n, bytes0 + bytes,
+                  page.remaining_item_count && *page.remaining_item_count > 0
+                      ? n0 + n + static_cast<uint64_t>(*page.remaining_item_count)
+                      : 0);
           if (page.continue_token.empty()) return Status::OK();
           return session->Checkpoint(Encode(
               {page.continue_token, list_rv, identity_, lw_->Describe(), n0 + n, bytes0 + bytes}));
@@ -671,17 +674,18 @@ class ReflectorImpl final : public Reflector {
   }
 
   // The progress of the list in progress, for stats().
-  void Listing(uint64_t n, uint64_t bytes) {
+  void Listing(uint64_t n, uint64_t bytes, uint64_t expected = 0) {
     std::lock_guard l(mu_);
     stats_.listing_objects = n;
     stats_.listing_bytes = bytes;
+    stats_.listing_expected = expected;
   }
 
   void Listed(const std::string& how, uint64_t n, uint64_t bytes, size_t unchanged,
               const std::string& rv) {
     {
       std::lock_guard l(mu_);
-      stats_.listing_objects = stats_.listing_bytes = 0;
+      stats_.listing_objects = stats_.listing_bytes = stats_.listing_expected = 0;
       ++stats_.lists;
       stats_.listed_objects += n;
       stats_.listed_bytes += bytes;

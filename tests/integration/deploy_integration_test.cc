@@ -36,8 +36,8 @@ std::string Kubectl(const std::string& args) {
 // The resources the sync container is given: its arguments after "sync" up
 // to the first flag.
 std::vector<std::string> SyncedResources() {
-  CommandResult r = RunCommand(Kubectl("create --dry-run=client -o json -f " + Deploy() +
-                                       "/statefulset.yaml"));
+  CommandResult r =
+      RunCommand(Kubectl("create --dry-run=client -o json -f " + Deploy() + "/statefulset.yaml"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   nlohmann::json set = nlohmann::json::parse(r.output, nullptr, false);
   std::vector<std::string> out;
@@ -96,12 +96,10 @@ TEST(DeployIntegrationTest, TheServiceAccountSyncsWhatTheManifestNamesAndNothing
   // and would leave the sync waiting.
   CommandResult synced =
       RunCommand("timeout -s INT 120 " + testing::KcacheBin() + " sync" + names + " --kubeconfig " +
-                 kubeconfig +
-                 " --cache " + dir.Sub("cache") + " --until-synced 2>&1");
+                 kubeconfig + " --cache " + dir.Sub("cache") + " --until-synced 2>&1");
   EXPECT_EQ(synced.exit_code, 0) << synced.output;
   for (const std::string& r : resources) {
-    EXPECT_NE(synced.output.find(r + ": synced"), std::string::npos) << r << "\n"
-                                                                     << synced.output;
+    EXPECT_NE(synced.output.find(r + ": synced"), std::string::npos) << r << "\n" << synced.output;
   }
   EXPECT_EQ(synced.output.find("forbidden"), std::string::npos) << synced.output;
 

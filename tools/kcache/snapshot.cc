@@ -1,4 +1,5 @@
 #include "tools/kcache/snapshot.h"
+#include "tools/kcache/progress.h"
 
 #include <unistd.h>
 
@@ -21,6 +22,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
+std::string SnapshotProgressLine(const SnapshotProgress& p, const char* verb, double seconds) {
+  const double rate = p.objects / std::max(seconds, 1e-3);
+  std::ostringstream out;
+  out << verb << ": " << p.objects << "/" << p.objects_total << " objects, " << std::fixed
+      << std::setprecision(1) << p.raw_bytes / 1e6 << " MB of rows, " << p.file_bytes / 1e6
+      << " MB of file, " << p.raw_bytes / 1e6 / std::max(seconds, 1e-3) << " MB/s"
+      << TimeLeft(static_cast<double>(p.objects_total) - static_cast<double>(p.objects), rate);
+  return out.str();
+}
+
+namespace {
+
 // Progress on a terminal, at most ten times a second.
 SnapshotProgressFn Progress(const SnapshotOptions& options, std::ostream& progress,
                             const char* verb) {
@@ -32,9 +47,7 @@ SnapshotProgressFn Progress(const SnapshotOptions& options, std::ostream& progre
     if (now - *last < std::chrono::milliseconds(100)) return;
     *last = now;
     double secs = std::chrono::duration<double>(now - start).count();
-    progress << "\r\033[K" << verb << ": " << p.objects << "/" << p.objects_total << " objects, "
-             << std::fixed << std::setprecision(1) << p.raw_bytes / 1e6 << " MB of rows, "
-             << p.raw_bytes / 1e6 / std::max(secs, 1e-3) << " MB/s" << std::flush;
+    progress << "\r\033[K" << SnapshotProgressLine(p, verb, secs) << std::flush;
   };
 }
 

@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <string>
 
+#include "kcache/snapshot.h"
 #include "kcache/status.h"
 
 namespace kcache::tool {
@@ -18,6 +19,12 @@ struct SnapshotOptions {
   // A progress line on `progress` (a terminal) while the rows stream.
   bool progress = false;
 };
+
+// The progress line of an export, import or verify (`verb`), `seconds` in:
+// objects done of the manifest's, row and file megabytes, the rate, and the
+// time left.
+std::string SnapshotProgressLine(const SnapshotProgress& progress, const char* verb,
+                                 double seconds);
 
 // A consistent copy of the cache as a directory (openable as a cache).
 Status RunSnapshotCreate(const SnapshotOptions& options, std::ostream& out, std::ostream& progress);

@@ -1,4 +1,5 @@
 #include "tools/kcache/sync.h"
+#include "tools/kcache/progress.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -141,29 +142,58 @@ bool Received(const SharedIndexInformer& informer, uint64_t* objects, uint64_t* 
   return s.listing_objects > 0;
 }
 
-// The terminal's progress line: totals, rate, and each resource's count and
-// state ("pods 41200 listing, nodes 12 synced").
-std::string ProgressLine(const Informers& informers, std::chrono::steady_clock::time_point start) {
-  uint64_t objects = 0, bytes = 0;
-  bool synced = true;
+}  // namespace
+
+std::string ProgressLine(const std::vector<ProgressSample>& resources, double seconds) {
+  uint64_t objects = 0, bytes = 0, left = 0;
+  bool synced = true, counted = true, listing_any = false;
   std::string each;
-  for (const auto& [name, informer] : informers) {
-    uint64_t n, b;
-    const bool listing = Received(*informer, &n, &b);
-    objects += n;
-    bytes += b;
-    const bool done = informer->HasSynced();
-    synced = synced && done;
-    each += (each.empty() ? "" : ", ") + name + " " + std::to_string(n) +
-            (done      ? " synced"
+  for (const ProgressSample& r : resources) {
+    objects += r.objects;
+    bytes += r.bytes;
+    synced = synced && r.synced;
+    const bool listing = !r.synced && r.listing_objects > 0;
+    std::string count = std::to_string(r.objects);
+    if (listing) {
+      listing_any = true;
+      if (r.listing_expected > r.listing_objects) {
+        left += r.listing_expected - r.listing_objects;
+        count = std::to_string(r.listing_objects) + "/" + std::to_string(r.listing_expected);
+      } else {
+        counted = false;  // the server did not say how many
+      }
+    }
+    each += (each.empty() ? "" : ", ") + r.name + " " + count +
+            (r.synced  ? " synced"
              : listing ? " listing"
                        : " waiting");
   }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double rate = objects / std::max(seconds, 1e-3);
   std::ostringstream out;
   out << (synced ? "synced: " : "syncing: ") << objects << " objects, " << Megabytes(bytes) << ", "
-      << static_cast<uint64_t>(objects / std::max(secs, 1e-3)) << " objects/s (" << each << ")";
+      << static_cast<uint64_t>(rate) << " objects/s";
+  // Time left only where every list under way has said its size.
+  if (listing_any && counted) out << TimeLeft(static_cast<double>(left), rate);
+  out << " (" << each << ")";
   return out.str();
+}
+
+namespace {
+
+// The terminal's progress line of `informers`, `start` being the sync's.
+std::string ProgressLine(const Informers& informers, std::chrono::steady_clock::time_point start) {
+  std::vector<ProgressSample> samples;
+  for (const auto& [name, informer] : informers) {
+    ProgressSample s{name};
+    const ReflectorStats stats = informer->stats();
+    Received(*informer, &s.objects, &s.bytes);
+    s.listing_objects = stats.listing_objects;
+    s.listing_expected = stats.listing_expected;
+    s.synced = informer->HasSynced();
+    samples.push_back(std::move(s));
+  }
+  return ProgressLine(
+      samples, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 std::string Summary(const Informers& informers, std::chrono::steady_clock::time_point start) {

@@ -5,6 +5,7 @@
 #define KCACHE_TOOLS_KCACHE_SYNC_H_
 
 #include <chrono>
+#include <cstdint>
 #include <iosfwd>
 #include <set>
 #include <string>
@@ -78,6 +79,23 @@ class AllSelection {
 // out of it is left out (`*notes`, one line each).
 StatusOr<std::vector<ApiResource>> SelectAll(const Discovery& discovery, const SyncOptions& options,
                                              std::vector<std::string>* notes);
+
+// One resource's share of the progress line.
+struct ProgressSample {
+  std::string name;
+  uint64_t objects = 0;  // received: listed, being listed and watched
+  uint64_t bytes = 0;
+  uint64_t listing_objects = 0;   // ReflectorStats: the list under way
+  uint64_t listing_expected = 0;  // its size, where the server said it; else 0
+  bool synced = false;
+};
+
+// The progress line a terminal shows every second, `seconds` into the sync:
+// totals and rate, the time left where every list under way has said its
+// size (remainingItemCount), and each resource's count and state
+// ("syncing: 41200 objects, 250.3 MB, 20600 objects/s, about 3 s left
+// (pods 41200/100000 listing, nodes 12 synced)").
+std::string ProgressLine(const std::vector<ProgressSample>& resources, double seconds);
 
 // Runs until SIGINT or SIGTERM (or, with until_synced, until synced); logs each list, resume,
 // relist and sync to `log`, progress to `progress`.
