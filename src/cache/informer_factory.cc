@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "exec/fiber.h"
 
 namespace kcache {
@@ -285,8 +286,7 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
     info.custom = recorded->custom;
     info.printer_columns = recorded->printer_columns;
   }
-  // Written only when changed: a restart of a wide sync rewrites nothing.
-  if (!recorded || *recorded != info) KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, info));
+  KCACHE_RETURN_IF_ERROR(cache_->SetResourceInfo(name, info));  // a no-op when unchanged
   info.selection = want;
   auto lw = NewListWatch(std::move(client), resource.Ref(want.namespace_), want.label_selector,
                          want.field_selector);
@@ -393,19 +393,10 @@ Status InformerFactory::ForAllResources(AllResourcesOptions options) {
     auto served = [](const ObjectPtr& crd) -> std::string {
       if (!crd) return "";
       const nlohmann::json o = nlohmann::json::parse(crd->json(), nullptr, false);
-      // Fields looked up without operator[], which a const json must not be
-      // asked for a key it lacks.
-      auto field = [](const nlohmann::json& j, const char* key) -> const nlohmann::json* {
-        if (!j.is_object()) return nullptr;
-        auto it = j.find(key);
-        return it == j.end() ? nullptr : &*it;
-      };
-      const nlohmann::json* spec = field(o, "spec");
-      const nlohmann::json* group = spec ? field(*spec, "group") : nullptr;
-      const nlohmann::json* names = spec ? field(*spec, "names") : nullptr;
-      const nlohmann::json* plural = names ? field(*names, "plural") : nullptr;
-      if (!group || !plural || !group->is_string() || !plural->is_string()) return "";
-      return plural->get<std::string>() + "." + group->get<std::string>();
+      const std::string group = json::String(json::At(o, {"spec", "group"}));
+      const std::string plural = json::String(json::At(o, {"spec", "names", "plural"}));
+      if (group.empty() || plural.empty()) return std::string();
+      return plural + "." + group;
     };
     auto poke = [follower, served](const ObjectPtr& deleted) {
       {

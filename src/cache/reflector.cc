@@ -188,9 +188,12 @@ class ReflectorImpl final : public Reflector {
       Status st = ListAndWatch(stop);
       if (stop.stop_requested()) break;
       if (!st.ok()) {
-        if (!st.IsExpired()) MarkFailing();
-        // A 410 was said as the relist it leads to (WatchExpired).
-        if (!st.IsExpired()) Emit(ReflectorEvent::Type::kError, std::string(st.message()));
+        // A 410 was said as the relist it leads to (WatchExpired), and is
+        // no failure.
+        if (!st.IsExpired()) {
+          MarkFailing();
+          Emit(ReflectorEvent::Type::kError, std::string(st.message()));
+        }
         if (!log_only_ && o_.watch_error_handler) o_.watch_error_handler(st);
       }
       clock_->SleepFor(backoff_.Next(), stop);

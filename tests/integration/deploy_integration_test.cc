@@ -104,10 +104,13 @@ TEST(DeployIntegrationTest, TheServiceAccountSyncsWhatTheManifestNamesAndNothing
   EXPECT_EQ(synced.output.find("forbidden"), std::string::npos) << synced.output;
 
   // A 403 is retried (a grant may come), so the sync is stopped as an
-  // operator would stop it.
+  // operator would stop it, once it has said why (within a minute).
+  const std::string log = dir.Sub("more.log");
   CommandResult more =
-      RunCommand("timeout -s INT 5 " + testing::KcacheBin() + " sync secrets --kubeconfig " +
-                 kubeconfig + " --cache " + dir.Sub("more") + " --until-synced 2>&1");
+      RunCommand(testing::KcacheBin() + " sync secrets --kubeconfig " + kubeconfig + " --cache " +
+                 dir.Sub("more") + " --until-synced >" + log + " 2>&1 & p=$!; " +
+                 "for i in $(seq 600); do grep -q forbidden " + log +
+                 " && break; sleep 0.1; done; " + "kill -INT $p; wait $p; cat " + log);
   EXPECT_NE(more.output.find("secrets is forbidden: User \"system:serviceaccount:kcache:kcache\" "
                              "cannot list resource \"secrets\""),
             std::string::npos)

@@ -1,5 +1,4 @@
 #include "tools/kcache/sync.h"
-#include "tools/kcache/progress.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
 #include "kcache/field_selector.h"
@@ -30,6 +30,7 @@
 #include "tools/kcache/apiserver/http_server.h"
 #include "tools/kcache/apiserver/resource_types.h"
 #include "tools/kcache/metrics.h"
+#include "tools/kcache/progress.h"
 #include "tools/kcache/resident.h"
 #include "util/rfc3339.h"
 #include "util/strings.h"
@@ -69,35 +70,29 @@ DeclaredColumns ListDeclaredColumns(RestClient& client, bool from_server_cache,
   // server a read of its store. A definition seen new while syncing is
   // read consistently. Members are found in place, not copied (a
   // definition's schema may be large).
-  static const nlohmann::json kNone;
-  auto member = [](const nlohmann::json& j, const char* key) -> const nlohmann::json& {
-    if (!j.is_object()) return kNone;
-    auto it = j.find(key);
-    return it == j.end() ? kNone : *it;
-  };
-  auto text = [&](const nlohmann::json& j, const char* key) {
-    const nlohmann::json& v = member(j, key);
-    return v.is_string() ? v.get<std::string>() : std::string();
-  };
+  using ::kcache::json::At;
+  using ::kcache::json::String;
   Status st = client.Pager(crds).EachListItem(
       ListOptions{.resource_version = from_server_cache ? "0" : "", .limit = 500},
       [&](const ObjectPtr& o) -> Status {
         nlohmann::json def = nlohmann::json::parse(o->json(), nullptr, false);
-        const nlohmann::json& spec = member(def, "spec");
+        const nlohmann::json& spec = At(def, {"spec"});
         if (!spec.is_object()) return Status::OK();
-        const std::string name = text(member(spec, "names"), "plural") + "." + text(spec, "group");
+        const std::string name =
+            String(At(spec, {"names", "plural"})) + "." + String(At(spec, {"group"}));
         auto& versions = out[name];
-        const nlohmann::json& listed = member(spec, "versions");
+        const nlohmann::json& listed = At(spec, {"versions"});
         if (!listed.is_array()) return Status::OK();
         for (const nlohmann::json& v : listed) {
-          auto& columns = versions[text(v, "name")];
-          const nlohmann::json& declared = member(v, "additionalPrinterColumns");
+          auto& columns = versions[String(At(v, {"name"}))];
+          const nlohmann::json& declared = At(v, {"additionalPrinterColumns"});
           if (!declared.is_array()) continue;
           for (const nlohmann::json& c : declared) {
-            const nlohmann::json& priority = member(c, "priority");
-            columns.push_back(PrinterColumn{
-                text(c, "name"), text(c, "type"), text(c, "format"), text(c, "jsonPath"),
-                priority.is_number_integer() ? priority.get<int32_t>() : int32_t{0}});
+            const nlohmann::json& priority = At(c, {"priority"});
+            columns.push_back(
+                PrinterColumn{String(At(c, {"name"})), String(At(c, {"type"})),
+                              String(At(c, {"format"})), String(At(c, {"jsonPath"})),
+                              priority.is_number_integer() ? priority.get<int32_t>() : int32_t{0}});
           }
         }
         return Status::OK();
@@ -134,12 +129,10 @@ std::string DescribeMemory(const MemorySample& m, uint64_t peak_resident) {
 using Informers = std::map<std::string, std::shared_ptr<SharedIndexInformer>>;
 
 // What one informer has received: list items (also those of a list still
-// arriving) and events. Returns whether a list is arriving.
-bool Received(const SharedIndexInformer& informer, uint64_t* objects, uint64_t* bytes) {
-  ReflectorStats s = informer.stats();
+// arriving) and events.
+void Received(const ReflectorStats& s, uint64_t* objects, uint64_t* bytes) {
   *objects = s.listed_objects + s.listing_objects + s.events;
   *bytes = s.bytes + s.listing_bytes;
-  return s.listing_objects > 0;
 }
 
 }  // namespace
@@ -186,7 +179,7 @@ std::string ProgressLine(const Informers& informers, std::chrono::steady_clock::
   for (const auto& [name, informer] : informers) {
     ProgressSample s{name};
     const ReflectorStats stats = informer->stats();
-    Received(*informer, &s.objects, &s.bytes);
+    Received(stats, &s.objects, &s.bytes);
     s.listing_objects = stats.listing_objects;
     s.listing_expected = stats.listing_expected;
     s.synced = informer->HasSynced();
@@ -200,7 +193,7 @@ std::string Summary(const Informers& informers, std::chrono::steady_clock::time_
   uint64_t objects = 0, bytes = 0, stored = 0;
   for (const auto& [name, informer] : informers) {
     uint64_t n, b;
-    Received(*informer, &n, &b);
+    Received(informer->stats(), &n, &b);
     objects += n;
     bytes += b;
     if (StatusOr<size_t> size = informer->GetIndexer()->Size(); size.ok()) stored += *size;
@@ -474,9 +467,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     std::lock_guard l(log_mu);
     if (options.progress) progress << "\r\033[K" << std::flush;
     if (json_log) {
-      log << (nlohmann::json{{"time", util::FormatRfc3339(std::chrono::system_clock::now())},
-                             {"msg", line}}
-                  .dump() +
+      log << (json::Dump({{"time", util::FormatRfc3339(std::chrono::system_clock::now())},
+                          {"msg", line}}) +
               "\n")
           << std::flush;
     } else {
@@ -528,12 +520,10 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
     if (declared == of.end()) return Status::OK();
     KCACHE_ASSIGN_OR_RETURN(std::optional<ResourceInfo> info, cache->GetResourceInfo(keyspace));
     if (!info) return Status::OK();
-    const ResourceInfo before = *info;
     info->custom = true;
     auto version = declared->second.find(r.gvr.version);
     info->printer_columns =
         version == declared->second.end() ? std::vector<PrinterColumn>() : version->second;
-    if (*info == before) return Status::OK();
     return cache->SetResourceInfo(keyspace, *info);
   };
   for (const ApiResource& r : resources) KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());

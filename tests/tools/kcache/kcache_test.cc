@@ -534,18 +534,18 @@ TEST(KcacheToolTest, SyncProbesAreReadyOnceSyncedAndNotWhileTheServerIsGone) {
   kcache::testing::CommandResult r = kcache::testing::RunCommand(
       "d=" + dir + "; " + bin +
       " serve --listen 127.0.0.1:0 --pods 10 >$d/serve.log 2>&1 & sp=$!; " +
-      "for i in $(seq 200); do grep -q 'serving on' $d/serve.log && break; sleep 0.05; done; " +
+      "for i in $(seq 600); do grep -q 'serving on' $d/serve.log && break; sleep 0.05; done; " +
       R"sh(u=$(sed -n 's/.*serving on \(http:[^ ]*\).*/\1/p' $d/serve.log | head -1); )sh" + bin +
       " sync pods --server $u --cache $d/c --metrics-listen 127.0.0.1:0 --unready-after 1s "
       "2>$d/sync.log & p=$!; "
-      "for i in $(seq 200); do grep -q 'pods: synced' $d/sync.log && grep -q 'metrics on' "
+      "for i in $(seq 600); do grep -q 'pods: synced' $d/sync.log && grep -q 'metrics on' "
       "$d/sync.log && break; sleep 0.05; done; " +
       R"sh(m=$(sed -n 's/.*serving metrics on \(http[^ ]*\).*/\1/p' $d/sync.log); b=${m%/metrics}; )sh"
       R"sh(echo "healthz: $(curl -s -w ' %{http_code}' $b/healthz)"; )sh"
       R"sh(echo "ready: $(curl -s -w ' %{http_code}' $b/readyz)"; )sh"
       R"sh(echo "verbose: $(curl -s -w ' %{http_code}' "$b/readyz?verbose")"; )sh"
       "kill $sp; wait $sp; "
-      R"sh(for i in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' $b/readyz)" = 503 ] )sh"
+      R"sh(for i in $(seq 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' $b/readyz)" = 503 ] )sh"
       "&& break; sleep 0.1; done; "
       R"sh(echo "gone: $(curl -s -w ' %{http_code}' "$b/readyz")"; )sh"
       R"sh(echo "livez: $(curl -s -w ' %{http_code}' $b/livez)"; )sh"

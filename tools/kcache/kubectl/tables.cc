@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/json_text.h"
 #include "tools/kcache/kubectl/go_format.h"
 #include "tools/kcache/kubectl/printers.h"
 #include "util/rfc3339.h"
@@ -15,24 +16,8 @@ using json = nlohmann::json;
 
 namespace {
 
-const json& Null() {
-  static const json null;
-  return null;
-}
-
-// The value at `path` under `j`, or null.
-const json& At(const json& j, std::initializer_list<const char*> path) {
-  const json* cur = &j;
-  for (const char* key : path) {
-    if (!cur->is_object()) return Null();
-    auto it = cur->find(key);
-    if (it == cur->end()) return Null();
-    cur = &*it;
-  }
-  return *cur;
-}
-
-std::string Str(const json& v) { return v.is_string() ? v.get<std::string>() : ""; }
+using ::kcache::json::At;
+std::string Str(const json& v) { return ::kcache::json::String(v); }
 // A float out of int64's range would be undefined behaviour to convert.
 int64_t Int(const json& v, int64_t otherwise = 0) {
   if (v.is_number_integer()) return v.get<int64_t>();
