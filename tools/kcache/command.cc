@@ -3,11 +3,30 @@
 #include <iostream>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "kcache/encryption.h"
 #include "util/strings.h"
 
 namespace kcache::tool {
+
+namespace {
+
+// Set while shell completion asks a command for its flags.
+std::vector<cli::FlagSet::Info>* flag_capture = nullptr;
+
+}  // namespace
+
+std::optional<std::vector<cli::FlagSet::Info>> CommandFlags(const Command& command) {
+  std::vector<cli::FlagSet::Info> flags;
+  flag_capture = &flags;
+  // A command's run defines its flags, then calls ParseFlags first thing,
+  // which returns at once while capturing.
+  const int rc = command.run(command, {});
+  flag_capture = nullptr;
+  if (rc != 0 || flags.empty()) return std::nullopt;
+  return flags;
+}
 
 std::string HelpText(const Command& c) {
   return std::string(c.about) + "\n\nUsage:\n  kcache " + c.usage + "\n\nExamples:\n" + c.examples;
@@ -31,6 +50,10 @@ int ParseFlags(const Command& command, cli::FlagSet& flags, const std::vector<st
                std::vector<std::string>* positional) {
   bool help = false;
   flags.Bool("help", 'h', &help, "show this help");
+  if (flag_capture) {
+    *flag_capture = flags.Describe();
+    return 0;
+  }
   Status st = flags.Parse(args, positional);
   const std::string name = command.name;
   if (!st.ok()) {

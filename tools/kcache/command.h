@@ -7,6 +7,7 @@
 #ifndef KCACHE_TOOLS_KCACHE_COMMAND_H_
 #define KCACHE_TOOLS_KCACHE_COMMAND_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,18 @@ struct Command {
   // A flag error is told in kubectl's words and exit code (for `get`).
   bool kubectl_flag_errors = false;
 };
+
+// Every command (group verbs after their group) in the order `kcache
+// --help` lists them; defined with main(), as its table.
+const std::vector<const Command*>& Commands();
+// The command named `name` ("get", "snapshot export"); null if none.
+const Command* FindCommand(const std::string& name);
+
+// The flags `command` defines, --help included; not for a group, which
+// has none of its own. Runs the command in a mode where ParseFlags records
+// the flags and returns before doing anything else; nullopt if the run
+// did not get there. Main thread only.
+std::optional<std::vector<cli::FlagSet::Info>> CommandFlags(const Command& command);
 
 // The text above "Flags:" in `kcache help NAME`.
 std::string HelpText(const Command& command);
@@ -75,8 +88,9 @@ extern const Command kTreeCommand;      // tree.cc
 extern const Command kDiffCommand;      // diff.cc
 extern const Command kSnapshotCommand;  // snapshot.cc, with its verbs:
 extern const std::vector<Command> kSnapshotCommands;
-extern const Command kVersionCommand;  // version.cc
-extern const Command kRekeyCommand;    // rekey.cc
+extern const Command kVersionCommand;     // version.cc
+extern const Command kRekeyCommand;       // rekey.cc
+extern const Command kCompletionCommand;  // completion.cc
 
 }  // namespace kcache::tool
 

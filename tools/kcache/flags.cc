@@ -161,16 +161,30 @@ Status FlagSet::Parse(const std::vector<std::string>& args, std::vector<std::str
 
 bool FlagSet::Changed(std::string_view name) const { return changed_.count(name) > 0; }
 
+std::string FlagSet::TypeName(Kind kind) {
+  switch (kind) {
+    case Kind::kString:
+      return "string";
+    case Kind::kInt:
+    case Kind::kInt32:
+      return "int";
+    case Kind::kStringSlice:
+      return "strings";
+    case Kind::kIntSlice:
+      return "ints";
+    case Kind::kBool:
+      return "";
+  }
+  return "";
+}
+
 std::string FlagSet::Usage() const {
   std::string out;
   for (const Flag& f : flags_) {
     std::string left = "  ";
     left += f.shorthand ? std::string("-") + f.shorthand + ", " : "    ";
     left += "--" + f.name;
-    if (f.kind == Kind::kString) left += " string";
-    if (f.kind == Kind::kInt || f.kind == Kind::kInt32) left += " int";
-    if (f.kind == Kind::kIntSlice) left += " ints";
-    if (f.kind == Kind::kStringSlice) left += " strings";
+    if (f.kind != Kind::kBool) left += " " + TypeName(f.kind);
     if (left.size() < 32) left.resize(32, ' ');
     out += left + " " + f.help;
     if (!f.default_value.empty() && f.default_value != "false") {
@@ -225,6 +239,12 @@ std::vector<std::string> FlagSet::Names() const {
   std::vector<std::string> names;
   for (const Flag& f : flags_) names.push_back(f.name);
   return names;
+}
+
+std::vector<FlagSet::Info> FlagSet::Describe() const {
+  std::vector<Info> out;
+  for (const Flag& f : flags_) out.push_back({f.name, f.shorthand, TypeName(f.kind), f.help});
+  return out;
 }
 
 }  // namespace kcache::cli

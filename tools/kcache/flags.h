@@ -48,6 +48,16 @@ class FlagSet {
   // The long names, in the order they were defined.
   std::vector<std::string> Names() const;
 
+  // What shell completion needs of a flag.
+  struct Info {
+    std::string name;
+    char shorthand;
+    std::string type;  // "string", "int", "strings" or "ints"; "" for a boolean
+    std::string help;
+  };
+  // Every flag, in the order they were defined.
+  std::vector<Info> Describe() const;
+
  private:
   enum class Kind { kString, kInt, kInt32, kBool, kStringSlice, kIntSlice };
   struct Flag {
@@ -58,6 +68,7 @@ class FlagSet {
     std::string help;
     std::string default_value;
   };
+  static std::string TypeName(Kind kind);  // as Usage and Describe say it
   const Flag* Find(std::string_view name) const;
   const Flag* FindShort(char c) const;
   Status Set(const Flag& f, std::string_view spelled, std::string_view value) const;

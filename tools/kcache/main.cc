@@ -9,35 +9,39 @@
 #include <vector>
 
 #include "tools/kcache/command.h"
+#include "tools/kcache/completion.h"
 
 namespace kcache::tool {
-namespace {
 
-// Every command in the order `kcache --help` lists them; a group's verbs
-// follow the group.
-std::vector<const Command*> Table() {
-  std::vector<const Command*> table = {&kDemoCommand, &kBenchCommand};
-  for (const Command& c : kBenchCommands) table.push_back(&c);
-  for (const Command* c : {&kServeCommand, &kSyncCommand, &kGetCommand, &kStatsCommand,
-                           &kTreeCommand, &kDiffCommand, &kSnapshotCommand}) {
-    table.push_back(c);
-  }
-  for (const Command& c : kSnapshotCommands) table.push_back(&c);
-  table.push_back(&kRekeyCommand);
-  table.push_back(&kVersionCommand);
+const std::vector<const Command*>& Commands() {
+  static const std::vector<const Command*> table = [] {
+    std::vector<const Command*> t = {&kDemoCommand, &kBenchCommand};
+    for (const Command& c : kBenchCommands) t.push_back(&c);
+    for (const Command* c : {&kServeCommand, &kSyncCommand, &kGetCommand, &kStatsCommand,
+                             &kTreeCommand, &kDiffCommand, &kSnapshotCommand}) {
+      t.push_back(c);
+    }
+    for (const Command& c : kSnapshotCommands) t.push_back(&c);
+    for (const Command* c : {&kRekeyCommand, &kCompletionCommand, &kVersionCommand}) {
+      t.push_back(c);
+    }
+    return t;
+  }();
   return table;
 }
 
-const Command* Find(const std::string& name) {
-  for (const Command* c : Table()) {
+const Command* FindCommand(const std::string& name) {
+  for (const Command* c : Commands()) {
     if (name == c->name) return c;
   }
   return nullptr;
 }
 
+namespace {
+
 std::string Usage() {
   std::string out = "kcache: a persistent, indexed cache of Kubernetes objects\n\nCommands:\n";
-  for (const Command* c : Table()) {
+  for (const Command* c : Commands()) {
     out += "  kcache " + std::string(c->usage) + "\n      " + c->summary + "\n";
   }
   return out +
@@ -63,11 +67,14 @@ int Run(std::vector<std::string> args) {
     args.erase(args.begin());
     std::string name = args[0];
     if (args.size() >= 2) name += " " + args[1];
-    if (!Find(name)) {
+    if (!FindCommand(name)) {
       std::cerr << "error: help: unknown command \"" << name << "\"\n\n" << Usage();
       return 2;
     }
     args.push_back("--help");
+  }
+  if (!args.empty() && args[0] == kCompleteCommand) {
+    return Complete({args.begin() + 1, args.end()}, std::cout);
   }
   if (!args.empty() && args[0] == "--version") args[0] = "version";  // as kubectl's is
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
@@ -76,11 +83,11 @@ int Run(std::vector<std::string> args) {
   }
   // A group's verb ("snapshot export") before the group itself.
   if (args.size() >= 2) {
-    if (const Command* c = Find(args[0] + " " + args[1])) {
+    if (const Command* c = FindCommand(args[0] + " " + args[1])) {
       return c->run(*c, {args.begin() + 2, args.end()});
     }
   }
-  if (const Command* c = Find(args[0])) return c->run(*c, {args.begin() + 1, args.end()});
+  if (const Command* c = FindCommand(args[0])) return c->run(*c, {args.begin() + 1, args.end()});
   std::cerr << "error: unknown command \"" << args[0] << "\"\n\n" << Usage();
   return 2;
 }
