@@ -60,7 +60,6 @@ std::vector<std::string> SelectableFields(const std::string& group, const std::s
     if (rt.group == group && rt.resource == resource) return rt.fields;
   }
   static const std::map<std::pair<std::string, std::string>, std::vector<std::string>> kFields = {
-      {{"", "secrets"}, {"type"}},
       {{"", "replicationcontrollers"}, {"status.replicas"}},
       {{"apps", "replicasets"}, {"status.replicas"}},
       {{"batch", "jobs"}, {"status.successful"}},

@@ -44,7 +44,7 @@ bool BuiltInGroup(const std::string& group);
 // category ("all") in discovery's order, and prints in that order.
 int GroupDiscoveryRank(std::string_view group);
 
-// pods, configmaps, namespaces and nodes (core/v1), and the custom resource
+// pods, configmaps, secrets, namespaces and nodes (core/v1), and the custom resource
 // widgets.demo.kcache.io/v1.
 const std::vector<ResourceType>& BuiltinResourceTypes();
 

@@ -12,7 +12,9 @@
 #include "tools/kcache/apiserver/api_serve.h"
 #include "tools/kcache/apiserver/resource_types.h"
 #include "tools/kcache/apiserver/tables.h"
+#include "tools/kcache/testcluster/protobuf_body.h"
 #include "tools/kcache/testcluster/strategic_merge.h"
+#include "util/base64.h"
 #include "util/scope_guard.h"
 
 namespace kcache::serve {
@@ -402,14 +404,27 @@ const char kModified[] =
 // apiVersion, namespace (and name, for an update).
 std::optional<Reply> ParseBody(const http::Request& req, const ResourceType& rt,
                                const std::string& namespace_, ojson* out) {
-  if (std::string type = req.Header("Content-Type");
-      !type.empty() && type.find("json") == std::string::npos) {
-    return Reply{415, "UnsupportedMediaType",
-                 "the body of the request was in an unknown format - accepted media types include: "
-                 "application/json",
-                 ""};
+  const std::string type = req.Header("Content-Type");
+  ojson j;
+  if (type.starts_with(kProtobufMediaType) && BuiltInGroup(rt.group)) {
+    // kubectl's typed clients send built-in kinds as protobuf.
+    StatusOr<ojson> decoded = ProtobufToJson(req.body);
+    if (!decoded.ok()) {
+      const bool kind = decoded.status().code() == StatusCode::kUnimplemented;
+      return Reply{kind ? 415 : 400, kind ? "UnsupportedMediaType" : "BadRequest",
+                   std::string(decoded.status().message()), ""};
+    }
+    j = *std::move(decoded);
+  } else if (!type.empty() && type.find("json") == std::string::npos) {
+    return Reply{
+        415, "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json" +
+            std::string(BuiltInGroup(rt.group) ? ", " + std::string(kProtobufMediaType) : ""),
+        ""};
+  } else {
+    j = ojson::parse(req.body, nullptr, false);
   }
-  ojson j = ojson::parse(req.body, nullptr, false);
   if (!j.is_object()) {
     return Reply{400, "BadRequest",
                  "the body of the request was in an unknown format - accepted media types include: "
@@ -447,6 +462,21 @@ std::optional<Reply> ParseBody(const http::Request& req, const ResourceType& rt,
     if (meta.contains(k) && !meta[k].is_string()) {
       return Reply{400, "BadRequest", std::string("metadata.") + k + " must be a string", ""};
     }
+  }
+  if (rt.group.empty() && rt.kind == "Secret") {
+    // As the apiserver stores a Secret: stringData merged into data (base64),
+    // and type Opaque by default.
+    if (j.contains("stringData") && j["stringData"].is_object()) {
+      if (!j.contains("data") || !j["data"].is_object()) j["data"] = ojson::object();
+      for (auto& [key, value] : j["stringData"].items()) {
+        if (!value.is_string()) {
+          return Reply{400, "BadRequest", "stringData." + key + " must be a string", ""};
+        }
+        j["data"][key] = Base64Encode(value.get<std::string>());
+      }
+    }
+    j.erase("stringData");
+    if (j.value("type", "").empty()) j["type"] = "Opaque";
   }
   *out = std::move(j);
   return std::nullopt;

@@ -2,7 +2,8 @@
 // get across namespaces, the custom resource, cluster-scoped types, get -w
 // seeing a change, the server's tables, and every write kubectl makes
 // (create, apply client- and server-side, replace, label, annotate, patch
-// of each type, edit, delete) as against a small real cluster.
+// of each type, edit, delete; the imperative creates, which send protobuf)
+// as against a small real cluster.
 #include <algorithm>
 #include <fstream>
 #include <thread>
@@ -289,6 +290,46 @@ metadata:
   EXPECT_NE(rc, 0);
   EXPECT_EQ(out, "Error from server (NotFound): configmaps \"demo\" not found\n");
   EXPECT_EQ(run("delete -f " + pod), "pod \"web\" deleted\n");
+}
+
+TEST_F(KubectlTest, ImperativeCreatesSendProtobufAndWorkAsOnARealCluster) {
+  int rc = 0;
+  // kubectl's typed clients send built-in kinds in Kubernetes' protobuf.
+  std::string out =
+      Kubectl("create configmap settings --from-literal=a=b --from-literal=c=d -v=8", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Content-Type: application/vnd.kubernetes.protobuf"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("configmap/settings created"), std::string::npos) << out;
+  EXPECT_EQ(Kubectl("get cm settings -o jsonpath={.data}", &rc), R"({"a":"b","c":"d"})");
+
+  EXPECT_EQ(Kubectl("create namespace team", &rc), "namespace/team created\n");
+  EXPECT_EQ(Kubectl("get ns team -o jsonpath={.status.phase}/{.spec.finalizers[0]}"),
+            "Active/kubernetes");
+
+  // A Secret's values travel as bytes; stored and read back as base64.
+  out = Kubectl(
+      "create secret generic creds -n team --from-literal=user=admin "
+      "--from-literal=pass=s3cr=t",
+      &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "secret/creds created\n");
+  EXPECT_EQ(Kubectl("get secret creds -n team -o jsonpath={.type}:{.data.user}:{.data.pass}"),
+            "Opaque:YWRtaW4=:czNjcj10");
+  out = Kubectl("get secrets -n team", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("creds   Opaque   2"), std::string::npos) << out;
+  // Another kind of Secret, and labels set on the create.
+  ASSERT_EQ(Kubectl("create secret docker-registry pull -n team --docker-server=r.example "
+                    "--docker-username=u --docker-password=p",
+                    &rc),
+            "secret/pull created\n");
+  EXPECT_EQ(Kubectl("get secret pull -n team -o jsonpath={.type}"),
+            "kubernetes.io/dockerconfigjson");
+  // What exists already is refused, as the apiserver refuses it.
+  out = Kubectl("create namespace team", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("AlreadyExists"), std::string::npos) << out;
 }
 
 }  // namespace
