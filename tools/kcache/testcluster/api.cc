@@ -195,6 +195,14 @@ std::string Api::Metrics() const {
         "kcache_serve_list_items_total{resource=\"" + resource + "\"} " + std::to_string(n) + "\n";
   }
   out +=
+      "# HELP kcache_serve_watch_lists_total Watches that began with every object "
+      "(sendInitialEvents=true): a LIST in a watch's form.\n"
+      "# TYPE kcache_serve_watch_lists_total counter\n";
+  for (const auto& [resource, n] : watch_lists_) {
+    out +=
+        "kcache_serve_watch_lists_total{resource=\"" + resource + "\"} " + std::to_string(n) + "\n";
+  }
+  out +=
       "# HELP kcache_serve_faults_total Faults injected by kind.\n# TYPE kcache_serve_faults_total "
       "counter\n";
   for (const auto& [kind, n] : faults_injected_) {
@@ -335,6 +343,10 @@ void Api::List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fi
 
 void Api::Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
                 const TableWriter* tables, http::ResponseWriter& w) {
+  if (q.send_initial_events.value_or(false)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++watch_lists_[t.rt->resource];
+  }
   const Faults& f = options_.faults;
   WatchCall call;
   call.tables = tables;

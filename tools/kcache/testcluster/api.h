@@ -91,6 +91,7 @@ class Api {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (verb, resource)
   std::map<std::string, uint64_t> list_items_;                      // by resource
+  std::map<std::string, uint64_t> watch_lists_;                     // by resource
   std::map<std::string, uint64_t> faults_injected_;
 };
 
