@@ -15,6 +15,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "testing/command.h"
@@ -54,6 +55,16 @@ std::map<std::string, nlohmann::json> Drain(kcache_iterator* it) {
   EXPECT_EQ(kcache_iterator_status(it, &err), KCACHE_OK) << Take(err);
   kcache_iterator_destroy(it);
   return out;
+}
+
+// Whether `done` holds within 10 s.
+template <typename Fn>
+bool Eventually(Fn done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
 }
 
 // The value of kcache serve's /metrics line with `labels`.
@@ -300,11 +311,11 @@ TEST_F(CApiCacheTest, InformersWriteAndResumeWithoutAList) {
   EXPECT_KC_OK(kcache_informer_list(cms, "ns-0", nullptr, "metadata.name=c-api", &it, &kc_err));
   EXPECT_EQ(Drain(it).size(), 1u);
   EXPECT_EQ(Take(kcache_informer_resource_version(cms)).empty(), false);
-  {
+  // Handlers run apart from the store: the patch reaches them soon after.
+  EXPECT_TRUE(Eventually([&] {
     std::lock_guard<std::mutex> lock(seen.mu);
-    EXPECT_EQ(seen.names.count("c-api"), 1u);
-    EXPECT_GE(seen.updates, 1);
-  }
+    return seen.names.count("c-api") == 1 && seen.updates >= 1;
+  }));
   kcache_factory_destroy(factory);
   kcache_cache_close(cache);
 
@@ -320,13 +331,10 @@ TEST_F(CApiCacheTest, InformersWriteAndResumeWithoutAList) {
   EXPECT_KC_OK(kcache_informer_delete_object(cms, "ns-0", "c-api", &kc_err));
   EXPECT_EQ(kcache_informer_delete_object(cms, "ns-0", "c-api", &err), KCACHE_NOT_FOUND);
   EXPECT_NE(Take(err), "");
-  for (int i = 0; i < 200; ++i) {
+  EXPECT_TRUE(Eventually([&] {
     std::lock_guard<std::mutex> lock(resumed.mu);
-    if (resumed.deletes > 0) break;
-    resumed.mu.unlock();
-    usleep(50 * 1000);
-    resumed.mu.lock();
-  }
+    return resumed.deletes > 0;
+  }));
   {
     std::lock_guard<std::mutex> lock(resumed.mu);
     EXPECT_EQ(resumed.deletes, 1);
