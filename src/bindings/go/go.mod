@@ -1,0 +1,3 @@
+module kcache.io/kcache
+
+go 1.19
