@@ -80,8 +80,9 @@ typedef enum kcache_code {
   KCACHE_BUSY = 17                /* locked by another process */
 } kcache_code;
 
-/* The code's name ("NotFound"); static. */
-KCACHE_C_EXPORT const char* kcache_code_name(kcache_code code);
+/* The name of a kcache_code ("NotFound"), "Unknown" for another value;
+ * static. */
+KCACHE_C_EXPORT const char* kcache_code_name(int code);
 
 /* ---- Caches ---------------------------------------------------------- */
 

@@ -245,7 +245,7 @@ const char* kcache_release(void) { return kcache::GetLibraryVersion().version; }
 
 void kcache_free(void* p) { std::free(p); }
 
-const char* kcache_code_name(kcache_code code) {
+const char* kcache_code_name(int code) {
   static const char* const kNames[] = {"OK",
                                        "Cancelled",
                                        "InvalidArgument",
@@ -264,8 +264,8 @@ const char* kcache_code_name(kcache_code code) {
                                        "Corruption",
                                        "IOError",
                                        "Busy"};
-  const int i = static_cast<int>(code);
-  return i >= 0 && i < static_cast<int>(sizeof kNames / sizeof kNames[0]) ? kNames[i] : "Unknown";
+  return code >= 0 && code < static_cast<int>(sizeof kNames / sizeof kNames[0]) ? kNames[code]
+                                                                                : "Unknown";
 }
 
 kcache_cache_options* kcache_cache_options_create(void) {

@@ -81,7 +81,7 @@ TEST(CApiTest, VersionsAndCodeNames) {
   EXPECT_STREQ(kcache_code_name(KCACHE_OK), "OK");
   EXPECT_STREQ(kcache_code_name(KCACHE_CONFLICT), "Conflict");
   EXPECT_STREQ(kcache_code_name(KCACHE_BUSY), "Busy");
-  EXPECT_STREQ(kcache_code_name(static_cast<kcache_code>(99)), "Unknown");
+  EXPECT_STREQ(kcache_code_name(99), "Unknown");
 }
 
 class CApiCacheTest : public ::testing::Test {

@@ -71,7 +71,7 @@ func call(fn func(errmsg **C.char) C.kcache_code) error {
 	if code == C.KCACHE_OK {
 		return nil
 	}
-	e := &Error{Code: int(code), Name: C.GoString(C.kcache_code_name(code))}
+	e := &Error{Code: int(code), Name: C.GoString(C.kcache_code_name(C.int(code)))}
 	if msg != nil {
 		e.Message = C.GoString(msg)
 		C.kcache_free(unsafe.Pointer(msg))

@@ -27,7 +27,7 @@ typedef enum kcache_code {
   KCACHE_IO_ERROR = 16,
   KCACHE_BUSY = 17
 } kcache_code;
-const char* kcache_code_name(kcache_code code);
+const char* kcache_code_name(int code);
 typedef struct kcache_cache kcache_cache;
 typedef struct kcache_cache_options kcache_cache_options;
 kcache_cache_options* kcache_cache_options_create(void);
