@@ -7,7 +7,7 @@
 //
 //	controller --cache DIR [--server URL | --kubeconfig F [--context C]]
 //	  [--selector kcache.io/config=enabled] [--configmap kcache-config]
-//	  [--data greeting=hello]... [--workers 2]
+//	  [--data greeting=hello]... [--workers 2] [--reconcile-delay 0s]
 //
 // Unlike the C++ example it elects no leader (the C API has no leader
 // election yet) and records no Events.
@@ -132,6 +132,7 @@ type object struct {
 
 type controller struct {
 	selector, name         string
+	delay                  time.Duration
 	data                   map[string]string
 	namespaces, configmaps *kcache.Informer
 	queue                  *queue
@@ -155,6 +156,7 @@ func (c *controller) wanted(ns string) (*object, bool, error) {
 }
 
 func (c *controller) reconcile(ns string) error {
+	time.Sleep(c.delay)
 	owner, wanted, err := c.wanted(ns)
 	if err != nil {
 		return err
@@ -247,6 +249,7 @@ func run() error {
 	flag.StringVar(&c.name, "configmap", "kcache-config", "the ConfigMap's name")
 	flag.Var(data, "data", "KEY=VALUE of the ConfigMap (repeatable; default greeting=hello)")
 	workers := flag.Int("workers", 2, "reconciles at once")
+	flag.DurationVar(&c.delay, "reconcile-delay", 0, "a pause before each reconcile (for tests)")
 	flag.Parse()
 	if *dir == "" {
 		return fmt.Errorf("--cache is required")
