@@ -121,11 +121,18 @@ func open(path string, opener func(*C.char, **C.kcache_cache, **C.char) C.kcache
 	return c, nil
 }
 
+// ReaderBlockCacheBytes is the block cache of a cache opened by Open: what
+// kcache get uses. A listing streams past it.
+const ReaderBlockCacheBytes = 16 << 20
+
 // Open opens a cache directory for reading only (also while kcache sync
 // writes it).
 func Open(dir string) (*Cache, error) {
 	return open(dir, func(p *C.char, c **C.kcache_cache, e **C.char) C.kcache_code {
-		return C.kcache_cache_open_read_only(p, nil, c, e)
+		o := C.kcache_cache_options_create()
+		defer C.kcache_cache_options_destroy(o)
+		C.kcache_cache_options_set_block_cache_bytes(o, ReaderBlockCacheBytes)
+		return C.kcache_cache_open_read_only(p, o, c, e)
 	})
 }
 

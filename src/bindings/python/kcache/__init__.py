@@ -115,9 +115,12 @@ def _str(s):
 class _Options:
     """kcache_cache_options for `encryption_key` (32 bytes) and `encrypt`."""
 
-    def __init__(self, encryption_key=None, encrypt=None, create_if_missing=True):
+    def __init__(self, encryption_key=None, encrypt=None, create_if_missing=True,
+                 block_cache_bytes=None):
         self.ptr = _ffi.gc(_lib.kcache_cache_options_create(), _lib.kcache_cache_options_destroy)
         _lib.kcache_cache_options_set_create_if_missing(self.ptr, 1 if create_if_missing else 0)
+        if block_cache_bytes is not None:
+            _lib.kcache_cache_options_set_block_cache_bytes(self.ptr, block_cache_bytes)
         if encryption_key is not None:
             _lib.kcache_cache_options_set_encryption_key(self.ptr, encryption_key,
                                                          len(encryption_key))
@@ -200,10 +203,16 @@ class Cache:
         return _out(_lib.kcache_snapshot_export, self._handle(), os.fsencode(path), zstd_level)
 
 
-def open(path, encryption_key=None):
+# A reader's block cache: what kcache get uses. A list streams past it; the
+# cache only keeps recently read blocks for gets.
+READER_BLOCK_CACHE_BYTES = 16 << 20
+
+
+def open(path, encryption_key=None, block_cache_bytes=READER_BLOCK_CACHE_BYTES):
     """Opens a cache directory read-only (also while kcache sync writes it), or
-    a snapshot file in place; which one `path` is decides."""
-    options = _Options(encryption_key=encryption_key)
+    a snapshot file in place; which one `path` is decides. Memory: the block
+    cache (16 MiB by default) and one object at a time while listing."""
+    options = _Options(encryption_key=encryption_key, block_cache_bytes=block_cache_bytes)
     out = _ffi.new("kcache_cache**")
     if os.path.isdir(path):
         _check(_lib.kcache_cache_open_read_only, os.fsencode(path), options.ptr, out)
