@@ -13,7 +13,7 @@ namespace kcache {
 
 struct KCACHE_EXPORT LibraryVersion {
   // The library's release ("0.1.0"), also in its file name
-  // (libkcache.so.0.1.0). Static storage.
+  // (libkcache.so.0.1.0; soname libkcache.so.0.1). Static storage.
   const char* version = "";
   // The cache format (docs/storage-format.md) a writer records, and the
   // oldest it opens. A writer upgrades an older cache in place; a newer one
