@@ -2,7 +2,8 @@
 // scenario creates, updates and deletes configmaps, watches from a list's
 // resourceVersion, resumes a watch from a later one, filters a watch by
 // label, pages through a list, provokes errors, and watches and continues
-// from resourceVersions made expired by a compaction. What the client
+// from resourceVersions made expired by a compaction. A second one runs
+// kubectl's imperative creates, which send protobuf. What the client
 // observes is written down as lines (objects without uid, timestamps,
 // resourceVersions and managedFields) and the two transcripts must agree.
 #include <unistd.h>
@@ -19,7 +20,9 @@
 
 #include "integration/cluster.h"
 #include "kcache/rest_client.h"
+#include "testing/command.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 #include "tools/kcache/testcluster/server.h"
 
 namespace kcache {
@@ -397,6 +400,56 @@ TEST(ServeDifferentialTest, RealApiserverAndKcacheServeAgree) {
   for (size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
     EXPECT_EQ(i < want.size() ? want[i] : "<nothing>", i < got.size() ? got[i] : "<nothing>")
         << "line " << i;
+  }
+}
+
+// kubectl 1.32's imperative creates (`kubectl` is its command line with
+// the server's flags), which send built-in kinds as protobuf: what kubectl
+// prints, then the objects as the server stored them.
+std::vector<std::string> RunImperativeCreates(const std::string& kubectl, Target& t) {
+  const std::string ns = " -n " + t.ns;
+  const std::vector<std::string> commands = {
+      "create configmap settings" + ns + " --from-literal=a=b --from-literal=c=d",
+      "create secret generic creds" + ns + " --from-literal=user=admin --from-literal=pass=s3cr=t",
+      "create secret docker-registry pull" + ns +
+          " --docker-server=r.example --docker-username=u --docker-password=p",
+      "create namespace " + t.ns + "-made",
+      "create configmap settings" + ns + " --from-literal=a=again",
+  };
+  std::vector<std::string> out;
+  for (const std::string& c : commands) {
+    testing::CommandResult r = testing::RunCommand(kubectl + " " + c + " 2>&1");
+    out.push_back(c.substr(0, c.find(" -n ")) + ": exit " + std::to_string(r.exit_code) + ": " +
+                  r.output);
+  }
+  for (const std::string& path :
+       {"/api/v1/namespaces/" + t.ns + "/configmaps/settings",
+        "/api/v1/namespaces/" + t.ns + "/secrets/creds",
+        "/api/v1/namespaces/" + t.ns + "/secrets/pull", "/api/v1/namespaces/" + t.ns + "-made"}) {
+    StatusOr<std::string> body = t.client->Get(path);
+    out.push_back(path.substr(path.rfind('/') + 1) + ": " +
+                  (body.ok() ? Normalize(*body) : Error(body.status(), true)));
+  }
+  return out;
+}
+
+TEST(ServeDifferentialTest, KubectlsImperativeCreatesStoreTheSameObjects) {
+  testing::Cluster& cluster = testing::Cluster::Get();
+  Target real{cluster.Admin(), [&] { cluster.CompactEtcd(); }, cluster.Namespace("imperative")};
+  Ours ours_server(real.ns);
+  ASSERT_NE(ours_server.server, nullptr);
+  testing::TempDir dir;  // kubectl's discovery cache, one per server
+  const std::string kubectl = "kubectl --cache-dir " + dir.Sub("cache-");
+  std::vector<std::string> want = RunImperativeCreates(
+      "KUBECONFIG=" + cluster.File("kubeconfig") + " " + kubectl + "real", real);
+  std::vector<std::string> got = RunImperativeCreates(
+      "KUBECONFIG=/nonexistent " + kubectl + "ours --server " + ours_server.server->url(),
+      ours_server.target);
+  ASSERT_EQ(want.size(), 9u);
+  EXPECT_NE(want[0].find("exit 0: configmap/settings created"), std::string::npos) << want[0];
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::cout << "  " << want[i] << "\n";  // for the log
+    EXPECT_EQ(want[i], i < got.size() ? got[i] : "<nothing>") << "line " << i;
   }
 }
 
