@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -203,15 +204,20 @@ Status ObjectOut(const StatusOr<kcache::ObjectPtr>& o, char** out, size_t* len) 
   return Status::OK();
 }
 
-Status KeyspaceOf(kcache_cache* cache, const char* keyspace,
-                  std::shared_ptr<kcache::Indexer>* out) {
+// NotFound unless the cache has `keyspace`: a reader must not create one.
+Status RequireKeyspace(kcache_cache* cache, const char* keyspace) {
   KCACHE_RETURN_IF_ERROR(Required(cache, "cache"));
   KCACHE_RETURN_IF_ERROR(Required(keyspace, "keyspace"));
-  // Only keyspaces that exist: a reader must not create one.
   KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, Of(cache)->cache->ListKeyspaces());
   if (std::find(names.begin(), names.end(), keyspace) == names.end()) {
     return Status::NotFound(std::string("the cache has no keyspace \"") + keyspace + "\"");
   }
+  return Status::OK();
+}
+
+Status KeyspaceOf(kcache_cache* cache, const char* keyspace,
+                  std::shared_ptr<kcache::Indexer>* out) {
+  KCACHE_RETURN_IF_ERROR(RequireKeyspace(cache, keyspace));
   std::lock_guard<std::mutex> lock(Of(cache)->mu);
   auto it = Of(cache)->open.find(keyspace);
   if (it == Of(cache)->open.end()) {
@@ -223,16 +229,25 @@ Status KeyspaceOf(kcache_cache* cache, const char* keyspace,
   return Status::OK();
 }
 
-// The collection `informer` watches, in namespace `ns` (or the object's).
-StatusOr<kcache::ResourceRef> RefOf(kcache_informer* informer, const char* ns) {
-  KCACHE_RETURN_IF_ERROR(Required(informer, "informer"));
-  std::optional<kcache::ResourceRef> ref = Of(informer)->informer->Ref();
-  if (!ref) return Status::FailedPrecondition("the informer knows no collection to write to");
-  return ref->InNamespace(Str(ns));
-}
-
-StatusOr<std::shared_ptr<kcache::RestClient>> ClientOf(kcache_informer* informer) {
-  return Of(informer)->factory->factory->client();
+// A write of the collection `informer` watches, in namespace `ns` (or the
+// object's): `write(client, ref)` on the factory's client; the object it
+// returns, if any, goes to `result`.
+template <typename Write>
+kcache_code WriteCall(kcache_informer* informer, const char* ns, char** result, size_t* result_len,
+                      char** errmsg, Write&& write) {
+  return Call(errmsg, [&]() -> Status {
+    KCACHE_RETURN_IF_ERROR(Required(informer, "informer"));
+    std::optional<kcache::ResourceRef> ref = Of(informer)->informer->Ref();
+    if (!ref) return Status::FailedPrecondition("the informer knows no collection to write to");
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::RestClient> client,
+                            Of(informer)->factory->factory->client());
+    auto written = write(*client, ref->InNamespace(Str(ns)));
+    if constexpr (std::is_same_v<decltype(written), Status>) {
+      return written;
+    } else {
+      return ObjectOut(written, result, result_len);
+    }
+  });
 }
 
 }  // namespace
@@ -331,13 +346,8 @@ kcache_code kcache_cache_keyspaces(kcache_cache* cache, char** json, size_t* jso
 kcache_code kcache_cache_stats(kcache_cache* cache, const char* keyspace, char** json,
                                size_t* json_len, char** errmsg) {
   return Call(errmsg, [&]() -> Status {
-    KCACHE_RETURN_IF_ERROR(Required(cache, "cache"));
-    KCACHE_RETURN_IF_ERROR(Required(keyspace, "keyspace"));
     KCACHE_RETURN_IF_ERROR(Required(json, "json"));
-    KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> names, Of(cache)->cache->ListKeyspaces());
-    if (std::find(names.begin(), names.end(), keyspace) == names.end()) {
-      return Status::NotFound(std::string("the cache has no keyspace \"") + keyspace + "\"");
-    }
+    KCACHE_RETURN_IF_ERROR(RequireKeyspace(cache, keyspace));
     KCACHE_ASSIGN_OR_RETURN(kcache::KeyspaceStats s, Of(cache)->cache->Stats(keyspace));
     *json = CopyOut(StatsJson(s).dump(), json_len);
     return Status::OK();
@@ -569,61 +579,54 @@ kcache_code kcache_informer_list(kcache_informer* informer, const char* ns,
 kcache_code kcache_informer_create_object(kcache_informer* informer, const char* ns,
                                           const char* object, size_t object_len, char** result,
                                           size_t* result_len, char** errmsg) {
-  return Call(errmsg, [&]() -> Status {
-    KCACHE_RETURN_IF_ERROR(Required(object, "object"));
-    KCACHE_ASSIGN_OR_RETURN(kcache::ResourceRef ref, RefOf(informer, ns));
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::RestClient> client, ClientOf(informer));
-    return ObjectOut(client->Create(ref, std::string_view(object, object_len)), result, result_len);
-  });
+  if (!object) return Fail(Status::InvalidArgument("object is NULL"), errmsg);
+  return WriteCall(informer, ns, result, result_len, errmsg,
+                   [&](kcache::RestClient& c, const kcache::ResourceRef& ref) {
+                     return c.Create(ref, std::string_view(object, object_len));
+                   });
 }
 
 kcache_code kcache_informer_update_object(kcache_informer* informer, const char* ns,
                                           const char* object, size_t object_len, char** result,
                                           size_t* result_len, char** errmsg) {
-  return Call(errmsg, [&]() -> Status {
-    KCACHE_RETURN_IF_ERROR(Required(object, "object"));
-    KCACHE_ASSIGN_OR_RETURN(kcache::ResourceRef ref, RefOf(informer, ns));
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::RestClient> client, ClientOf(informer));
-    return ObjectOut(client->Update(ref, std::string_view(object, object_len)), result, result_len);
-  });
+  if (!object) return Fail(Status::InvalidArgument("object is NULL"), errmsg);
+  return WriteCall(informer, ns, result, result_len, errmsg,
+                   [&](kcache::RestClient& c, const kcache::ResourceRef& ref) {
+                     return c.Update(ref, std::string_view(object, object_len));
+                   });
 }
 
 kcache_code kcache_informer_patch_object(kcache_informer* informer, const char* ns,
                                          const char* name, kcache_patch_type type,
                                          const char* patch, size_t patch_len, char** result,
                                          size_t* result_len, char** errmsg) {
-  return Call(errmsg, [&]() -> Status {
-    KCACHE_RETURN_IF_ERROR(Required(name, "name"));
-    KCACHE_RETURN_IF_ERROR(Required(patch, "patch"));
-    kcache::PatchType t;
-    switch (type) {
-      case KCACHE_PATCH_MERGE:
-        t = kcache::PatchType::kMerge;
-        break;
-      case KCACHE_PATCH_JSON:
-        t = kcache::PatchType::kJson;
-        break;
-      case KCACHE_PATCH_STRATEGIC_MERGE:
-        t = kcache::PatchType::kStrategicMerge;
-        break;
-      default:
-        return Status::InvalidArgument("unknown patch type " + std::to_string(type));
-    }
-    KCACHE_ASSIGN_OR_RETURN(kcache::ResourceRef ref, RefOf(informer, ns));
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::RestClient> client, ClientOf(informer));
-    return ObjectOut(client->Patch(ref, name, t, std::string_view(patch, patch_len)), result,
-                     result_len);
-  });
+  if (!name || !patch) return Fail(Status::InvalidArgument("name or patch is NULL"), errmsg);
+  kcache::PatchType t;
+  switch (type) {
+    case KCACHE_PATCH_MERGE:
+      t = kcache::PatchType::kMerge;
+      break;
+    case KCACHE_PATCH_JSON:
+      t = kcache::PatchType::kJson;
+      break;
+    case KCACHE_PATCH_STRATEGIC_MERGE:
+      t = kcache::PatchType::kStrategicMerge;
+      break;
+    default:
+      return Fail(Status::InvalidArgument("unknown patch type " + std::to_string(type)), errmsg);
+  }
+  return WriteCall(informer, ns, result, result_len, errmsg,
+                   [&](kcache::RestClient& c, const kcache::ResourceRef& ref) {
+                     return c.Patch(ref, name, t, std::string_view(patch, patch_len));
+                   });
 }
 
 kcache_code kcache_informer_delete_object(kcache_informer* informer, const char* ns,
                                           const char* name, char** errmsg) {
-  return Call(errmsg, [&]() -> Status {
-    KCACHE_RETURN_IF_ERROR(Required(name, "name"));
-    KCACHE_ASSIGN_OR_RETURN(kcache::ResourceRef ref, RefOf(informer, ns));
-    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<kcache::RestClient> client, ClientOf(informer));
-    return client->Delete(ref, name);
-  });
+  if (!name) return Fail(Status::InvalidArgument("name is NULL"), errmsg);
+  return WriteCall(
+      informer, ns, nullptr, nullptr, errmsg,
+      [&](kcache::RestClient& c, const kcache::ResourceRef& ref) { return c.Delete(ref, name); });
 }
 
 kcache_code kcache_snapshot_export(kcache_cache* cache, const char* path, int zstd_level,

@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "integration/cluster.h"
+#include "integration/configmaps.h"
+#include "integration/logged_process.h"
 #include "kcache/rest_client.h"
 #include "testing/eventually.h"
 #include "testing/status_matchers.h"
@@ -33,72 +35,21 @@ const ResourceRef kNamespaces{{"", "v1", "namespaces"}, false, ""};
 ResourceRef ConfigMaps(const std::string& ns) { return {{"", "v1", "configmaps"}, true, ns}; }
 
 // The controller as a child process, stdout and stderr to a log.
-class ControllerProcess {
+class ControllerProcess : public testing::LoggedProcess {
  public:
   ControllerProcess(const std::string& cache, const std::string& selector, const std::string& log,
                     const std::string& delay_ms, const std::string& lease_ns)
-      : log_(log) {
-    const char* bin = std::getenv("KCACHE_CONTROLLER_BIN");
-    if (bin == nullptr) {
-      ADD_FAILURE() << "KCACHE_CONTROLLER_BIN is not set";
-      return;
-    }
-    std::string kubeconfig = Cluster::Get().File("kubeconfig");
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
       // A 3 s lease: a restart after a SIGKILL waits it out.
-      execl(bin, bin, "--kubeconfig", kubeconfig.c_str(), "--cache", cache.c_str(), "--selector",
-            selector.c_str(), "--data", "greeting=hello", "--workers", "2", "--reconcile-delay-ms",
-            delay_ms.c_str(), "--lease-namespace", lease_ns.c_str(), "--lease-duration-ms", "3000",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-  }
-  ~ControllerProcess() {
-    if (pid_ > 0) Stop(SIGKILL);
-  }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  int Count(const std::string& what) const {
-    std::string log = Log();
-    int n = 0;
-    for (size_t at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
-    return n;
-  }
-  // Sends `sig` and returns the exit status.
-  int Stop(int sig) {
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
+      : LoggedProcess({testing::BinaryFromEnv("KCACHE_CONTROLLER_BIN"), "--kubeconfig",
+                       Cluster::Get().File("kubeconfig"), "--cache", cache, "--selector", selector,
+                       "--data", "greeting=hello", "--workers", "2", "--reconcile-delay-ms",
+                       delay_ms, "--lease-namespace", lease_ns, "--lease-duration-ms", "3000"},
+                      log) {}
 };
 
 // LIST requests the apiserver has served for `resource` (its /metrics).
 double Lists(const std::string& resource) {
-  auto body = Cluster::Get().Admin()->Get("/metrics");
-  EXPECT_OK(body);
-  double total = 0;
-  std::istringstream in(body.ok() ? *body : "");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("apiserver_request_total{", 0) != 0) continue;
-    if (line.find(R"(verb="LIST")") == std::string::npos) continue;
-    if (line.find(R"(resource=")" + resource + "\"") == std::string::npos) continue;
-    total += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return total;
+  return testing::ListMetric(*Cluster::Get().Admin(), "apiserver_request_total", resource);
 }
 
 TEST(ControllerIntegrationTest, SigkillMidWorkThenRestartConvergesWithoutList) {

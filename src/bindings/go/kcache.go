@@ -405,25 +405,30 @@ func (i *Informer) write(fn func(out **C.char, n *C.size_t, e **C.char) C.kcache
 	return take(out, n), nil
 }
 
-// Create creates obj (JSON) in namespace (or its metadata's); returns it as
-// stored.
-func (i *Informer) Create(namespace string, obj []byte) (json.RawMessage, error) {
+// writeObject runs a create or update of obj (JSON) in namespace.
+func (i *Informer) writeObject(namespace string, obj []byte,
+	fn func(*C.kcache_informer, *C.char, *C.char, C.size_t, **C.char, *C.size_t, **C.char) C.kcache_code) (json.RawMessage, error) {
 	ns, body := cstr(namespace), C.CBytes(obj)
 	defer free(ns)
 	defer C.free(body)
 	return i.write(func(out **C.char, n *C.size_t, e **C.char) C.kcache_code {
-		return C.kcache_informer_create_object(i.p, ns, (*C.char)(body), C.size_t(len(obj)), out, n, e)
+		return fn(i.p, ns, (*C.char)(body), C.size_t(len(obj)), out, n, e)
+	})
+}
+
+// Create creates obj (JSON) in namespace (or its metadata's); returns it as
+// stored.
+func (i *Informer) Create(namespace string, obj []byte) (json.RawMessage, error) {
+	return i.writeObject(namespace, obj, func(p *C.kcache_informer, ns, b *C.char, n C.size_t, out **C.char, on *C.size_t, e **C.char) C.kcache_code {
+		return C.kcache_informer_create_object(p, ns, b, n, out, on, e)
 	})
 }
 
 // Update replaces the object; with metadata.resourceVersion set, only over
 // that version (IsConflict otherwise).
 func (i *Informer) Update(namespace string, obj []byte) (json.RawMessage, error) {
-	ns, body := cstr(namespace), C.CBytes(obj)
-	defer free(ns)
-	defer C.free(body)
-	return i.write(func(out **C.char, n *C.size_t, e **C.char) C.kcache_code {
-		return C.kcache_informer_update_object(i.p, ns, (*C.char)(body), C.size_t(len(obj)), out, n, e)
+	return i.writeObject(namespace, obj, func(p *C.kcache_informer, ns, b *C.char, n C.size_t, out **C.char, on *C.size_t, e **C.char) C.kcache_code {
+		return C.kcache_informer_update_object(p, ns, b, n, out, on, e)
 	})
 }
 

@@ -217,6 +217,8 @@ def test_informers_call_python_on_their_threads_write_and_resume(server, tmp_pat
     factory.close()
     cache.close()
     assert factory.handler_errors == 0
+    with pytest.raises(ValueError):
+        cms.has_synced()  # an informer is lent by its factory, closed now
 
     # Again over the same cache, as a restarted process: every object comes
     # from the cache, and the server lists nothing.

@@ -146,21 +146,25 @@ def _stream(opener, *args):
         _lib.kcache_iterator_destroy(it)
 
 
-class Cache:
-    """A cache directory or snapshot file, opened by open() or open_writer().
+class _Owned:
+    """A C handle this object owns: released by close(), at the end of a
+    `with`, or when the object is collected; a use after that is ValueError."""
 
-    Safe to use from several threads. Close it (or use `with`) to release the
-    files; informers made over it keep them open until they are closed.
-    """
+    _ptr = None
+    _what = "handle"
 
-    def __init__(self, ptr, path):
-        self._ptr = ptr
-        self.path = path
+    def _release(self, ptr):
+        raise NotImplementedError
+
+    def _handle(self):
+        if self._ptr is None:
+            raise ValueError("kcache: the %s is closed" % self._what)
+        return self._ptr
 
     def close(self):
         if self._ptr is not None:
-            _lib.kcache_cache_close(self._ptr)
-            self._ptr = None
+            ptr, self._ptr = self._ptr, None
+            self._release(ptr)
 
     def __enter__(self):
         return self
@@ -171,10 +175,22 @@ class Cache:
     def __del__(self):
         self.close()
 
-    def _handle(self):
-        if self._ptr is None:
-            raise ValueError("kcache: the cache is closed")
-        return self._ptr
+
+class Cache(_Owned):
+    """A cache directory or snapshot file, opened by open() or open_writer().
+
+    Safe to use from several threads. Close it (or use `with`) to release the
+    files; informers made over it keep them open until they are closed.
+    """
+
+    _what = "cache"
+
+    def __init__(self, ptr, path):
+        self._ptr = ptr
+        self.path = path
+
+    def _release(self, ptr):
+        _lib.kcache_cache_close(ptr)
 
     def refresh(self):
         """A reader catches up with the writer."""
@@ -253,6 +269,11 @@ class Informer:
         self._factory = factory
         self._ptr = ptr
 
+    def _handle(self):
+        """The informer, lent by a factory that must still be open."""
+        self._factory._handle()
+        return self._ptr
+
     def add_event_handler(self, on_add=None, on_update=None, on_delete=None):
         """Registers handlers, called with dicts: on_add(obj, in_initial_list),
         on_update(old, new), on_delete(obj, final_state_unknown).
@@ -290,14 +311,14 @@ class Informer:
             callbacks[2] = delete
         # The callbacks live as long as the factory that calls them.
         factory._callbacks.append(callbacks)
-        _check(_lib.kcache_informer_add_handler, self._ptr, *callbacks, _ffi.NULL)
+        _check(_lib.kcache_informer_add_handler, self._handle(), *callbacks, _ffi.NULL)
 
     def has_synced(self):
-        return bool(_lib.kcache_informer_has_synced(self._ptr))
+        return bool(_lib.kcache_informer_has_synced(self._handle()))
 
     @property
     def resource_version(self):
-        p = _lib.kcache_informer_resource_version(self._ptr)
+        p = _lib.kcache_informer_resource_version(self._handle())
         try:
             return _ffi.string(p).decode()
         finally:
@@ -305,45 +326,47 @@ class Informer:
 
     def wait_for_resource_version(self, rv, timeout=30.0):
         """Waits until the informer's cache has reached `rv` (a write's)."""
-        _check(_lib.kcache_informer_wait_for_resource_version, self._ptr, rv.encode(),
+        _check(_lib.kcache_informer_wait_for_resource_version, self._handle(), rv.encode(),
                int(timeout * 1000))
 
     def get(self, name, namespace=None):
-        return _out(_lib.kcache_informer_get, self._ptr, _str(namespace), name.encode())
+        return _out(_lib.kcache_informer_get, self._handle(), _str(namespace), name.encode())
 
     def list(self, namespace=None, label_selector=None, field_selector=None):
-        return _stream(_lib.kcache_informer_list, self._ptr, _str(namespace),
+        return _stream(_lib.kcache_informer_list, self._handle(), _str(namespace),
                        _str(label_selector), _str(field_selector))
 
     def create(self, obj, namespace=None):
         """Creates `obj` (a dict); returns it as stored."""
         body = json.dumps(obj).encode()
-        return _out(_lib.kcache_informer_create_object, self._ptr, _str(namespace), body,
+        return _out(_lib.kcache_informer_create_object, self._handle(), _str(namespace), body,
                     len(body))
 
     def update(self, obj, namespace=None):
         """Replaces the object; with metadata.resourceVersion only over it (Conflict)."""
         body = json.dumps(obj).encode()
-        return _out(_lib.kcache_informer_update_object, self._ptr, _str(namespace), body,
+        return _out(_lib.kcache_informer_update_object, self._handle(), _str(namespace), body,
                     len(body))
 
     def patch(self, name, patch, namespace=None, patch_type="merge"):
         body = (patch if isinstance(patch, (bytes, str)) else json.dumps(patch))
         body = body.encode() if isinstance(body, str) else body
-        return _out(_lib.kcache_informer_patch_object, self._ptr, _str(namespace),
+        return _out(_lib.kcache_informer_patch_object, self._handle(), _str(namespace),
                     name.encode(), _PATCH_TYPES[patch_type], body, len(body))
 
     def delete(self, name, namespace=None):
-        _check(_lib.kcache_informer_delete_object, self._ptr, _str(namespace), name.encode())
+        _check(_lib.kcache_informer_delete_object, self._handle(), _str(namespace), name.encode())
 
 
-class InformerFactory:
+class InformerFactory(_Owned):
     """Shared informers over a cache opened with open_writer(), each resuming
     its watch from the cache without a LIST where it can.
 
     The cluster: `server` (kubectl's --server), else the kubeconfig (`kubeconfig`,
     `context`; $KUBECONFIG or ~/.kube/config by default; the in-cluster
     configuration in a pod without one)."""
+
+    _what = "factory"
 
     def __init__(self, cache, server=None, kubeconfig=None, context=None, namespace=None,
                  label_selector=None, field_selector=None):
@@ -371,11 +394,6 @@ class InformerFactory:
         _check(_lib.kcache_factory_informer, self._handle(), resource.encode(), out)
         return Informer(self, out[0])
 
-    def _handle(self):
-        if self._ptr is None:
-            raise ValueError("kcache: the factory is closed")
-        return self._ptr
-
     def start(self):
         _check(_lib.kcache_factory_start, self._handle())
 
@@ -388,17 +406,6 @@ class InformerFactory:
         if self._ptr is not None:
             _lib.kcache_factory_stop(self._ptr)
 
-    def close(self):
-        if self._ptr is not None:
-            _lib.kcache_factory_destroy(self._ptr)
-            self._ptr = None
-            self._callbacks = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    def _release(self, ptr):
+        _lib.kcache_factory_destroy(ptr)  # no handler runs after it
+        self._callbacks = []
