@@ -23,13 +23,50 @@
 #include "tools/kcache/kubectl/printers.h"
 #include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/kubectl/yaml.h"
+#include "tools/kcache/fleet_get.h"
 #include "tools/kcache/source.h"
 #include "util/strings.h"
 
 namespace kcache::tool {
-namespace {
 
 using json = nlohmann::json;
+
+std::string KindString(const ResourceInfo& info, const Object& o) {
+  std::string kind = info.kind.empty() ? o.kind() : info.kind;
+  return AsciiLower(info.group.empty() ? kind : kind + "." + info.group);
+}
+
+std::string CellText(const json& cell) {
+  if (cell.is_null()) return "";
+  if (!cell.is_string()) return GoValue(cell);
+  std::string s = cell.get<std::string>();
+  size_t cut = s.find_first_of("\f\n\r");
+  if (cut != std::string::npos) s = s.substr(0, cut) + "...";
+  std::string out;
+  for (char c : s) {
+    if (c == '\x1b') {
+      out += "^[";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string LabelHeader(const std::string& key) {
+  return AsciiUpper(key.substr(key.rfind('/') + 1));
+}
+
+std::string LabelsText(const Labels& labels) {
+  std::vector<std::string> pairs;
+  for (const auto& [k, v] : labels) pairs.push_back(k + "=" + v);
+  std::sort(pairs.begin(), pairs.end());
+  std::string out;
+  for (const std::string& p : pairs) out += (out.empty() ? "" : ",") + p;
+  return out.empty() ? "<none>" : out;
+}
+
+namespace {
 
 enum class Format {
   kTable,
@@ -300,49 +337,6 @@ struct Group {
   const Target* target;
   std::function<Status(const Each&)> visit;
 };
-
-// "pod", "deployment.apps": kubectl's lower-cased GroupKind.
-std::string KindString(const ResourceInfo& info, const Object& o) {
-  std::string kind = info.kind.empty() ? o.kind() : info.kind;
-  return AsciiLower(info.group.empty() ? kind : kind + "." + info.group);
-}
-
-// A table cell as kubectl writes it: strings cut at the first line break
-// (with "..."), escape characters shown as ^[, null as nothing.
-std::string CellText(const json& cell) {
-  if (cell.is_null()) return "";
-  if (!cell.is_string()) return GoValue(cell);
-  std::string s = cell.get<std::string>();
-  size_t cut = s.find_first_of("\f\n\r");
-  if (cut != std::string::npos) s = s.substr(0, cut) + "...";
-  std::string out;
-  for (char c : s) {
-    if (c == '\x1b') {
-      out += "^[";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-// kubectl's tabwriter: no column narrower than 6 with its padding.
-constexpr size_t kKubectlMinWidth = 6;
-
-// -L KEY's header: the upper-cased last part of the key.
-std::string LabelHeader(const std::string& key) {
-  return AsciiUpper(key.substr(key.rfind('/') + 1));
-}
-
-// labels.Set.String(): "k=v" pairs sorted as strings ("a.b=x" before "a=y").
-std::string LabelsText(const Labels& labels) {
-  std::vector<std::string> pairs;
-  for (const auto& [k, v] : labels) pairs.push_back(k + "=" + v);
-  std::sort(pairs.begin(), pairs.end());
-  std::string out;
-  for (const std::string& p : pairs) out += (out.empty() ? "" : ",") + p;
-  return out.empty() ? "<none>" : out;
-}
 
 class Getter {
  public:
@@ -1157,6 +1151,15 @@ class Getter {
 }  // namespace
 
 StatusOr<int> RunGet(const GetOptions& options, std::ostream& out, std::ostream& err) {
+  if (!options.postgres.empty()) {
+    if (!options.cache_dir.empty() || !options.snapshot.empty()) {
+      return Status::InvalidArgument("give one of --cache, --snapshot and --postgres");
+    }
+    return RunFleetGet(options, out, err);
+  }
+  if (!options.cluster.empty() || options.all_clusters) {
+    return Status::InvalidArgument("--cluster and --all-clusters read a fleet database: give --postgres URL");
+  }
   Printing printing;
   Selection sel;
   KCACHE_RETURN_IF_ERROR(Getter::Check(options, &printing, &sel));
@@ -1186,6 +1189,10 @@ int GetMain(const Command& self, const std::vector<std::string>& args) {
   std::string request_timeout = "0";
   cli::FlagSet flags;
   SourceFlags(flags, &o.cache_dir, &o.snapshot);
+  flags.String("postgres", '\0', &o.postgres,
+               "read a fleet database that kcache sync --postgres feeds (a libpq URL)");
+  flags.String("cluster", '\0', &o.cluster, "with --postgres: the cluster to read");
+  flags.Bool("all-clusters", '\0', &o.all_clusters, "with --postgres: read every cluster");
   flags.String("namespace", 'n', &o.namespace_, "the namespace to list");
   flags.Bool("all-namespaces", 'A', &o.all_namespaces, "list every namespace");
   flags.String("selector", 'l', &o.label_selector, "label selector, e.g. app=web");
@@ -1262,7 +1269,10 @@ const Command kGetCommand = {
     "  # Pods, then each change as kcache sync writes it (kubectl get -w)\n"
     "  kcache get pods -n prod -w --output-watch-events --cache /var/lib/kcache\n"
     "  # The changes after resourceVersion 81234 (from the cache's journal), then on\n"
-    "  kcache get pods -A --watch-only --resource-version=81234 --cache /var/lib/kcache\n",
+    "  kcache get pods -A --watch-only --resource-version=81234 --cache /var/lib/kcache\n"
+    "  # Pending pods of every cluster a fleet database holds\n"
+    "  kcache get pods -A --field-selector status.phase=Pending --all-clusters --postgres "
+    "postgresql://fleet@db/kcache\n",
     GetMain,
     /*kubectl_flag_errors=*/true};
 

@@ -13,13 +13,22 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "kcache/cache.h"
+#include "kcache/object.h"
 #include "kcache/status_or.h"
 
 namespace kcache::tool {
 
 struct GetOptions {
-  std::string cache_dir;  // one of cache_dir and snapshot
+  std::string cache_dir;  // one of cache_dir, snapshot and postgres
   std::string snapshot;
+  // A fleet database (fleet_get.h), and which of its clusters to read: one
+  // by name, or all; neither reads the one cluster a database holds.
+  std::string postgres;
+  std::string cluster;
+  bool all_clusters = false;
   // kubectl's arguments: "pods", "pods web-1 web-2", "pod/web-1 cm/x",
   // "pods,configmaps". Types are plurals, singulars, kinds, short names,
   // optionally with a group: "deployments.apps".
@@ -68,6 +77,20 @@ struct GetOptions {
   // How often the journal is read while following.
   std::chrono::milliseconds poll{100};
 };
+
+// The table text kubectl prints, shared by the readers of caches and of
+// fleet databases (fleet_get.h).
+// "pod", "deployment.apps": kubectl's lower-cased GroupKind.
+std::string KindString(const ResourceInfo& info, const Object& o);
+// A table cell as kubectl writes it: strings cut at the first line break
+// (with "..."), escape characters shown as ^[, null as nothing.
+std::string CellText(const nlohmann::json& cell);
+// -L KEY's header: the upper-cased last part of the key.
+std::string LabelHeader(const std::string& key);
+// labels.Set.String(): "k=v" pairs sorted as strings ("a.b=x" before "a=y").
+std::string LabelsText(const Labels& labels);
+// kubectl's tabwriter: no column narrower than 6 with its padding.
+inline constexpr size_t kKubectlMinWidth = 6;
 
 // Prints to `out`, and "No resources found" and per-object errors to
 // `err` as kubectl does. Returns the exit code (0, or 1 when some object

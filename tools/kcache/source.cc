@@ -94,6 +94,11 @@ Status Source::Load() {
 }
 
 StatusOr<std::string> Source::Resolve(std::string name) const {
+  return ResolveKeyspace(std::move(name), keyspaces_, path_);
+}
+
+StatusOr<std::string> ResolveKeyspace(std::string name, const std::vector<KeyspaceStats>& keyspaces_,
+                                      const std::string& where) {
   name = AsciiLower(std::move(name));
   // As kubectl resolves: plurals first, then singulars, short names and
   // kinds, each alone or followed by ".group" (or ".version.group").
@@ -131,7 +136,7 @@ StatusOr<std::string> Source::Resolve(std::string name) const {
   }
   std::string have;
   for (const KeyspaceStats& ks : keyspaces_) have += (have.empty() ? "" : ", ") + ks.name;
-  return Status::NotFound(path_ + " has no resource type \"" + name +
+  return Status::NotFound(where + " has no resource type \"" + name +
                           "\" (it has: " + (have.empty() ? "nothing yet" : have) + ")");
 }
 

@@ -15,6 +15,11 @@
 
 namespace kcache::tool {
 
+// Source::Resolve over `keyspaces` (name and recorded ResourceInfo
+// suffice); NotFound names `where`.
+StatusOr<std::string> ResolveKeyspace(std::string name, const std::vector<KeyspaceStats>& keyspaces,
+                                      const std::string& where);
+
 class Source {
  public:
   // Exactly one of `cache_dir` and `snapshot` is set; else InvalidArgument.

@@ -25,6 +25,7 @@
 #include "kcache/cache.h"
 #include "kcache/discovery.h"
 #include "kcache/field_selector.h"
+#include "kcache/fleet.h"
 #include "kcache/informer_factory.h"
 #include "kcache/label_selector.h"
 #include "tools/kcache/apiserver/http_server.h"
@@ -562,6 +563,23 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +
       " into " + options.cache_dir);
   KCACHE_RETURN_IF_ERROR(factory->Start());
+  std::unique_ptr<FleetFeed> feed;
+  if (!options.postgres.empty()) {
+    FleetFeedOptions fleet;
+    fleet.conninfo = options.postgres;
+    fleet.cluster = options.cluster.empty() ? DefaultClusterName(config.server) : options.cluster;
+    fleet.include_secrets = options.postgres_secrets;
+    fleet.key_encryption_key = options.key_encryption_key;
+    fleet.log = say;
+    fleet.on_fatal = [&](const Status& st) {
+      std::lock_guard l(fatal_mu);
+      if (fatal.ok()) fatal = st;
+      failed = true;
+    };
+    KCACHE_ASSIGN_OR_RETURN(feed, FleetFeed::Start(options.cache_dir, std::move(fleet)));
+    say("feeding " + RedactConninfo(options.postgres) + " as cluster " +
+        (options.cluster.empty() ? DefaultClusterName(config.server) : options.cluster));
+  }
   std::unique_ptr<http::Server> metrics;
   if (!options.metrics_listen.empty()) {
     KCACHE_ASSIGN_OR_RETURN(
@@ -612,6 +630,17 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
           : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
   if (metrics) metrics->Stop();
   factory->Stop();
+  if (feed && options.until_synced && sig == 0 && !failed) {
+    // Synced means fed too (the informers stopped, the cache holds still): what the cache holds is in the database.
+    if (Status st = feed->WaitCaughtUp(std::chrono::minutes(10)); !st.ok()) {
+      std::lock_guard l(fatal_mu);
+      if (fatal.ok()) fatal = st.WithContext("feeding " + RedactConninfo(options.postgres));
+    } else {
+      say("postgres: fed up to the cache's resume points");
+    }
+  }
+  // The feed's fatal error, if any, is `fatal` already.
+  if (feed) feed->Stop().IgnoreError();
   if (options.until_synced && sig == 0 && !failed) {
     // A cache left for offline reads has its label index in one sorted
     // run. A stop by signal does not wait: RocksDB's compactions take the
@@ -624,6 +653,19 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   SayStopped(*factory, config, peak, started, say);
   std::lock_guard l(fatal_mu);
   return fatal;
+}
+
+std::string DefaultClusterName(const std::string& server) {
+  std::string host = server;
+  if (size_t scheme = host.find("://"); scheme != std::string::npos) host = host.substr(scheme + 3);
+  if (size_t path = host.find('/'); path != std::string::npos) host.resize(path);
+  for (char& c : host) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) c = '-';
+  }
+  if (host.size() > 63) host.resize(63);
+  return host.empty() ? "cluster" : host;
 }
 
 namespace {
@@ -671,6 +713,14 @@ int SyncMain(const Command& self, const std::vector<std::string>& args) {
   flags.StringSlice("encrypt", '\0', &o.encrypt,
                     "resources stored encrypted, given a key-encryption key (default: secrets)");
   KeyFlags(flags);
+  flags.String("postgres", '\0', &o.postgres,
+               "feed every change into this PostgreSQL database (a libpq URL or key=value "
+               "string; the password from PGPASSWORD or PGPASSFILE), exactly once");
+  flags.String("cluster", '\0', &o.cluster,
+               "the cluster's name in --postgres (default: the server's host-port)");
+  flags.Bool("postgres-secrets", '\0', &o.postgres_secrets,
+             "feed secrets to --postgres too (sealed under the key-encryption key where "
+             "--encrypt seals them)");
   flags.String("request-timeout", '\0', &request_timeout,
                "the longest a list or other request may take before it is retried (watches "
                "end at their timeoutSeconds), e.g. 30s; 0: no limit");
