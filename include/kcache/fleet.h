@@ -84,12 +84,12 @@ struct KCACHE_EXPORT FleetFeedOptions {
 
 struct KCACHE_EXPORT FleetFeedStats {
   bool connected = false;
-  uint64_t transactions = 0;  // committed
-  uint64_t changes = 0;       // journal changes fed
-  uint64_t copies = 0;        // keyspaces copied (first copies and re-copies)
-  uint64_t rows_copied = 0;   // rows written by copies
+  uint64_t transactions = 0;    // committed
+  uint64_t changes = 0;         // journal changes fed
+  uint64_t copies = 0;          // keyspaces copied (first copies and re-copies)
+  uint64_t rows_copied = 0;     // rows written by copies
   uint64_t rows_unchanged = 0;  // rows a re-copy found equal and left alone
-  uint64_t errors = 0;        // failed rounds (the database away, included)
+  uint64_t errors = 0;          // failed rounds (the database away, included)
 };
 
 class KCACHE_EXPORT FleetFeed {

@@ -35,8 +35,8 @@ struct RowText {
 bool ValidClusterName(const std::string& name) {
   if (name.empty() || name.size() > 63) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
   });
 }
 
@@ -66,14 +66,15 @@ class FeedImpl final : public FleetFeed {
     // A round that began before this call may have read the cache before
     // the caller's commits: wait for one that begins after it.
     const uint64_t want = rounds_begun_ + 1;
-    const bool done = cv_.wait_for(l, timeout, [&] { return caught_up_round_ >= want || stopped_; });
+    const bool done =
+        cv_.wait_for(l, timeout, [&] { return caught_up_round_ >= want || stopped_; });
     if (!fatal_.ok()) return fatal_;
     if (caught_up_round_ >= want) return Status::OK();
     if (stopped_) return Status::Cancelled("the fleet feed was stopped");
     (void)done;
-    return Status::DeadlineExceeded("the fleet feed did not catch up with the cache within " +
-                                    std::to_string(timeout.count()) + " ms" +
-                                    (last_error_.empty() ? "" : " (last error: " + last_error_ + ")"));
+    return Status::DeadlineExceeded(
+        "the fleet feed did not catch up with the cache within " + std::to_string(timeout.count()) +
+        " ms" + (last_error_.empty() ? "" : " (last error: " + last_error_ + ")"));
   }
 
   FleetFeedStats Stats() const override {
@@ -217,14 +218,14 @@ class FeedImpl final : public FleetFeed {
       KCACHE_RETURN_IF_ERROR(conn_->Exec("SELECT pg_advisory_xact_lock(" +
                                          std::to_string(fleet::kLockClass) + ", 0)"));
       KCACHE_ASSIGN_OR_RETURN(
-          PgResult held,
-          conn_->Query("SELECT id, uid, server FROM kcache.clusters WHERE name = $1", {o_.cluster}));
+          PgResult held, conn_->Query("SELECT id, uid, server FROM kcache.clusters WHERE name = $1",
+                                      {o_.cluster}));
       if (held.rows() == 0) {
-        KCACHE_ASSIGN_OR_RETURN(PgResult added,
-                                conn_->Query("INSERT INTO kcache.clusters (name, uid, server, "
-                                             "version) VALUES ($1, $2, $3, $4) RETURNING id",
-                                             {o_.cluster, cluster.uid, cluster.server,
-                                              cluster.version}));
+        KCACHE_ASSIGN_OR_RETURN(
+            PgResult added,
+            conn_->Query("INSERT INTO kcache.clusters (name, uid, server, "
+                         "version) VALUES ($1, $2, $3, $4) RETURNING id",
+                         {o_.cluster, cluster.uid, cluster.server, cluster.version}));
         cluster_id_ = std::stoi(std::string(added.get(0, 0)));
         Log("cluster " + o_.cluster + " registered" +
             (cluster.uid.empty() ? "" : " (kube-system uid " + cluster.uid + ")"));
@@ -232,11 +233,13 @@ class FeedImpl final : public FleetFeed {
         cluster_id_ = std::stoi(std::string(held.get(0, 0)));
         const std::string uid(held.get(0, 1));
         if (!uid.empty() && !cluster.uid.empty() && uid != cluster.uid) {
-          return Refuse(Status::FailedPrecondition(
-              "the database's cluster \"" + o_.cluster + "\" is the cluster whose kube-system "
-              "namespace has uid " + uid + " (server " + std::string(held.get(0, 2)) +
-              "); this cache holds the one with uid " + cluster.uid + " (server " +
-              cluster.server + "): give it another --cluster name"));
+          return Refuse(Status::FailedPrecondition("the database's cluster \"" + o_.cluster +
+                                                   "\" is the cluster whose kube-system "
+                                                   "namespace has uid " +
+                                                   uid + " (server " + std::string(held.get(0, 2)) +
+                                                   "); this cache holds the one with uid " +
+                                                   cluster.uid + " (server " + cluster.server +
+                                                   "): give it another --cluster name"));
         }
         KCACHE_RETURN_IF_ERROR(
             conn_
@@ -263,7 +266,8 @@ class FeedImpl final : public FleetFeed {
     const std::string key = std::to_string(fleet::kLockClass) + ", " + std::to_string(cluster_id_);
     const auto deadline = std::chrono::steady_clock::now() + o_.lock_wait;
     for (;;) {
-      KCACHE_ASSIGN_OR_RETURN(PgResult got, conn_->Query("SELECT pg_try_advisory_lock(" + key + ")"));
+      KCACHE_ASSIGN_OR_RETURN(PgResult got,
+                              conn_->Query("SELECT pg_try_advisory_lock(" + key + ")"));
       if (got.get(0, 0) == "t") {
         locked_ = true;
         return Status::OK();
@@ -275,15 +279,18 @@ class FeedImpl final : public FleetFeed {
     StatusOr<PgResult> who = conn_->Query(
         "SELECT a.application_name, a.client_addr, a.backend_start FROM pg_locks l JOIN "
         "pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND "
-        "l.classid = " + std::to_string(fleet::kLockClass) +
-        " AND l.objid = " + std::to_string(cluster_id_) + " LIMIT 1");
+        "l.classid = " +
+        std::to_string(fleet::kLockClass) + " AND l.objid = " + std::to_string(cluster_id_) +
+        " LIMIT 1");
     if (who.ok() && who->rows() > 0) {
-      holder = "\"" + std::string(who->get(0, 0)) + "\"" +
-               (who->null(0, 1) ? std::string(" (local)") : " from " + std::string(who->get(0, 1))) +
-               ", connected since " + std::string(who->get(0, 2));
+      holder =
+          "\"" + std::string(who->get(0, 0)) + "\"" +
+          (who->null(0, 1) ? std::string(" (local)") : " from " + std::string(who->get(0, 1))) +
+          ", connected since " + std::string(who->get(0, 2));
     }
-    return Refuse(Status::Busy("cluster \"" + o_.cluster + "\" is being fed by another kcache: " +
-                               holder + ": stop it, or feed this cache under another --cluster name"));
+    return Refuse(Status::Busy("cluster \"" + o_.cluster +
+                               "\" is being fed by another kcache: " + holder +
+                               ": stop it, or feed this cache under another --cluster name"));
   }
 
   // A failure that retrying cannot end: the feed stops with it.
@@ -330,8 +337,8 @@ class FeedImpl final : public FleetFeed {
     const std::optional<int> order = CompareResourceVersions(fed->second, rv);
     if (order && *order > 0) {
       return Copy(ks, *indexer, rv,
-                  "the database is at resourceVersion " + fed->second +
-                      ", past the cache's " + rv + " (a cache restored from an older copy?)");
+                  "the database is at resourceVersion " + fed->second + ", past the cache's " + rv +
+                      " (a cache restored from an older copy?)");
     }
     // A few transactions per keyspace a round, so that one busy keyspace
     // does not hold the others back.
@@ -373,9 +380,11 @@ class FeedImpl final : public FleetFeed {
       sealed = text->sealed;
     }
     const std::string& created = o.meta().creation_timestamp;
-    return Row{o.namespace_(), o.name(), o.meta().uid, o.resource_version(), text->labels,
-               object, sealed,
-               created.empty() ? std::nullopt : std::optional<std::string_view>(created)};
+    return Row{
+        o.namespace_(), o.name(),
+        o.meta().uid,   o.resource_version(),
+        text->labels,   object,
+        sealed,         created.empty() ? std::nullopt : std::optional<std::string_view>(created)};
   }
 
   std::string SealContext(const std::string& ks, const std::string& ns, const std::string& name) {
@@ -413,10 +422,11 @@ class FeedImpl final : public FleetFeed {
 
   Status SetFed(const std::string& ks, const std::string& rv) {
     return conn_
-        ->Query("INSERT INTO kcache.feed_state (cluster, resource, resource_version) VALUES ($1, "
-                "$2, $3) ON CONFLICT (cluster, resource) DO UPDATE SET resource_version = "
-                "EXCLUDED.resource_version, fed_at = now()",
-                {o_.cluster, ks, rv})
+        ->Query(
+            "INSERT INTO kcache.feed_state (cluster, resource, resource_version) VALUES ($1, "
+            "$2, $3) ON CONFLICT (cluster, resource) DO UPDATE SET resource_version = "
+            "EXCLUDED.resource_version, fed_at = now()",
+            {o_.cluster, ks, rv})
         .status();
   }
 
@@ -497,8 +507,8 @@ class FeedImpl final : public FleetFeed {
         return SetFed(ks, rv);
       }
       // The cache's keys, uids and versions: small beside the objects.
-      KCACHE_RETURN_IF_ERROR(conn_->CopyBegin(
-          "COPY kcache_keys (namespace, name, uid, resource_version) FROM STDIN"));
+      KCACHE_RETURN_IF_ERROR(
+          conn_->CopyBegin("COPY kcache_keys (namespace, name, uid, resource_version) FROM STDIN"));
       uint64_t total = 0;
       for (; it->Valid(); it->Next()) {
         const Object& o = *it->object();
@@ -518,8 +528,8 @@ class FeedImpl final : public FleetFeed {
       deleted = std::stoull(std::string(gone.get(0, 0)));
       KCACHE_RETURN_IF_ERROR(conn_->Exec(
           "DECLARE kcache_differ NO SCROLL CURSOR FOR SELECT k.namespace, k.name FROM kcache_keys "
-          "k LEFT JOIN kcache.objects o ON o.cluster = " + conn_->Literal(o_.cluster) +
-          " AND o.resource = " + conn_->Literal(ks) +
+          "k LEFT JOIN kcache.objects o ON o.cluster = " +
+          conn_->Literal(o_.cluster) + " AND o.resource = " + conn_->Literal(ks) +
           " AND o.namespace = k.namespace AND o.name = k.name WHERE o.uid IS DISTINCT FROM k.uid "
           "OR o.resource_version IS DISTINCT FROM k.resource_version"));
       for (;;) {
@@ -530,7 +540,8 @@ class FeedImpl final : public FleetFeed {
         std::vector<ObjectPtr> objects;
         for (int i = 0; i < keys.rows(); ++i) {
           const std::string ns(keys.get(i, 0)), name(keys.get(i, 1));
-          KCACHE_ASSIGN_OR_RETURN(ObjectPtr o, indexer.GetByKey(ns.empty() ? name : ns + "/" + name));
+          KCACHE_ASSIGN_OR_RETURN(ObjectPtr o,
+                                  indexer.GetByKey(ns.empty() ? name : ns + "/" + name));
           if (o) objects.push_back(std::move(o));
         }
         KCACHE_RETURN_IF_ERROR(conn_->CopyBegin(
@@ -576,9 +587,10 @@ class FeedImpl final : public FleetFeed {
     next_trim_ = now + std::chrono::minutes(1);
     const double seconds = std::chrono::duration<double>(o_.changes_retention).count();
     return conn_
-        ->Query("DELETE FROM kcache.changes WHERE cluster = $1 AND at < now() - make_interval(secs "
-                "=> $2::double precision)",
-                {o_.cluster, std::to_string(seconds)})
+        ->Query(
+            "DELETE FROM kcache.changes WHERE cluster = $1 AND at < now() - make_interval(secs "
+            "=> $2::double precision)",
+            {o_.cluster, std::to_string(seconds)})
         .status();
   }
 
@@ -591,7 +603,7 @@ class FeedImpl final : public FleetFeed {
   int cluster_id_ = 0;
   bool locked_ = false;
   std::string registered_uid_;
-  std::map<std::string, std::string> fed_;                 // keyspace -> the database's resume point
+  std::map<std::string, std::string> fed_;                // keyspace -> the database's resume point
   std::map<std::string, std::string> resources_written_;  // keyspace -> its info as written
   std::map<std::string, std::shared_ptr<Indexer>> open_;
   std::set<std::string> sealed_, quiet_;

@@ -29,8 +29,7 @@ PgResult::PgResult(pg_result* r) : r_(r, PQclear) {}
 int PgResult::rows() const { return PQntuples(r_.get()); }
 bool PgResult::null(int row, int col) const { return PQgetisnull(r_.get(), row, col) != 0; }
 std::string_view PgResult::get(int row, int col) const {
-  return {PQgetvalue(r_.get(), row, col),
-          static_cast<size_t>(PQgetlength(r_.get(), row, col))};
+  return {PQgetvalue(r_.get(), row, col), static_cast<size_t>(PQgetlength(r_.get(), row, col))};
 }
 
 namespace {
@@ -51,9 +50,9 @@ StatusOr<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
                                                   const std::string& application_name) {
   // A dead peer is noticed within seconds, not at the kernel's two hours:
   // a successor feed waits for the lock of a predecessor's session.
-  const char* keys[] = {"dbname",    "fallback_application_name", "connect_timeout",
-                        "keepalives", "keepalives_idle",           "keepalives_interval",
-                        "keepalives_count", nullptr};
+  const char* keys[] = {
+      "dbname",          "fallback_application_name", "connect_timeout",  "keepalives",
+      "keepalives_idle", "keepalives_interval",       "keepalives_count", nullptr};
   const char* values[] = {conninfo.c_str(), application_name.c_str(), "10", "1", "5", "2", "3",
                           nullptr};
   pg_conn* c = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
@@ -151,11 +150,20 @@ void PgConn::CopyRow(const std::vector<std::optional<std::string_view>>& fields)
     }
     for (char c : *fields[i]) {
       switch (c) {
-        case '\\': copy_buf_ += "\\\\"; break;
-        case '\t': copy_buf_ += "\\t"; break;
-        case '\n': copy_buf_ += "\\n"; break;
-        case '\r': copy_buf_ += "\\r"; break;
-        default: copy_buf_ += c;
+        case '\\':
+          copy_buf_ += "\\\\";
+          break;
+        case '\t':
+          copy_buf_ += "\\t";
+          break;
+        case '\n':
+          copy_buf_ += "\\n";
+          break;
+        case '\r':
+          copy_buf_ += "\\r";
+          break;
+        default:
+          copy_buf_ += c;
       }
     }
   }

@@ -74,15 +74,18 @@ Status Step(PgConn& conn, int version) {
     case 2: {
       KCACHE_RETURN_IF_ERROR(conn.Exec(kVersion2));
       // The clusters fed so far get their partitions of the new table.
-      KCACHE_ASSIGN_OR_RETURN(PgResult clusters, conn.Query("SELECT id, name FROM kcache.clusters"));
+      KCACHE_ASSIGN_OR_RETURN(PgResult clusters,
+                              conn.Query("SELECT id, name FROM kcache.clusters"));
       for (int i = 0; i < clusters.rows(); ++i) {
         int id = 0;
         std::string_view text = clusters.get(i, 0);
         std::from_chars(text.data(), text.data() + text.size(), id);
         const std::string name(clusters.get(i, 1));
         KCACHE_RETURN_IF_ERROR(conn.Exec("CREATE TABLE IF NOT EXISTS kcache.changes_" +
-                                         std::to_string(id) + " PARTITION OF kcache.changes FOR "
-                                         "VALUES IN (" + conn.Literal(name) + ")"));
+                                         std::to_string(id) +
+                                         " PARTITION OF kcache.changes FOR "
+                                         "VALUES IN (" +
+                                         conn.Literal(name) + ")"));
       }
       return Status::OK();
     }
@@ -98,8 +101,8 @@ StatusOr<int> SchemaVersion(PgConn& conn) {
   if (exists.get(0, 0) != "t") return 0;
   KCACHE_ASSIGN_OR_RETURN(PgResult v, conn.Query("SELECT version FROM kcache.schema_version"));
   if (v.rows() != 1) {
-    return Status::Corruption("postgres: kcache.schema_version holds " +
-                              std::to_string(v.rows()) + " rows, not one");
+    return Status::Corruption("postgres: kcache.schema_version holds " + std::to_string(v.rows()) +
+                              " rows, not one");
   }
   int version = 0;
   std::string_view text = v.get(0, 0);
@@ -115,16 +118,15 @@ Status UpgradeSchema(PgConn& conn, int target) {
           conn.Exec("SELECT pg_advisory_xact_lock(" + std::to_string(kLockClass) + ", 0)"));
       KCACHE_ASSIGN_OR_RETURN(int version, SchemaVersion(conn));
       if (version > kFleetSchemaVersion) {
-        return Status::Unimplemented(
-            "postgres: the kcache schema is at version " + std::to_string(version) +
-            ", newer than this kcache's " + std::to_string(kFleetSchemaVersion) +
-            ": upgrade kcache");
+        return Status::Unimplemented("postgres: the kcache schema is at version " +
+                                     std::to_string(version) + ", newer than this kcache's " +
+                                     std::to_string(kFleetSchemaVersion) + ": upgrade kcache");
       }
       if (version >= target) return Status::Cancelled("");  // done
-      KCACHE_RETURN_IF_ERROR(Step(conn, version + 1).WithContext(
-          "upgrading the kcache schema to version " + std::to_string(version + 1)));
-      return conn.Exec("UPDATE kcache.schema_version SET version = " +
-                       std::to_string(version + 1));
+      KCACHE_RETURN_IF_ERROR(Step(conn, version + 1)
+                                 .WithContext("upgrading the kcache schema to version " +
+                                              std::to_string(version + 1)));
+      return conn.Exec("UPDATE kcache.schema_version SET version = " + std::to_string(version + 1));
     }();
     if (st.code() == StatusCode::kCancelled) return conn.Exec("COMMIT");
     if (!st.ok()) {

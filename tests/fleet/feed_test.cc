@@ -127,7 +127,8 @@ TEST_F(FleetFeedTest, CopiesThenFollowsTheJournal) {
   auto pods = cache->OpenKeyspace("pods");
   ASSERT_OK(pods);
   std::vector<ObjectPtr> first;
-  for (int i = 0; i < 300; ++i) first.push_back(PodAt("ns-" + std::to_string(i % 3), "p" + std::to_string(i), 10, "web"));
+  for (int i = 0; i < 300; ++i)
+    first.push_back(PodAt("ns-" + std::to_string(i % 3), "p" + std::to_string(i), 10, "web"));
   ASSERT_OK((*pods)->Replace(first, "10").status());
 
   auto feed = StartFeed(dir.path(), Options("alpha"));
@@ -173,7 +174,8 @@ TEST_F(FleetFeedTest, DatabaseStoppedAndStartedAgain) {
 
   ASSERT_EQ(PostgresCtl("stop"), 0);
   for (int rv = 6; rv < 56; ++rv) {
-    Commit(**pods, {PodAt("ns", "p" + std::to_string(rv % 7), rv, "v" + std::to_string(rv))}, {}, rv);
+    Commit(**pods, {PodAt("ns", "p" + std::to_string(rv % 7), rv, "v" + std::to_string(rv))}, {},
+           rv);
   }
   EXPECT_THAT(feed->WaitCaughtUp(std::chrono::milliseconds(800)),
               StatusIs(StatusCode::kDeadlineExceeded));
@@ -206,7 +208,8 @@ TEST_F(FleetFeedTest, JournalOutrunAndRelistCopyAgainByComparison) {
   ASSERT_OK(feed->Stop());
 
   // 30 changes to 15 pods: the journal keeps the last 10.
-  for (int rv = 11; rv <= 40; ++rv) Commit(**pods, {PodAt("ns", "p" + std::to_string(rv % 15), rv, "v")}, {}, rv);
+  for (int rv = 11; rv <= 40; ++rv)
+    Commit(**pods, {PodAt("ns", "p" + std::to_string(rv % 15), rv, "v")}, {}, rv);
   // A pod recreated under its name (another uid, same resourceVersion as
   // the database's row would not tell): written.
   Commit(**pods, {PodAt("ns", "p50", 10, "web", "other-uid")}, {}, 41);
@@ -222,7 +225,8 @@ TEST_F(FleetFeedTest, JournalOutrunAndRelistCopyAgainByComparison) {
   // A relist: half the pods gone, one changed, the rest as they were.
   std::vector<ObjectPtr> listed;
   for (int i = 0; i < 50; ++i) {
-    listed.push_back(i == 3 ? PodAt("ns", "p3", 60, "changed") : *(*pods)->GetByKey("ns/p" + std::to_string(i)));
+    listed.push_back(i == 3 ? PodAt("ns", "p3", 60, "changed")
+                            : *(*pods)->GetByKey("ns/p" + std::to_string(i)));
   }
   ASSERT_OK((*pods)->Replace(listed, "60").status());
   ASSERT_OK(feed->WaitCaughtUp(kWait));
@@ -259,7 +263,8 @@ TEST_F(FleetFeedTest, UpgradesAnOlderSchemaAndRefusesANewerOne) {
   ASSERT_OK(db_->Exec("UPDATE kcache.schema_version SET version = 99"));
   feed = StartFeed(dir.path(), Options("old"));
   EXPECT_THAT(feed->WaitCaughtUp(kWait), StatusIs(StatusCode::kUnimplemented));
-  EXPECT_THAT(std::string(feed->Stop().message()), HasSubstr("version 99, newer than this kcache's"));
+  EXPECT_THAT(std::string(feed->Stop().message()),
+              HasSubstr("version 99, newer than this kcache's"));
 }
 
 // A cluster's name is bound to its identity (kube-system's uid): another
@@ -349,11 +354,13 @@ TEST_F(FleetFeedTest, SecretsOnlyWhenAskedAndSealed) {
   EXPECT_EQ(row->get(0, 0), "t");
   EXPECT_EQ(row->get(0, 2), R"({"app": "db"})");
   std::string hex(row->get(0, 1)), sealed;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) sealed += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    sealed += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   EXPECT_THAT(sealed, Not(HasSubstr("aHVudGVyMg==")));
   auto key = crypto::Key::FromBytes(kek);
   ASSERT_OK(key);
-  const std::string context = std::string("kcache fleet") + '\0' + "alpha" + '\0' + "secrets" + '\0' + "ns" + '\0' + "db";
+  const std::string context =
+      std::string("kcache fleet") + '\0' + "alpha" + '\0' + "secrets" + '\0' + "ns" + '\0' + "db";
   auto opened = crypto::Open(*key, sealed, context);
   ASSERT_OK(opened);
   EXPECT_EQ(*opened, secret->json());
@@ -363,22 +370,27 @@ TEST_F(FleetFeedTest, SecretsOnlyWhenAskedAndSealed) {
       R"("resourceVersion":"9"},"data":{}})");
   Commit(**secrets, {changed}, {}, 9);
   ASSERT_OK(feed->WaitCaughtUp(kWait));
-  EXPECT_EQ(Count("SELECT resource_version::int FROM kcache.objects WHERE resource = 'secrets'"), 9);
-  EXPECT_EQ(Count("SELECT resource_version::int FROM kcache.feed_state WHERE resource = 'secrets'"), 9);
+  EXPECT_EQ(Count("SELECT resource_version::int FROM kcache.objects WHERE resource = 'secrets'"),
+            9);
+  EXPECT_EQ(Count("SELECT resource_version::int FROM kcache.feed_state WHERE resource = 'secrets'"),
+            9);
 }
 
 TEST(RedactConninfoTest, NoPasswordSurvives) {
-  EXPECT_EQ(RedactConninfo("postgresql://fleet:s3cret@db:5432/kcache"), "postgresql://fleet:***@db:5432/kcache");
+  EXPECT_EQ(RedactConninfo("postgresql://fleet:s3cret@db:5432/kcache"),
+            "postgresql://fleet:***@db:5432/kcache");
   EXPECT_EQ(RedactConninfo("postgres://db/kcache?user=x&password=s3cret&sslmode=require"),
             "postgres://db/kcache?user=x&password=***&sslmode=require");
-  EXPECT_EQ(RedactConninfo("host=db password='a secret' dbname=k"), "host=db password=*** dbname=k");
+  EXPECT_EQ(RedactConninfo("host=db password='a secret' dbname=k"),
+            "host=db password=*** dbname=k");
   EXPECT_EQ(RedactConninfo("host=db password=s3cret"), "host=db password=***");
   EXPECT_EQ(RedactConninfo("postgresql://fleet@db/kcache"), "postgresql://fleet@db/kcache");
 }
 
 // A connection error names the database without its password.
 TEST(FleetConnectTest, ErrorsNameTheDatabaseWithoutItsPassword) {
-  auto conn = fleet::PgConn::Connect("postgresql://fleet:s3cret@127.0.0.1:1/kcache?connect_timeout=2", "test");
+  auto conn = fleet::PgConn::Connect(
+      "postgresql://fleet:s3cret@127.0.0.1:1/kcache?connect_timeout=2", "test");
   ASSERT_FALSE(conn.ok());
   EXPECT_THAT(conn.status(), StatusIs(StatusCode::kUnavailable));
   EXPECT_THAT(std::string(conn.status().message()), HasSubstr("fleet:***@127.0.0.1:1"));

@@ -39,8 +39,10 @@ class FleetGetTest : public ::testing::Test {
     ASSERT_NE(db, nullptr);
     DropFleetSchema(*db);
     dir_ = new TempDir();
-    a_ = new ServeProcess(StartServe("--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 4 --seed 21"));
-    b_ = new ServeProcess(StartServe("--listen 127.0.0.1:0 --pods 200 --namespaces 2 --nodes 3 --seed 22"));
+    a_ = new ServeProcess(
+        StartServe("--listen 127.0.0.1:0 --pods 300 --namespaces 3 --nodes 4 --seed 21"));
+    b_ = new ServeProcess(
+        StartServe("--listen 127.0.0.1:0 --pods 200 --namespaces 2 --nodes 3 --seed 22"));
     for (auto [name, server] : {std::pair{"east", a_}, std::pair{"west", b_}}) {
       CommandResult r = RunCommand(KcacheBin() + " sync pods nodes --until-synced --cache " +
                                    dir_->Sub(name) + " --server " + server->url + " --postgres '" +
@@ -73,7 +75,8 @@ ServeProcess* FleetGetTest::b_ = nullptr;
 
 // One cluster's table is its cache's table with CLUSTER in front.
 TEST_F(FleetGetTest, OneClusterPrintsAsItsCacheWithAClusterColumn) {
-  for (const std::string args : {"pods -A", "pods -n ns-1 -o wide", "nodes", "pods -A -l tier=web --show-labels"}) {
+  for (const std::string args :
+       {"pods -A", "pods -n ns-1 -o wide", "nodes", "pods -A -l tier=web --show-labels"}) {
     CommandResult fleet = Get(args + " --cluster east");
     CommandResult cache = GetCache("east", args);
     ASSERT_EQ(fleet.exit_code, 0) << fleet.output;
@@ -122,7 +125,8 @@ TEST_F(FleetGetTest, AllClustersReadsBothInOneTable) {
 TEST_F(FleetGetTest, ClearErrors) {
   CommandResult two = Get("pods -A");
   EXPECT_EQ(two.exit_code, 1);
-  EXPECT_THAT(two.output, HasSubstr("holds 2 clusters (east, west): give --cluster NAME or --all-clusters"));
+  EXPECT_THAT(two.output,
+              HasSubstr("holds 2 clusters (east, west): give --cluster NAME or --all-clusters"));
   CommandResult unknown = Get("pods --cluster north");
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_THAT(unknown.output, HasSubstr("has no cluster \"north\" (it has: east, west)"));
@@ -149,13 +153,13 @@ TEST_F(FleetGetTest, SyncRefusesAnotherClusterUnderAUsedNameAndASecondFeed) {
   EXPECT_EQ(other.exit_code, 1) << other.output;
   EXPECT_THAT(other.output, HasSubstr("give it another --cluster name"));
 
-  Background first = StartCommand(KcacheBin() + " sync pods --cache " + dir_->Sub("east") +
-                                  " --server " + a_->url + " --postgres '" + PostgresUrl() +
-                                  "' --cluster east 2>&1");
+  Background first =
+      StartCommand(KcacheBin() + " sync pods --cache " + dir_->Sub("east") + " --server " +
+                   a_->url + " --postgres '" + PostgresUrl() + "' --cluster east 2>&1");
   std::string seen = ReadLines(first.out, 3);
-  CommandResult second = RunCommand(KcacheBin() + " sync pods --cache " + dir_->Sub("east2") +
-                                    " --server " + a_->url + " --postgres '" + PostgresUrl() +
-                                    "' --cluster east 2>&1");
+  CommandResult second =
+      RunCommand(KcacheBin() + " sync pods --cache " + dir_->Sub("east2") + " --server " + a_->url +
+                 " --postgres '" + PostgresUrl() + "' --cluster east 2>&1");
   EXPECT_EQ(second.exit_code, 1) << second.output;
   EXPECT_THAT(second.output, HasSubstr("is being fed by another kcache: \"kcache feed east"));
   EXPECT_EQ(Stop(first, SIGTERM), 0) << seen;

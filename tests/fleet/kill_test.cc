@@ -117,9 +117,15 @@ TEST_F(FleetKillTest, DatabaseEqualsCacheAtItsResumePointsAfterEveryKill) {
     const std::string when = "after kill " + std::to_string(i + 1);
     std::string rv;
     switch (Check(when, &rv)) {
-      case Outcome::kExact: ++exact; break;
-      case Outcome::kBeyondJournal: ++beyond; break;
-      case Outcome::kNotYet: ++not_yet; break;
+      case Outcome::kExact:
+        ++exact;
+        break;
+      case Outcome::kBeyondJournal:
+        ++beyond;
+        break;
+      case Outcome::kNotYet:
+        ++not_yet;
+        break;
     }
     if (!rv.empty()) last_rv = rv;
     if (::testing::Test::HasFailure()) {

@@ -127,7 +127,8 @@ std::string DescribeDiff(const FleetRows& want, const FleetRows& have) {
       if (example.empty()) example = "missing " + k;
     } else if (it->second != v && v != "*") {
       ++other;
-      if (example.empty()) example = k + ": want " + v.substr(0, 200) + ", have " + it->second.substr(0, 200);
+      if (example.empty())
+        example = k + ": want " + v.substr(0, 200) + ", have " + it->second.substr(0, 200);
     }
   }
   for (const auto& [k, v] : have) {

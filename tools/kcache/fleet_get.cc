@@ -4,8 +4,8 @@
 
 #include "tools/kcache/fleet_get.h"
 
-#include <set>
 #include <ostream>
+#include <set>
 
 #include "core/json_text.h"
 #include "fleet/pg.h"
@@ -48,7 +48,8 @@ class FleetGetter {
     KCACHE_ASSIGN_OR_RETURN(int version, fleet::SchemaVersion(*conn_));
     const std::string where = RedactConninfo(o_.postgres);
     if (version == 0) {
-      return Status::NotFound(where + " holds no kcache schema: feed it with kcache sync --postgres");
+      return Status::NotFound(where +
+                              " holds no kcache schema: feed it with kcache sync --postgres");
     }
     if (version > kFleetSchemaVersion) {
       return Status::Unimplemented(where + " holds kcache schema version " +
@@ -89,8 +90,7 @@ class FleetGetter {
     for (const std::string& name : names_) {
       if (!found_.count(name)) {
         err_ << "Error from server (NotFound): " << info_.resource
-             << (info_.group.empty() ? "" : "." + info_.group) << " \"" << name
-             << "\" not found\n";
+             << (info_.group.empty() ? "" : "." + info_.group) << " \"" << name << "\" not found\n";
         rc = 1;
       }
     }
@@ -109,8 +109,9 @@ class FleetGetter {
                                                            {"yaml", Format::kYaml}};
     auto f = kFormats.find(o_.output);
     if (f == kFormats.end()) {
-      return Status::InvalidArgument("--postgres prints tables and -o wide, name, json and yaml; -o " +
-                                     o_.output + " reads a cache (--cache) or a snapshot");
+      return Status::InvalidArgument(
+          "--postgres prints tables and -o wide, name, json and yaml; -o " + o_.output +
+          " reads a cache (--cache) or a snapshot");
     }
     format_ = f->second;
     if (o_.watch || o_.watch_only) {
@@ -128,8 +129,8 @@ class FleetGetter {
     }
     type_ = o_.args[0];
     if (type_.find(',') != std::string::npos || type_.find('/') != std::string::npos) {
-      return Status::InvalidArgument(
-          "--postgres reads one resource type: TYPE [NAME...], not \"" + type_ + "\"");
+      return Status::InvalidArgument("--postgres reads one resource type: TYPE [NAME...], not \"" +
+                                     type_ + "\"");
     }
     names_.assign(o_.args.begin() + 1, o_.args.end());
     KCACHE_ASSIGN_OR_RETURN(labels_, LabelSelector::Parse(o_.label_selector));
@@ -138,23 +139,24 @@ class FleetGetter {
   }
 
   Status PickClusters(const std::string& where) {
-    KCACHE_ASSIGN_OR_RETURN(PgResult all, conn_->Query("SELECT name FROM kcache.clusters ORDER BY name"));
+    KCACHE_ASSIGN_OR_RETURN(PgResult all,
+                            conn_->Query("SELECT name FROM kcache.clusters ORDER BY name"));
     std::vector<std::string> names;
     for (int i = 0; i < all.rows(); ++i) names.emplace_back(all.get(i, 0));
     std::string have;
     for (const std::string& n : names) have += (have.empty() ? "" : ", ") + n;
     if (!o_.cluster.empty()) {
       if (std::find(names.begin(), names.end(), o_.cluster) == names.end()) {
-        return Status::NotFound(where + " has no cluster \"" + o_.cluster + "\" (it has: " +
-                                (have.empty() ? "none yet" : have) + ")");
+        return Status::NotFound(where + " has no cluster \"" + o_.cluster +
+                                "\" (it has: " + (have.empty() ? "none yet" : have) + ")");
       }
       clusters_ = {o_.cluster};
     } else if (o_.all_clusters || names.size() == 1) {
       clusters_ = names;
     } else {
-      return Status::InvalidArgument(
-          where + " holds " + std::to_string(names.size()) + " clusters" +
-          (have.empty() ? "" : " (" + have + ")") + ": give --cluster NAME or --all-clusters");
+      return Status::InvalidArgument(where + " holds " + std::to_string(names.size()) +
+                                     " clusters" + (have.empty() ? "" : " (" + have + ")") +
+                                     ": give --cluster NAME or --all-clusters");
     }
     return Status::OK();
   }
@@ -162,7 +164,8 @@ class FleetGetter {
   // The clusters as a text[] literal; names are [A-Za-z0-9._-] only.
   std::string ClusterArray() const {
     std::string a = "{";
-    for (const std::string& c : clusters_) a += (a.size() > 1 ? "," : "") + std::string("\"") + c + "\"";
+    for (const std::string& c : clusters_)
+      a += (a.size() > 1 ? "," : "") + std::string("\"") + c + "\"";
     return a + "}";
   }
 
@@ -190,19 +193,21 @@ class FleetGetter {
 
   Status BuildQuery() {
     // A sealed object's row prints as its metadata, which left in clear.
-    std::string api_version = info_.group.empty() ? info_.version : info_.group + "/" + info_.version;
-    sql_ =
-        "SELECT cluster, coalesce(object, jsonb_strip_nulls(jsonb_build_object('apiVersion', " +
-        conn_->Literal(api_version) + ", 'kind', " + conn_->Literal(info_.kind) +
-        ", 'metadata', jsonb_build_object('name', name, 'namespace', nullif(namespace, ''), "
-        "'uid', uid, 'resourceVersion', resource_version, 'labels', labels, "
-        "'creationTimestamp', to_char(created_at AT TIME ZONE 'UTC', "
-        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))))::text FROM kcache.objects WHERE cluster = ANY(" +
-        conn_->Literal(ClusterArray()) + "::text[]) AND resource = " + conn_->Literal(keyspace_);
-    if (info_.namespaced && !o_.all_namespaces) sql_ += " AND namespace = " + conn_->Literal(o_.namespace_);
+    std::string api_version =
+        info_.group.empty() ? info_.version : info_.group + "/" + info_.version;
+    sql_ = "SELECT cluster, coalesce(object, jsonb_strip_nulls(jsonb_build_object('apiVersion', " +
+           conn_->Literal(api_version) + ", 'kind', " + conn_->Literal(info_.kind) +
+           ", 'metadata', jsonb_build_object('name', name, 'namespace', nullif(namespace, ''), "
+           "'uid', uid, 'resourceVersion', resource_version, 'labels', labels, "
+           "'creationTimestamp', to_char(created_at AT TIME ZONE 'UTC', "
+           "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')))))::text FROM kcache.objects WHERE cluster = ANY(" +
+           conn_->Literal(ClusterArray()) + "::text[]) AND resource = " + conn_->Literal(keyspace_);
+    if (info_.namespaced && !o_.all_namespaces)
+      sql_ += " AND namespace = " + conn_->Literal(o_.namespace_);
     if (!names_.empty()) {
       sql_ += " AND name IN (";
-      for (size_t i = 0; i < names_.size(); ++i) sql_ += (i ? ", " : "") + conn_->Literal(names_[i]);
+      for (size_t i = 0; i < names_.size(); ++i)
+        sql_ += (i ? ", " : "") + conn_->Literal(names_[i]);
       sql_ += ")";
     }
     // Requirements of one value go to the label index (jsonb containment);
@@ -211,7 +216,8 @@ class FleetGetter {
     for (const Requirement& r : labels_.requirements()) {
       if (auto v = labels_.RequiresExactMatch(r.key())) pinned[r.key()] = *v;
     }
-    if (!pinned.empty()) sql_ += " AND labels @> " + conn_->Literal(kcache::json::Dump(pinned)) + "::jsonb";
+    if (!pinned.empty())
+      sql_ += " AND labels @> " + conn_->Literal(kcache::json::Dump(pinned)) + "::jsonb";
     sql_ += " ORDER BY cluster, namespace, name";
     return Status::OK();
   }
@@ -247,8 +253,9 @@ class FleetGetter {
     }
     for (const std::string& l : o_.label_columns) header.push_back(LabelHeader(l));
     if (o_.show_labels) header.push_back("LABELS");
-    const auto now =
-        o_.now == std::chrono::system_clock::time_point{} ? std::chrono::system_clock::now() : o_.now;
+    const auto now = o_.now == std::chrono::system_clock::time_point{}
+                         ? std::chrono::system_clock::now()
+                         : o_.now;
     std::vector<std::string> row;
     auto row_of = [&](const Row& r) -> Status {
       KCACHE_ASSIGN_OR_RETURN(json doc, r.object->Document());
@@ -295,11 +302,13 @@ class FleetGetter {
   // A List of the objects, each annotated with its cluster.
   Status PrintList() {
     const bool as_json = format_ == Format::kJson;
-    std::string text = as_json ? "{\n    \"apiVersion\": \"v1\",\n    \"items\": [" : "apiVersion: v1\nitems:";
+    std::string text =
+        as_json ? "{\n    \"apiVersion\": \"v1\",\n    \"items\": [" : "apiVersion: v1\nitems:";
     bool first = true;
     Status visited = Visit([&](const Row& r) -> Status {
       KCACHE_ASSIGN_OR_RETURN(json doc, r.object->Document());
-      if (!o_.show_managed_fields && doc["metadata"].is_object()) doc["metadata"].erase("managedFields");
+      if (!o_.show_managed_fields && doc["metadata"].is_object())
+        doc["metadata"].erase("managedFields");
       doc["metadata"]["annotations"][kClusterAnnotation] = r.cluster;
       if (as_json) {
         text += first ? "\n        " : ",\n        ";
@@ -319,7 +328,9 @@ class FleetGetter {
     if (!visited.ok()) return visited;
     if (as_json) {
       text += first ? "]" : "\n    ]";
-      text += ",\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n";
+      text +=
+          ",\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    "
+          "}\n}\n";
     } else {
       text += first ? " []\n" : "\n";
       text += "kind: List\nmetadata:\n  resourceVersion: \"\"\n";

@@ -17,13 +17,13 @@
 #include "kcache/field_selector.h"
 #include "kcache/label_selector.h"
 #include "kcache/lister.h"
+#include "tools/kcache/fleet_get.h"
 #include "tools/kcache/kubectl/go_format.h"
 #include "tools/kcache/kubectl/go_template.h"
 #include "tools/kcache/kubectl/jsonpath.h"
 #include "tools/kcache/kubectl/printers.h"
 #include "tools/kcache/kubectl/tables.h"
 #include "tools/kcache/kubectl/yaml.h"
-#include "tools/kcache/fleet_get.h"
 #include "tools/kcache/source.h"
 #include "util/strings.h"
 
@@ -1158,7 +1158,8 @@ StatusOr<int> RunGet(const GetOptions& options, std::ostream& out, std::ostream&
     return RunFleetGet(options, out, err);
   }
   if (!options.cluster.empty() || options.all_clusters) {
-    return Status::InvalidArgument("--cluster and --all-clusters read a fleet database: give --postgres URL");
+    return Status::InvalidArgument(
+        "--cluster and --all-clusters read a fleet database: give --postgres URL");
   }
   Printing printing;
   Selection sel;

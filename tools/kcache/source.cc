@@ -97,7 +97,8 @@ StatusOr<std::string> Source::Resolve(std::string name) const {
   return ResolveKeyspace(std::move(name), keyspaces_, path_);
 }
 
-StatusOr<std::string> ResolveKeyspace(std::string name, const std::vector<KeyspaceStats>& keyspaces_,
+StatusOr<std::string> ResolveKeyspace(std::string name,
+                                      const std::vector<KeyspaceStats>& keyspaces_,
                                       const std::string& where) {
   name = AsciiLower(std::move(name));
   // As kubectl resolves: plurals first, then singulars, short names and

@@ -631,7 +631,8 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   if (metrics) metrics->Stop();
   factory->Stop();
   if (feed && options.until_synced && sig == 0 && !failed) {
-    // Synced means fed too (the informers stopped, the cache holds still): what the cache holds is in the database.
+    // Synced means fed too (the informers stopped, the cache holds still): what the cache holds is
+    // in the database.
     if (Status st = feed->WaitCaughtUp(std::chrono::minutes(10)); !st.ok()) {
       std::lock_guard l(fatal_mu);
       if (fatal.ok()) fatal = st.WithContext("feeding " + RedactConninfo(options.postgres));
