@@ -54,6 +54,8 @@ class FeedImpl final : public FleetFeed {
   Status Stop() override {
     if (thread_.joinable()) {
       thread_.request_stop();
+      // Under mu_, so that a Sleep between its check and its wait is woken.
+      { std::lock_guard l(mu_); }
       cv_.notify_all();
       thread_.join();
     }
@@ -169,13 +171,28 @@ class FeedImpl final : public FleetFeed {
     sealed_ = std::set<std::string>(enc.keyspaces.begin(), enc.keyspaces.end());
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keyspaces, view_->ListKeyspaces());
     *caught_up = true;
+    // A keyspace that fails does not hold the others back: its error is
+    // the round's, after the others had their turn.
+    Status first_error;
     for (const std::string& ks : keyspaces) {
       if (stop.stop_requested()) return Status::OK();
       if (ks == "secrets" && !o_.include_secrets) continue;
+      if (sealed_.count(ks) && !kek_) {
+        if (quiet_.insert(ks).second) {
+          Log(ks + ": sealed, and the feed was given no key-encryption key: not fed");
+        }
+        continue;
+      }
       bool done = false;
-      KCACHE_RETURN_IF_ERROR(FeedKeyspace(ks, &done).WithContext(ks));
+      Status st = FeedKeyspace(ks, &done).WithContext(ks);
+      if (!st.ok()) {
+        if (!conn_->alive()) return st;
+        if (first_error.ok()) first_error = st;
+        done = false;
+      }
       *caught_up = *caught_up && done;
     }
+    if (!first_error.ok()) return first_error;
     return TrimChanges();
   }
 

@@ -341,8 +341,15 @@ TEST_F(FleetFeedTest, SecretsOnlyWhenAskedAndSealed) {
   EXPECT_EQ(Count("SELECT count(*) FROM kcache.objects WHERE resource = 'secrets'"), 0);
   ASSERT_OK(feed->Stop());
 
+  // Asked without the key: not fed, said once, and the rest is fed.
   FleetFeedOptions o = Options("alpha");
   o.include_secrets = true;
+  feed = StartFeed(dir.path(), o);
+  ASSERT_OK(feed->WaitCaughtUp(kWait));
+  EXPECT_THAT(Log(), HasSubstr("secrets: sealed, and the feed was given no key-encryption key"));
+  EXPECT_EQ(Count("SELECT count(*) FROM kcache.objects WHERE resource = 'secrets'"), 0);
+  ASSERT_OK(feed->Stop());
+
   o.key_encryption_key = kek;
   feed = StartFeed(dir.path(), o);
   ASSERT_OK(feed->WaitCaughtUp(kWait));

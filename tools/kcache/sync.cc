@@ -422,6 +422,30 @@ StatusOr<std::vector<ApiResource>> SelectAll(const Discovery& discovery, const S
   return out;
 }
 
+namespace {
+
+// --postgres: the feed of the cache into a fleet database; `on_fatal` when
+// it stops for good.
+StatusOr<std::unique_ptr<FleetFeed>> StartFleetFeed(
+    const SyncOptions& options, const std::string& server,
+    const std::function<void(const std::string&)>& say,
+    std::function<void(const Status&)> on_fatal) {
+  FleetFeedOptions fleet;
+  fleet.conninfo = options.postgres;
+  fleet.cluster = options.cluster.empty() ? DefaultClusterName(server) : options.cluster;
+  fleet.include_secrets = options.postgres_secrets;
+  fleet.key_encryption_key = options.key_encryption_key;
+  fleet.log = say;
+  fleet.on_fatal = std::move(on_fatal);
+  const std::string name = fleet.cluster;
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<FleetFeed> feed,
+                          FleetFeed::Start(options.cache_dir, std::move(fleet)));
+  say("feeding " + RedactConninfo(options.postgres) + " as cluster " + name);
+  return feed;
+}
+
+}  // namespace
+
 Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
   KCACHE_RETURN_IF_ERROR(CheckOptions(options));
   // Block the signals before any thread starts, so that only sigwait sees them.
@@ -565,20 +589,12 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   KCACHE_RETURN_IF_ERROR(factory->Start());
   std::unique_ptr<FleetFeed> feed;
   if (!options.postgres.empty()) {
-    FleetFeedOptions fleet;
-    fleet.conninfo = options.postgres;
-    fleet.cluster = options.cluster.empty() ? DefaultClusterName(config.server) : options.cluster;
-    fleet.include_secrets = options.postgres_secrets;
-    fleet.key_encryption_key = options.key_encryption_key;
-    fleet.log = say;
-    fleet.on_fatal = [&](const Status& st) {
-      std::lock_guard l(fatal_mu);
-      if (fatal.ok()) fatal = st;
-      failed = true;
-    };
-    KCACHE_ASSIGN_OR_RETURN(feed, FleetFeed::Start(options.cache_dir, std::move(fleet)));
-    say("feeding " + RedactConninfo(options.postgres) + " as cluster " +
-        (options.cluster.empty() ? DefaultClusterName(config.server) : options.cluster));
+    KCACHE_ASSIGN_OR_RETURN(feed,
+                            StartFleetFeed(options, config.server, say, [&](const Status& st) {
+                              std::lock_guard l(fatal_mu);
+                              if (fatal.ok()) fatal = st;
+                              failed = true;
+                            }));
   }
   std::unique_ptr<http::Server> metrics;
   if (!options.metrics_listen.empty()) {
