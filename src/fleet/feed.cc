@@ -110,14 +110,15 @@ class FeedImpl final : public FleetFeed {
       Status st = Round(stop, &caught_up);
       if (!refusal_.ok()) {
         Log("stopping: " + std::string(refusal_.message()));
+        conn_.reset();
+        // Before the waiters learn of it: whoever waits sees its effects.
+        if (o_.on_fatal) o_.on_fatal(refusal_);
         {
           std::lock_guard l(mu_);
           fatal_ = refusal_;
           stopped_ = true;
         }
         cv_.notify_all();
-        if (o_.on_fatal) o_.on_fatal(refusal_);
-        conn_.reset();
         return;
       }
       if (stop.stop_requested()) break;
