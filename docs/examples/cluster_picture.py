@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """A picture of a cluster from a kcache snapshot (or cache): pods per node,
 stacked by phase, saved as a PNG. What a person investigating an incident
 would rather look at than read: which nodes are full, where pods are

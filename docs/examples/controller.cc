@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A controller built against an installed kcache, in client-go's
 // sample-controller shape: every namespace whose labels match a selector
 // gets a ConfigMap with the given data, owned by the namespace; one that

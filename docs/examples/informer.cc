@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // An informer over a persistent cache, built against an installed kcache:
 //
 //   informer --server URL --cache DIR [--resource pods]

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 /* Lists a keyspace of a kcache cache or snapshot through the C API
  * (kcache/c.h), streaming: one object in memory at a time.
  *

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The in-memory indexer with a lister and a label selector, and the
 // persistent store's atomic commit with its resume point, built against an
 // installed kcache:

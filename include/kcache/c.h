@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 /* kcache's C API: libkcache-c, the gateway to kcache for languages other
  * than C++ (docs/bindings.md).
  *

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Cache: one RocksDB database in a directory, holding the stores of many
 // resources (keyspaces) with their indexes and resume points.
 //
@@ -63,8 +65,8 @@ struct KCACHE_EXPORT CacheOptions {
   // at once. While a full memtable is flushed, writes go on into the next.
   // Default: 64 MiB.
   size_t memtable_bytes = size_t{64} << 20;
-  // Background flush and compaction threads. Default: 2 (these machines
-  // have 2 cores; reads collapse when compaction takes more).
+  // Background flush and compaction threads. Default: 2 (more than the
+  // machine's cores starve reads while compaction runs).
   int background_jobs = 2;
   // zstd dictionary per SST file for object blocks, trained on samples;
   // 0 turns dictionaries off. Default: 0 (see docs/benchmarks.md).

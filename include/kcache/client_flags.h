@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The flags every Kubernetes client takes, in kubectl's spelling, and the
 // RestConfig they name: a program's main() need not parse them itself.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Clock: the time source of reflectors and informers (backoff, watch
 // timeouts, resync, "caught up" checks), injectable so that tests control
 // time.

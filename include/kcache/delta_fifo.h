@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // DeltaFIFO: a queue of per-key change lists (client-go's DeltaFIFO, in its
 // v0.32 form).
 //

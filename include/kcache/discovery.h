@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Discovery: which resources an API server serves, and how kubectl's names
 // for them ("pods", "pod", "po", "deployments.apps", "deploy", "Pod",
 // "deployments.v1.apps") resolve to a group, version and resource.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Encryption at rest: the objects of chosen keyspaces (by default
 // `secrets`) are stored sealed with AES-256-GCM under a data key; data keys
 // are stored wrapped by a key-encryption key that is never stored with the

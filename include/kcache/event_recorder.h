@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // An event recorder: core/v1 Events about objects, as client-go's
 // tools/record writes them, so that `kubectl describe` shows what a
 // controller did. Repeats of one event (same object, type, reason and

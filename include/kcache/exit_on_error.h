@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The status macros for main(), which returns no Status: on error they print
 // "error: STATUS" to standard error and end the process with exit code 1.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // KCACHE_EXPORT: marks a declaration as part of libkcache's public ABI.
 //
 // libkcache is built with hidden symbol visibility; only declarations in

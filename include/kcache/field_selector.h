@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // FieldSelector: Kubernetes field selectors ("metadata.name=a,status.phase!=Running").
 //
 // Terms are "field=value", "field==value" or "field!=value", ANDed; ',', '='

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fleet feed: mirrors a cache into PostgreSQL, exactly once, so that
 // one database holds the objects of many clusters (one feed per cluster,
 // each from its own cache and machine).

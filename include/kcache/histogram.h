@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // LatencyHistogram: durations counted in fixed buckets, as a Prometheus
 // histogram keeps them (informer handler latency, work queue latencies).
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Indexer: a Store with secondary indexes (client-go's cache.Indexer).
 //
 // An index function maps an object to zero or more index values; the index

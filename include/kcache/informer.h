@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // SharedIndexInformer: a reflector feeding an Indexer, with event handlers
 // (client-go's SharedIndexInformer).
 //

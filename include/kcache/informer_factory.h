@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // InformerFactory: the shared informers of one process over one cache
 // directory (client-go's SharedInformerFactory), one per resource, each in
 // its own keyspace of the Cache, all on one RestClient: one connection to

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The change journal of a Cache: every commit to a keyspace also appends
 // its changes (type, key, resourceVersion and objects) in the same RocksDB
 // WriteBatch, so that a reader can follow a keyspace from any

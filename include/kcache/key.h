@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Keys: how an object is named in a store ("namespace/name", or "name" for
 // cluster-scoped objects), and tombstones for deletions whose final state
 // was not observed.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // LabelSelector: Kubernetes label selectors ("app=web,tier in (a,b),!canary").
 //
 // Grammar, validation, matching and canonical printing follow apimachinery's

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Labels: a set of key/value labels, and the helpers client-go's labels.Set has.
 //
 // Thread-safety: plain values.

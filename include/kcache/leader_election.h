@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Leader election over a coordination.k8s.io/v1 Lease, as client-go's
 // tools/leaderelection: of the candidates that share a lease, one leads at a
 // time; it renews the lease every retry period, and stops leading when it

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ListOptions and ObjectList: the request and response of a LIST call.
 //
 // Thread-safety: plain values.

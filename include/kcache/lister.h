@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Listers: read-only, selector-aware queries over an Indexer (client-go's
 // generic listers).
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Object: one immutable Kubernetes object, kept as its JSON bytes with its
 // metadata extracted once.
 //

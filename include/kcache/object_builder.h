@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The JSON a controller writes: a new object (ObjectBuilder) and a JSON
 // merge patch (MergePatch, RFC 7386, for RestClient::Patch with
 // PatchType::kMerge), without spelling nested JSON by hand; and copies of an

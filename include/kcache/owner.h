@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Owner references as controllers use them (client-go's metav1
 // NewControllerRef, GetControllerOf, IsControlledBy), read from the
 // metadata Object::Parse extracted once: no call here parses an object.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ListPager: a paginated LIST (client-go's tools/pager).
 //
 // Each page after the first is requested with the previous page's continue

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RateLimiter: how long a work item waits before it is retried (client-go's
 // util/workqueue rate limiters). A WorkQueue asks When() on each
 // AddRateLimited and Forget() once the item succeeded.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Reflector: keeps a sink in step with one collection of the API server by
 // LIST and WATCH (client-go's cache.Reflector), resuming from the sink's
 // committed resourceVersion.
@@ -11,8 +13,8 @@
 //   token (ReplaceSession::Checkpoint): the next attempt continues from the
 //   last committed page of the same server and query while the server still
 //   honours the token, and otherwise lists from the start, diffing what the
-//   cut-short one wrote. Invariant 3 holds: until a list finishes, the sink
-//   has no resume point.
+//   cut-short one wrote. Until a list finishes, the sink has no resume
+//   point, so a crash in the middle lists again.
 // - With a resume point: no LIST. One limit=1 probe learns the collection's
 //   current resourceVersion, and the watch starts from the resume point.
 // - A streaming list that fails (other than for 429, a connection failure

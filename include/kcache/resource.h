@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // GroupResource and GroupVersionResource: how an API resource is named.
 //
 // Thread-safety: plain values.

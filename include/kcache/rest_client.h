@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RestClient: LIST, WATCH and plain requests against a Kubernetes API server
 // over libcurl, with errors as Status (the server's reason and code kept in
 // Status::http_error()).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RestConfig: how to reach and authenticate to an API server, loaded the way
 // kubectl loads it: kubeconfig files (merged from KUBECONFIG), in-cluster
 // service-account files, or a plain --server URL.

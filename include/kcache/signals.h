@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Stopping a controller on SIGINT and SIGTERM, as controller-runtime's
 // SetupSignalHandler: the first signal asks everything to stop; a second
 // ends the process at once (exit code 1), for a shutdown that hangs.

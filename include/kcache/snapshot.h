@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Snapshots: a whole cache as one portable, checksummed, zstd-compressed
 // file, specified byte by byte in docs/snapshot-format.md.
 //

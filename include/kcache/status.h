@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Status: the outcome of every fallible kcache call.
 //
 // A Status is either OK or carries a code and a message that names what went

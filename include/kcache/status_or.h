@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // StatusOr<T>: a value of type T, or the Status saying why there is none.
 //
 // Thread-safety: a value type; see Status.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Store: a keyed collection of objects with a resume resourceVersion
 // (client-go's cache.Store, plus atomic batches and a Replace that reports
 // what it changed).

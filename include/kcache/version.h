@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The library's version, and the versions of the on-disk formats it reads
 // and writes: what a program linking libkcache reports, and what tells
 // whether a cache or snapshot file made by one build opens in another.

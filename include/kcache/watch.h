@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // WatchEvent and WatchStream: the events of a WATCH and the stream that
 // delivers them (client-go's watch.Event and watch.Interface).
 //

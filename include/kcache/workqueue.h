@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // WorkQueue: the queue between a controller's event handlers and its
 // workers (client-go's util/workqueue rate-limiting queue), over string keys
 // ("namespace/name").

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The options of RestClient's writes: create, update, patch and delete
 // (metav1.CreateOptions, UpdateOptions, PatchOptions, DeleteOptions).
 //

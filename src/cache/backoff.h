@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Exponential backoff with jitter, reset after a healthy period (client-go's
 // reflector backoff, wait.Backoff with DelayWithReset): each delay is
 // base * (1 + jitter * U[0,1)); base starts at `initial` and is multiplied by

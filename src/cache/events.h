@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Watch events as store operations.
 
 #ifndef KCACHE_SRC_CACHE_EVENTS_H_

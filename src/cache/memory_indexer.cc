@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The in-memory Indexer: a std::map of objects and, per index, a map from
 // value to the set of keys, all under one reader/writer lock.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ReadAheadStream: reads and decodes a watch stream's events on a thread of
 // its own (a fiber when created on one), a bounded number of bytes ahead of the consumer, so that
 // framing and parsing overlap with the consumer's commits. Events come out in the order the inner

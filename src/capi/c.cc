@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The C API (kcache/c.h) over the C++ library: each handle holds the C++
 // object it stands for; each call turns a Status into a code and a message,
 // and keeps exceptions (std::bad_alloc) on this side.

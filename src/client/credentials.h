@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Credentials: what each request carries to authenticate, from a RestConfig:
 // a bearer token (fixed, from a file re-read as it rotates, or from an exec
 // plugin), basic auth, and client certificates (files, bytes, or exec).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "client/decode.h"
 
 #define SIMDJSON_EXCEPTIONS 0  // an unchecked result is a compile error, not a throw

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Decoding API server responses: list pages and watch events, located by
 // simdjson's on-demand parser and each object validated by Object::Parse.
 #ifndef KCACHE_SRC_CLIENT_DECODE_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Turning API server errors into Status: HTTP responses with a metav1.Status
 // or plain-text body, and the Status objects of watch ERROR events. The one
 // place where HTTP codes and Kubernetes reasons map to StatusCode.

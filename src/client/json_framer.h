@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // JsonFramer: splits a byte stream into top-level JSON objects, whatever the
 // boundaries at which the bytes arrive. A watch response is a sequence of
 // JSON objects separated by optional whitespace (protocol.md 4.3).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Loading kubeconfig files (client-go's clientcmd), in-cluster config, and
 // choosing between them as kubectl does.
 #include <cstdlib>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Transport: HTTP requests over libcurl, all driven by one thread through one
 // curl multi handle, so that concurrent requests (many watches) share
 // connections, multiplexed over HTTP/2 where the server offers it.

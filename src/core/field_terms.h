@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Splitting field selectors into terms (exposed for tests).
 
 #ifndef KCACHE_SRC_CORE_FIELD_TERMS_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Locating errors in malformed JSON.
 
 #ifndef KCACHE_SRC_CORE_JSON_ERROR_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // JSON text from nlohmann's documents, and members read from them, without
 // exceptions.
 

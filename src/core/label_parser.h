@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The label selector lexer and parser (apimachinery's labels.Lexer/Parser).
 
 #ifndef KCACHE_SRC_CORE_LABEL_PARSER_H_

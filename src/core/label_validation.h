@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Validation of label keys and values (apimachinery util/validation rules).
 
 #ifndef KCACHE_SRC_CORE_LABEL_VALIDATION_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // resourceVersions read as numbers, in the few places the code must: the
 // "caught up" check, the change journal's keys and the servers of `kcache
 // serve`. resourceVersions are opaque to kcache everywhere else.

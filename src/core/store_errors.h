@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The errors every store returns in the same words.
 
 #ifndef KCACHE_SRC_CORE_STORE_ERRORS_H_

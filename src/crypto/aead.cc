@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "crypto/aead.h"
 
 #include <openssl/crypto.h>

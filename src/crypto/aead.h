@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // AES-256-GCM sealing of values, and the keys that seal them: the parts that
 // encryption at rest is built from (docs/security.md). OpenSSL's libcrypto
 // does the cryptography; nothing here is hand-written crypto.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "crypto/key_source.h"
 
 #include <openssl/crypto.h>

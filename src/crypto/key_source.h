@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Where a key-encryption key comes from: a file, an environment variable or
 // a command (a KMS's plugin), so that the key need not be stored with what it
 // protects.

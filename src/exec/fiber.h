@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Fibers: functions that run on stacks of their own over a fixed set of
 // carrier threads (kcache-fiber), so that work that mostly waits (a
 // reflector waiting on its watch, a timer, a backoff) holds memory, not a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Waits for a file descriptor to become ready, on one epoll thread of the
 // process (kcache-poll) started at the first wait. A fiber waiting gives its
 // carrier away, so a server can spend a fiber, not a thread, on each

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ThreadPool: a small set of threads that run posted tasks in the order they
 // were posted. It starts with `min_threads` and grows by one, up to
 // `max_threads`, each time a task has waited `grow_after` with every thread

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Timers of the real clock: calls run once at a steady-clock deadline, all
 // of them on one thread of the process (kcache-timer) started at the first.
 // Clock::Real()->At and fibers' timed waits (exec/fiber.h) use it.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "fleet/pg.h"
 
 #include <libpq-fe.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A thin layer over libpq: a connection whose every failure is a Status
 // naming the statement and carrying the server's message and SQLSTATE, text
 // parameters, and COPY FROM STDIN fed row by row.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The kcache.* schema in PostgreSQL, by version, and the upgrade from any
 // earlier version to kFleetSchemaVersion (docs/fleet.md, "Schema").
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Keys and records of the storage format (docs/storage-format.md).
 
 #ifndef KCACHE_SRC_PERSIST_ENCODING_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RocksDB's info log (the LOG file of a cache), written by kcache.
 //
 // librocksdb 7.8's own logger asserts, aborting the process, on the next

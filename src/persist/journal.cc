@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "persist/journal.h"
 
 #include <rocksdb/slice.h>

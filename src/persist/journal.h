@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The change journal of a cache's keyspaces (include/kcache/journal.h):
 // its keys and records, the reader, and the writer a keyspace's indexer
 // drives from its commits.

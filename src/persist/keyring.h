@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A cache's keyring: the data keys that seal the objects of its sealed
 // keyspaces, as stored (wrapped by the key-encryption key) in the meta row
 // `keys`, and, when the key-encryption key was given, opened

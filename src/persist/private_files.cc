@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "persist/private_files.h"
 
 #include <rocksdb/file_system.h>

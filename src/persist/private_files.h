@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #ifndef KCACHE_SRC_PERSIST_PRIVATE_FILES_H_
 #define KCACHE_SRC_PERSIST_PRIVATE_FILES_H_
 

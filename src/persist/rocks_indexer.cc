@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "persist/rocks_indexer.h"
 
 #include <rocksdb/sst_file_writer.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The Indexer of one keyspace of a Cache, stored in RocksDB.
 
 #ifndef KCACHE_SRC_PERSIST_ROCKS_INDEXER_H_

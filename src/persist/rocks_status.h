@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The one place where RocksDB statuses become kcache statuses.
 
 #ifndef KCACHE_SRC_PERSIST_ROCKS_STATUS_H_

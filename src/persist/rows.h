@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Rows: the sorted rows of a cache's families (meta, objects, rindex,
 // index), read through one interface whether they live in a RocksDB
 // database or in a snapshot file, so that both answer a keyspace's reads

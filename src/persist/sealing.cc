@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "persist/sealing.h"
 
 #include <rocksdb/write_batch.h>

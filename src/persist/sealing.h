@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Sealing a keyspace's stored objects (encryption at rest) and rotating the
 // keys that seal them (kcache::Rekey): the writes that change what the
 // keyring holds, each crash-safe because every record names the data key

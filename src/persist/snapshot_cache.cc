@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // OpenSnapshot: a snapshot file read in place as a read-only Cache. One
 // verifying pass at open notes where each rows block starts and its first
 // row; a read finds its block by binary search over those first rows,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The snapshot file format (docs/snapshot-format.md): header, checksummed
 // zstd blocks, rows and the manifest's JSON.
 

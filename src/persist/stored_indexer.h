@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // StoredIndexer: the reads of a keyspace whose rows are stored (in a
 // RocksDB cache or a snapshot file): objects by key and in key order, index
 // lookups, and the index definitions that say how each index is answered.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Base64 (RFC 4648, standard alphabet, padded), as kubeconfig *-data fields
 // and HTTP basic authentication use it.
 #ifndef KCACHE_SRC_UTIL_BASE64_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Byte encodings shared by the storage and snapshot formats: unsigned
 // LEB128 varints (as RocksDB and protobuf write them), little-endian
 // fixed-width integers and big-endian ones for keys.

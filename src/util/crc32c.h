@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // CRC-32C (Castagnoli), the checksum of snapshot blocks.
 
 #ifndef KCACHE_SRC_UTIL_CRC32C_H_

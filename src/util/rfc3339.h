@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RFC 3339 timestamps in UTC, as Kubernetes writes them.
 
 #ifndef KCACHE_SRC_UTIL_RFC3339_H_

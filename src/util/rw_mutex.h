@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A reader/writer mutex that prefers writers.
 //
 // glibc's default rwlock (behind std::shared_mutex) prefers readers: a

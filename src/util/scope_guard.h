@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ScopeGuard: runs a function when the scope ends, unless dismissed.
 
 #ifndef KCACHE_SRC_UTIL_SCOPE_GUARD_H_

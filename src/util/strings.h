@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Small string helpers shared across subsystems.
 #ifndef KCACHE_SRC_UTIL_STRINGS_H_
 #define KCACHE_SRC_UTIL_STRINGS_H_

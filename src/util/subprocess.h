@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Runs a helper program (a kubeconfig exec plugin, a key plugin) and
 // collects what it prints.
 #ifndef KCACHE_SRC_UTIL_SUBPROCESS_H_

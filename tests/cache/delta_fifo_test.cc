@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // DeltaFIFO, after client-go's delta_fifo_test.go (v0.32).
 #include "kcache/delta_fifo.h"
 

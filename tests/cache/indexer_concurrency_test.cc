@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Readers and writers on one Indexer at once, in memory and in RocksDB. Each
 // reader checks that what it sees is consistent (every index entry matches
 // its object, iterators move forward); the final state must equal what the

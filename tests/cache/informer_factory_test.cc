@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // InformerFactory against kcache serve: resources by kubectl's names, one
 // client for every informer, listers from informers, WaitForCacheSync that
 // names the laggards, and Stop() as the end of every handler call.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // SharedIndexInformer over kcache serve, with a RocksDB cache: first sync,
 // handlers, restarts from a checkpoint, expired checkpoints and faults.
 #include "kcache/informer.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // client-go's lister behaviour: listing by selector with and without indexes.
 
 #include "kcache/lister.h"

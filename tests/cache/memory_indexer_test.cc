@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "kcache/indexer.h"
 #include "testing/indexer_conformance.h"
 #include "testing/objects.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Reflector pieces with an injected clock: backoff, resourceVersion order.
 #include "kcache/reflector.h"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The C API (kcache/c.h), called as a C program calls it, against caches
 // and snapshots that kcache sync and kcache serve make: reads with
 // selectors, streamed; informers with handlers that resume from the cache

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // TakeClientFlags: kubectl's client flags taken out of a program's
 // arguments, the rest left in order.
 

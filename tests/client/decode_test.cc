@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Watch framing and decoding, list decoding, and HTTP errors as Status.
 #include <gtest/gtest.h>
 

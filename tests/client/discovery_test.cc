@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Resolving kubectl's resource names.
 #include <gtest/gtest.h>
 

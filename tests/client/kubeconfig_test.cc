@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Loading kubeconfig files and in-cluster configuration.
 #include <cstdlib>
 #include <filesystem>

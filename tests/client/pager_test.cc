@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // client-go's ListPager behaviour, against a fake paging server.
 
 #include "kcache/pager.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RestClient against a scripted HTTP server: streams cut anywhere, errors,
 // retries, cancellation, back-pressure, and the credentials each request
 // carries.

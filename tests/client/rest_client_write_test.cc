@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RestClient's writes: the requests they send (against a scripted server)
 // and what they do (against kcache serve). The same calls run against the
 // real kube-apiserver in tests/integration/rest_integration_test.cc.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The real clock's sleeps: the deadline or a stop ends them, and the result
 // says which.
 #include "kcache/clock.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // apimachinery's field selector behaviour: parsing, escaping and matching.
 
 #include "kcache/field_selector.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // apimachinery's label selector behaviour: parsing, matching, validation and strings.
 
 #include "kcache/label_selector.h"

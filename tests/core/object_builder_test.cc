@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Owner references (owner.h), the JSON of new objects and merge patches, and
 // copies with labels or annotations changed (object_builder.h).
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The helpers of a controller's main(): SetupSignalHandler (the first
 // SIGINT or SIGTERM asks to stop, a second ends the process) and the
 // status macros that end the process on error.

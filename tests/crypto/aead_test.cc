@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // AES-256-GCM sealing, key wrapping and the key sources of encryption at
 // rest: what opens, what does not, and which error says why.
 

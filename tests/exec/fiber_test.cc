@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Fibers (invariant 7, width costs memory, not threads): a thousand waits
 // hold a few carrier threads, waits on one another never deadlock however
 // few carriers there are, and timed and stoppable waits end as std's do.

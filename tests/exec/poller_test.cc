@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Waits on file descriptors (invariant 7): fibers waiting on sockets hold
 // the carriers only while they run, and every wait ends on readiness, its
 // deadline or its stop, whether a fiber or a plain thread waits.

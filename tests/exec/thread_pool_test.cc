@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fixed thread budget (invariant 7): tasks share a pool that grows only
 // while tasks block it, and timers share one thread.
 #include "exec/thread_pool.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fleet feed against a real PostgreSQL (tests/postgres/with-postgres):
 // a cache written here, fed by FleetFeed, compared row by row with the
 // database at the database's resume point; the database stopped and

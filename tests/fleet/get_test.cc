@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Two clusters (kcache serve, different seeds) synced into one database by
 // `kcache sync --postgres`, and read back with `kcache get --postgres`: the
 // same objects, in kubectl's idiom, as `kcache get --cache` prints from

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Exactly once, end to end: `kcache sync --postgres` of a churning `kcache
 // serve` cluster is SIGKILLed at random moments, KCACHE_KILLS times (20 in
 // CI's fleet suite; 100 in the slow suite), and started again. After every

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The field selector parser. Properties: a parsed selector prints a form
 // that parses, settles after one more print, and both match the same fields.
 #include "fuzz/fuzz.h"

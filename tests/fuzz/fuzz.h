@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Shared by the fuzz targets. Each target defines LLVMFuzzerTestOneInput and
 // is linked either with libFuzzer (tools/dev/fuzz, a clang build) or with
 // replay_main.cc, which runs it over its corpus as a regression test.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kubectl's -o go-template engine: any text either parses or is refused
 // with a message, and a parsed template executes over an object (or fails
 // with a message) without crashing, reading out of bounds or recursing

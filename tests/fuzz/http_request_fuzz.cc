@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The request head parser of kcache serve's HTTP server, which reads what any
 // client on the network sends. Properties: it never crashes or hangs; an
 // accepted head has a method without spaces, a target and headers without

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Kubeconfig loading (YAML), from a file as users give it. Property: no
 // crash, hang or leak.
 #include "fuzz/fuzz.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The label selector parser. Properties: a parsed selector prints a form
 // that parses to itself, and both match the same labels.
 #include "fuzz/fuzz.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The LIST response decoder. Property: every item of a decoded list is an
 // object that parses again to the same metadata.
 #include "client/decode.h"

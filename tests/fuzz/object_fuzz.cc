@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Object::Parse. Properties: what parses also parses with managedFields
 // dropped, parses as a whole document (nlohmann, the other JSON parser
 // kcache uses) and parses again from its own bytes to the same metadata.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Runs a fuzz target over files and directories of inputs (its corpus and
 // the crashes found before): the regression test of every target. Prints
 // the number of inputs; exits 1 if none was found or one could not be read.

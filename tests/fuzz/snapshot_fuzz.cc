@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The snapshot file reader. Properties: a file that VerifySnapshot accepts
 // opens in place, and every object of every keyspace reads back; a file it
 // refuses is refused by the in-place reader's reads too, never returned.

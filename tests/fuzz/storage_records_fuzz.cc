@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The storage-format decoders: records as read from RocksDB (objects,
 // reverse index entries, resource and cluster meta, the keyring, journal state and
 // entries) and a snapshot's parts (manifest, rows, block framing). The

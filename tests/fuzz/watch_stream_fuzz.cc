@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The watch stream's framer and event decoder. Properties: the frames and
 // the error do not depend on where the bytes are cut (the network may cut
 // them anywhere), on whether the reads are copied or taken, or on how

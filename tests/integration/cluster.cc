@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "integration/cluster.h"
 #include "testing/status_matchers.h"
 

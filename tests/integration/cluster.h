@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Access to the real control plane that tests/cluster/with-cluster starts:
 // its state directory, a client for it, and helpers that change it.
 #ifndef KCACHE_TESTS_INTEGRATION_CLUSTER_H_

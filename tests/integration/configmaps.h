@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ConfigMaps in a namespace of the real kube-apiserver, and `kcache sync`
 // of them as a child process: what the integration tests drive.
 

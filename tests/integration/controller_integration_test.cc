@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The sample controller (docs/examples/controller.cc) against the real
 // kube-apiserver: killed with SIGKILL in the middle of its work, changed
 // behind its back while down, restarted, it converges with no full LIST;

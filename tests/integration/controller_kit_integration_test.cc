@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The controller kit against the real kube-apiserver. Leader election: of
 // two candidate processes one leads, and when it is SIGKILLed the other
 // takes over within the lease duration; a leader cut off from the server

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // deploy/ against the real kube-apiserver: the manifests pass the server's
 // own validation (kubectl apply --dry-run=server), and `kcache sync` run
 // with the ServiceAccount's own token (the test cluster runs no controller

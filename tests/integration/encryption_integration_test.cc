@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Encryption at rest against the real kube-apiserver: `kcache sync` with a
 // key-encryption key stores Secrets sealed (no file of the cache or of its
 // snapshot holds their data), every reader needs the key and says so

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fleet against the real kube-apiserver: the real cluster and two
 // synthetic ones (kcache serve) fed by `kcache sync --postgres` into one
 // PostgreSQL (tests/postgres/with-postgres inside tests/cluster/with-cluster).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kcache get against kubectl get, byte for byte: the objects of
 // tests/integration/golden/objects.yaml go into the real kube-apiserver,
 // `kcache sync` copies them into a cache, and every form in

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The Go example controller (src/bindings/go/examples/controller, on the Go
 // package over libkcache-c) against the real kube-apiserver: killed with
 // SIGKILL in the middle of its work, changed behind its back while down,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Informers and `kcache sync` against the real kube-apiserver: the cache and
 // the handlers follow changes; SIGKILL and restart resume without a LIST
 // (counted by the apiserver's /metrics); an expired checkpoint relists once.

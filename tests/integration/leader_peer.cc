@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A candidate of leader election for LeaderElectionIntegrationTest, run as
 // its own process so that it can be SIGKILLed: it prints "leading ID" when
 // it starts leading and "stopped ID" when it stops, and runs until SIGTERM.

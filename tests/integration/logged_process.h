@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A child process of an integration test (a controller), its stdout and
 // stderr in a log file the test reads as it runs. Killed with SIGKILL when
 // destroyed, unless stopped before.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Outages against the real kube-apiserver (invariant 3): a restart after the
 // watch cache has dropped the resume point, the apiserver killed and started
 // again, etcd killed and started again. Each case checks that the cache

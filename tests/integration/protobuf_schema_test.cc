@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kcache serve reads kubectl's protobuf bodies with messages of its own
 // (tools/kcache/testcluster/proto/). This test holds them to Kubernetes'
 // own definitions, from the source the integration suite's kube-apiserver

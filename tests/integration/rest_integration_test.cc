@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The REST client against a real kube-apiserver (v1.20 from Debian's
 // packages, see tests/cluster/up): pagination, watches with bookmarks and
 // 410, errors, writes of every kind, discovery, and every form of connection

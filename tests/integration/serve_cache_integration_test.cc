@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // One `kcache sync` from the real kube-apiserver, many readers through
 // `kcache serve --cache`: a client-go v1.20 informer (the informer
 // benchmark's peer, tools/bench/informer-peer) and kcache's own informer

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // One scenario, two servers: the real kube-apiserver and kcache serve. The
 // scenario creates, updates and deletes configmaps, watches from a list's
 // resourceVersion, resumes a watch from a later one, filters a watch by

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Snapshots against the real kube-apiserver: a snapshot exported while a
 // sync runs, imported into a new cache, resumes syncing without a LIST; one
 // whose resourceVersions the server has compacted away relists once and

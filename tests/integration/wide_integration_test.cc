@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Invariant 7 at width, against the real kube-apiserver: `kcache sync` of 200
 // custom resource types, first and again over its cache. Requests are
 // counted from the apiserver's /metrics (never timed): a start asks nothing

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Key ranges of the storage format (docs/storage-format.md).
 
 #include "persist/encoding.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Encryption at rest (include/kcache/encryption.h): sealed keyspaces keep
 // no object bytes in the clear, in their records, their journal or the
 // files; they read back whole with the key and fail clearly without it or

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The change journal: what commits append, how a reader follows it, the
 // window's bounds, relists, restarts and upgrades of version 1 caches.
 

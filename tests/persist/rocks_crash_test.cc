@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Invariant 1 (atomic commit) and invariant 3 (an unfinished relist is
 // visible), under SIGKILL: a child process ingests a generated change stream
 // into a cache, in commits of 1 to 16 events and with a full relist every

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The RocksDB store: the conformance suite, plus what only a persistent
 // store has (reopening, relist markers, index versions, open errors, a
 // reader beside a writer).

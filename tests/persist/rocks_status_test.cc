@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RocksDB's statuses in kcache's words.
 
 #include "persist/rocks_status.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A snapshot file read in place (OpenSnapshot): every read answers as the
 // cache it was exported from does, across many blocks and a block cache
 // smaller than the file; writes are refused; the journal is an empty window

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Snapshot files and checkpoints: round trips, a point in time while a
 // writer runs, and every way a file can be damaged.
 #include "kcache/snapshot.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Runs a shell command and collects what it prints.
 #ifndef KCACHE_TESTS_TESTING_COMMAND_H_
 #define KCACHE_TESTS_TESTING_COMMAND_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // An Indexer that forwards to another and counts the objects read through
 // its iterators: how many objects a query touched.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Eventually: waiting in tests for what other threads do.
 #ifndef KCACHE_TESTS_TESTING_EVENTUALLY_H_
 #define KCACHE_TESTS_TESTING_EVENTUALLY_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A Clock that moves only when a test advances it.
 #ifndef KCACHE_TESTS_TESTING_FAKE_CLOCK_H_
 #define KCACHE_TESTS_TESTING_FAKE_CLOCK_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "testing/fake_http_server.h"
 
 #include <chrono>

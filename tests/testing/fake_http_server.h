@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // FakeHttpServer: a scripted HTTP/1.1 server on loopback for REST client
 // tests. Each request is answered by a handler; the response body goes out
 // as the chunks the handler chose (chunked encoding), so tests control where

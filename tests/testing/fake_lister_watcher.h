@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A scripted ListerWatcher: each List and Watch call takes the next answer
 // queued for it (an error, a list, or a stream the test feeds), and is
 // recorded with its options.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Test helpers for the fleet feed: the PostgreSQL that
 // tests/postgres/with-postgres started, and the comparison of a database's
 // rows with a cache at the database's resume points.

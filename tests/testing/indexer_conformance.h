@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A conformance suite for Indexer implementations: client-go's store and
 // indexer cases (ST-*, IX-*) plus kcache's own contracts (Commit, Replace
 // diffs, iterators). Instantiate it with a factory:

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A client socket to a server of this process on 127.0.0.1.
 #ifndef KCACHE_TESTS_TESTING_LOOPBACK_H_
 #define KCACHE_TESTS_TESTING_LOOPBACK_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "testing/objects.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Builders for test objects.
 
 #ifndef KCACHE_TESTS_TESTING_OBJECTS_H_

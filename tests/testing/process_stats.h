@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // What the test process holds: sockets and named threads, read from /proc.
 #ifndef KCACHE_TESTS_TESTING_PROCESS_STATS_H_
 #define KCACHE_TESTS_TESTING_PROCESS_STATS_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "testing/raw_rows.h"
 
 #include <rocksdb/db.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Writes to a closed cache's column families behind kcache's back, as damage
 // or a crash would leave them.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A ResourceEventHandler that records each call as a line:
 // "add NAME" (plus " initial" or " live" when asked), "update NAME OLD>NEW"
 // (the configmaps' data.k values), "delete NAME" or "delete NAME tombstone".

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // An in-process `kcache serve` with a small quiet cluster and a client for
 // it, plus helpers that change configmaps and read the server's counters.
 #ifndef KCACHE_TESTS_TESTING_SERVE_FIXTURE_H_

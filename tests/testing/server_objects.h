@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The objects a server holds at one resourceVersion, to compare a cache with.
 #ifndef KCACHE_TESTS_TESTING_SERVER_OBJECTS_H_
 #define KCACHE_TESTS_TESTING_SERVER_OBJECTS_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // gMock matchers for Status and StatusOr<T> that print the status when they
 // fail: EXPECT_OK(x), ASSERT_OK(x), and EXPECT_THAT(x, StatusIs(code)) or
 // StatusIs(code, HasSubstr("...")).

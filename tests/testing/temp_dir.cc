@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "testing/temp_dir.h"
 
 #include <cstdlib>

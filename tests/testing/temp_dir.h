@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents when
 // the object goes away.
 

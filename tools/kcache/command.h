@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A command of the kcache tool as one row: its name, its help and its run.
 // Each command's file defines its row, and its run reads the command's own
 // flags; main.cc holds the table of rows and dispatches to them.

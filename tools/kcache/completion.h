@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Shell completion: `kcache completion bash|zsh` prints a script that the
 // shell loads; on each TAB the script runs `kcache __complete WORD... CUR`,
 // which prints the candidates for CUR (the word under the cursor, "" after a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command-line flags in kubectl's spelling: --name=value, --name value,
 // -n value, -n=value, -nvalue; booleans as --flag or --flag=false; "--" ends
 // the flags.

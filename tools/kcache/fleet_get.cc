@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache get --postgres URL`: the objects of a fleet database (what
 // kcache sync --postgres feeds) printed as kubectl prints a cluster's, with
 // a CLUSTER column first.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache get --postgres URL`: reads the objects that kcache sync
 // --postgres fed into a fleet database (docs/fleet.md), for one cluster
 // (--cluster) or all (--all-clusters), and prints them as kubectl get

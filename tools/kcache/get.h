@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache get`: reads objects back from a cache directory (read-only, also
 // while `kcache sync` writes it) or a snapshot file, and prints them as
 // `kubectl get` would print the same objects from the API server: the same

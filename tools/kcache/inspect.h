@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Offline inspection of a cache directory or a snapshot file:
 // `kcache stats`, `kcache tree` and `kcache diff`.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kcache: the command-line tool. main() finds the command's row in the
 // table below and runs it; each command keeps its flags, help and run in
 // its own file (command.h).

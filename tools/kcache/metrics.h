@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The Prometheus text exposition of informer metrics, for
 // `kcache sync --metrics-listen`.
 #ifndef KCACHE_TOOLS_KCACHE_METRICS_H_

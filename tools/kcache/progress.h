@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Wording shared by the progress lines of kcache sync and kcache snapshot.
 #ifndef KCACHE_TOOLS_KCACHE_PROGRESS_H_
 #define KCACHE_TOOLS_KCACHE_PROGRESS_H_

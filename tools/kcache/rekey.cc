@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kcache rekey: rotates the keys of a cache's encrypted resources without a
 // relist (kcache::Rekey): a new data key seals every encrypted object, and,
 // given a new key-encryption key, the data key is wrapped with it instead.

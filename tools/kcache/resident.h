@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The resident memory of this process, as the kernel counts it.
 
 #ifndef KCACHE_TOOLS_KCACHE_RESIDENT_H_

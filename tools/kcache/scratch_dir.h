@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A directory for work files: one the caller names (created if missing and
 // kept), or a new one under $TMPDIR (default /tmp) that is removed, with
 // everything in it, when the ScratchDir is destroyed.

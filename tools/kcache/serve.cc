@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache serve`: a read-only API over a cache or snapshot
 // (serve_cache.h), or the synthetic test cluster (testcluster/server.h).
 // One set of flags; each mode refuses the other's.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache serve --cache DIR` (or `--snapshot FILE`): a read-only Kubernetes
 // API over a cache, also while `kcache sync` writes it, or over a snapshot
 // file read in place. Discovery lists the resources the cache

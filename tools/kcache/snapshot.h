@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache snapshot create|export|import|verify`.
 
 #ifndef KCACHE_TOOLS_KCACHE_SNAPSHOT_H_

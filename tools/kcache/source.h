@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // What the inspection commands read: a cache directory, opened read-only
 // (also while a sync writes it), or a snapshot file, read in place
 // (OpenSnapshot).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache sync`: mirrors resources of a cluster into a cache directory and
 // keeps it current until SIGINT or SIGTERM.
 

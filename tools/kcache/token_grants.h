@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The bearer tokens of `kcache serve --cache` and what each may read: the
 // token file's format (docs/serve.md), the lookup of a request's token, and
 // the 403 a request outside its grant gets, worded as kube-apiserver's RBAC

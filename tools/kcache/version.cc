@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kcache version: this build's versions and the formats it reads and writes,
 // and, given a cache or snapshot file, the cluster version recorded in it,
 // in kubectl version's idiom (-o json | yaml as well).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Handlers from C to Go: the C API's callbacks, each calling the exported
 // Go function with the handle (a runtime/cgo.Handle) it was registered with.
 #include <stdint.h>

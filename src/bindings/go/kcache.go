@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kcache is kcache for Go: shared informers whose objects live in a
 // kcache cache on disk (not in the Go heap), so that a restarted controller
 // resumes its watches without a LIST; and readers of caches and snapshot

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package kcache
 
 // Against kcache serve's synthetic cluster ($KCACHE_BIN): readers of a

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 """The kcache Python package against caches and snapshots that kcache sync
 and kcache serve make, and its informers against kcache serve.
 

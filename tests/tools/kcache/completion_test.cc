@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache completion bash|zsh` and the `__complete` protocol its scripts
 // speak, over a cache synced from kcache serve, and the scripts themselves
 // run in bash and zsh as those shells call them on TAB.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "tools/kcache/flags.h"
 #include "testing/status_matchers.h"
 

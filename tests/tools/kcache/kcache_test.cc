@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Runs the kcache binary (path in $KCACHE_BIN) as a user would.
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache serve --cache`: the read-only API over a cache that a writer in
 // this process keeps changing, read through kcache's own REST client and
 // informer; and `kcache serve --snapshot` over a file exported from it.

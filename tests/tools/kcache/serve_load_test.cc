@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A served cache under many clients at once: 1,000 watchers follow a cache
 // that a sync keeps churning, each receiving the same events, while the
 // server's memory stays bounded (it does not grow with the events sent, nor

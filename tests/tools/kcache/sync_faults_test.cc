@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fault matrix of `kcache sync` end to end: a sync of a `kcache serve`
 // cluster while the server injects each of its faults (alone, then all at
 // once), while the server is killed and started again on the same port

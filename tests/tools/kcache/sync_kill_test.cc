@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Crash consistency of `kcache sync` end to end, at scale: a sync of a
 // churning `kcache serve` cluster is SIGKILLed at random moments, during its
 // initial list, its steady watch, and relists (after pauses longer than the

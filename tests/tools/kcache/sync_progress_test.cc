@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kcache sync's progress line: totals, rate, each resource's state, and the
 // time left once every list under way has said its size.
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The client-go v1.20 peer of docs/examples/controller.cc, for
 // tools/bench/controller-bench: the same controller (a ConfigMap with given
 // data in every namespace matching a selector, owned by the namespace) in

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The client-go peer of kcache's informer benchmark: a v1.20
 // SharedInformerFactory pod informer, built from Debian's kubernetes source
 // by tools/bench/build-peer. It prints one JSON line when the informer has

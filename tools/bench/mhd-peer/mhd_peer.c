@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 /* A libmicrohttpd server for tools/bench/http-bench: every GET is answered
  * with N bytes ("?bytes=N"), sent chunked in 1 MiB blocks from memory, as
  * kcache serve sends a LIST. It prints "port P" once it listens.

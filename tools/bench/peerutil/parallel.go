@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package peerutil holds what the client-go peers of the benchmarks share.
 // tools/bench/build-peer copies it into the kubernetes source tree as
 // k8s.io/kubernetes/cmd/kcache-peerutil.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The client-go peer of kcache's wide benchmark (tools/bench/wide-bench): a
 // v1.20 dynamic SharedInformerFactory with one informer for each custom
 // resource type the benchmark created, built from Debian's kubernetes source

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The request side of the test server's API: what a resource path names,
 // the list and watch query parameters, and continue tokens.
 

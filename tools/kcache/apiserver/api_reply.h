@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // What the test server's API writes: Status errors as the apiserver words
 // them, watch events and bookmarks, and bodies sent in chunks (or cut short
 // for a fault).

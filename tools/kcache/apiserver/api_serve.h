@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The list and watch verbs of kcache serve's API, over any ApiSource: the
 // synthetic cluster's, a cache's and a snapshot's. What a list reads, the
 // errors it answers, how a watch starts, filters and ends, and how events

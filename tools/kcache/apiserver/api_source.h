@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ApiSource: what the API front end (api_serve.h) lists and watches. The
 // synthetic cluster, a cache and a snapshot each implement it; the list and
 // watch rules, error replies and event encoding exist once, in the front

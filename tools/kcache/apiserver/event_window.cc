@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "tools/kcache/apiserver/event_window.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The recent changes of one type, decoded once and shared by every watch
 // that follows them, as kube-apiserver's watch cache shares its events:
 // a thousand watchers near the head cost one read of the journal per change

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Running a server of `kcache serve` in the foreground: the line that says
 // where it serves, and the signals that stop it.
 

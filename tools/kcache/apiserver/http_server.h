@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A small HTTP/1.1 server: a fiber or a thread per connection (at most
 // ServerOptions::max_connections of them), keep-alive, bodies sent with
 // Content-Length or chunked, one writev per chunk (or, over TLS, one TLS

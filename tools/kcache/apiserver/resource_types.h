@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The resource types `kcache serve` knows: what discovery reports of each
 // and which fields its field selectors accept (as the apiserver's per-type
 // field label conversion does).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Server-side tables (meta.k8s.io Table) for both servers of kcache serve:
 // what a request asks for (its Accept header and includeObject), and the
 // rows kubectl's printers give each object (tools/kcache/kubectl/tables.h,

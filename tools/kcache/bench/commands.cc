@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache demo` and `kcache bench NAME`: one row per benchmark, each its
 // options' flags and its run.
 

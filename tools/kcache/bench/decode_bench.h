@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache bench decode`: metadata extraction (Object::Parse) against a full
 // nlohmann_json parse of the same realistic pods, in one run.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache demo`: what exists so far, on a built-in synthetic cluster (no
 // cluster needed): decode pods, load them into an Indexer, query it with
 // selectors and indexes, and relist with a diff.

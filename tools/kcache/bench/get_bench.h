@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache bench get`: the memory and time of `kcache get` over caches of
 // growing size. Each form runs as its own process (this binary), so its
 // peak resident memory is the whole command's: invariant 4 (every API that

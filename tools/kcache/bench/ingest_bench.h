@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache bench ingest`: an informer's initial sync from kcache serve (which
 // streams at wire speed) into a cache, against raw RocksDB batched puts of
 // the same bytes, with the CPU each thread spent.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "tools/kcache/bench/serve_bench.h"
 
 #include <arpa/inet.h>

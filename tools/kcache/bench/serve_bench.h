@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache bench serve`: how fast kcache serve sends a LIST and a burst of
 // watch events, against the loopback limit measured in the same run (the
 // same client reading the same number of bytes from a socket that a thread

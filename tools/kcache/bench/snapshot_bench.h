@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache bench snapshot`: export and import throughput of a cache of
 // synthetic pods as ratios to the disk's sequential write rate measured in
 // the same run, and the time from opening the cache to the first result of

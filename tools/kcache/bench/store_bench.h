@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache bench store`: ingest into a Cache against raw RocksDB batched
 // puts of the same bytes, query latency, resident memory and disk use.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Helpers shared by the benchmarks: timing and disk use.
 
 #ifndef KCACHE_TOOLS_KCACHE_BENCH_TIMING_H_

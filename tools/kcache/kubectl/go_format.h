@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Values written the way kubectl (a Go program) writes them, so that kcache's
 // output can be compared with kubectl's byte for byte.
 

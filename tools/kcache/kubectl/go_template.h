@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kubectl's -o go-template: the part of Go's text/template that kubectl
 // users write, over an object as kubectl's printer gives it (decoded JSON:
 // objects are maps, integers int64, other numbers float64).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kubectl's JSONPath templates (-o jsonpath, custom-columns, --sort-by):
 // text with {actions}; fields .a.b and ['a'], [i], [-1], [a:b:step], [*],
 // unions [0,2], recursive descent .., the wildcard .*, filters

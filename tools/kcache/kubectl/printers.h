@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Output of kcache's inspection commands in kubectl's formats.
 
 #ifndef KCACHE_TOOLS_KCACHE_KUBECTL_PRINTERS_H_

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The tables `kcache get` prints: the columns and cells the API server's
 // table printers give kubectl (Kubernetes 1.20's, the version the golden
 // test runs) for pods, nodes, namespaces, deployments, replicasets,

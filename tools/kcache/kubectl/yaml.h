@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // JSON documents as YAML the way kubectl -o yaml writes them (Go's yaml.v2
 // encoder behind sigs.k8s.io/yaml): keys in yaml.v2's natural order
 // ("a2" before "a10", digits and punctuation before letters), two-space

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Api: the HTTP face of `kcache serve`. Answers discovery, OpenAPI v3
 // (operations only), list, watch (objects or Table rows), get, create,
 // update, patch (merge, JSON, strategic merge, server-side apply) and

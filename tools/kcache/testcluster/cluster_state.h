@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ClusterState: the storage behind `kcache serve`, in the roles etcd and the
 // apiserver's watch cache play for a real cluster.
 //

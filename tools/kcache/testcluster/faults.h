@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Faults `kcache serve` injects on chosen requests, to show how a client
 // copes with what a real apiserver does only now and then.
 //

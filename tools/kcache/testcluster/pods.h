@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Synthetic, realistic pods: the JSON a kube-apiserver returns for a pod of
 // a Deployment (labels, owner reference, managedFields, spec, status),
 // about 6.5 KB each; and the namespaces, nodes and custom resources around

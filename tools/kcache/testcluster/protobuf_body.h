@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Request bodies in Kubernetes' protobuf encoding
 // (application/vnd.kubernetes.protobuf), which kubectl's imperative
 // commands send for built-in kinds: the four bytes "k8s\0", then a

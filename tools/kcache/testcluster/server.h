@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // `kcache serve`: the project's own list/watch server on loopback, with a
 // synthetic cluster, churn and fault injection. docs/serve.md describes
 // what it serves and how it differs from kube-apiserver.

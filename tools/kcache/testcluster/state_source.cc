@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "tools/kcache/testcluster/state_source.h"
 
 #include <string>

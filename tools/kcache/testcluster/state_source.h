@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // StateSource: a ClusterState as the API front end lists and watches it.
 //
 // Thread-safety: thread-safe, as ClusterState.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Strategic merge patches, as kube-apiserver applies them to the built-in
 // types the synthetic cluster serves (pods, configmaps, namespaces, nodes):
 // kubectl sends one for `patch` (its default type), `edit` and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The synthetic cluster `kcache serve` starts with, and the churn that
 // keeps changing it.
 

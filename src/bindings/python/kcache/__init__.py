@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 """kcache for Python: Kubernetes objects from a kcache cache or snapshot, and
 informers that fill a cache in this process, over the C API (libkcache-c).
 

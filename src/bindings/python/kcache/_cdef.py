@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 """The declarations of include/kcache/c.h, as cffi reads them.
 
 tests/bindings/python/test_kcache.py checks that they match the header.

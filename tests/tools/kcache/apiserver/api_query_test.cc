@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The list and watch rules both servers of kcache serve follow (the rows
 // of docs/serve.md's semantics table that depend on the parameters alone).
 

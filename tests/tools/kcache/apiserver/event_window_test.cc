@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The shared window of recent changes that a served cache's watches read:
 // each change is read from the source once however many watches follow it,
 // and the window's memory stays within its bounds.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The HTTP server's limits: every wait on a client is bounded, and a client
 // that holds connections open (half-sent requests, never reading) cannot keep
 // others from being served.

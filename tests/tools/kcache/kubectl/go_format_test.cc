@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Values written as kubectl (Go) writes them.
 #include "tools/kcache/kubectl/go_format.h"
 

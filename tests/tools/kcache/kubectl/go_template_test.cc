@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kubectl's -o go-template engine on its own. Each expected output here was
 // printed by kubectl 1.32 for the same template and data; the golden test
 // (tests/integration/golden/forms.txt) holds the whole engine to kubectl

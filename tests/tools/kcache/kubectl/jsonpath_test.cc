@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kubectl's JSONPath dialect: the cases of client-go's util/jsonpath tests,
 // over a document of our own.
 #include "tools/kcache/kubectl/jsonpath.h"

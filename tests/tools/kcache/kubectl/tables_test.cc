@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The cells of kcache get's tables, as the API server's printers make them.
 #include "tools/kcache/kubectl/tables.h"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // YAML as kubectl -o yaml writes it (Go's yaml.v2): the expected texts are
 // what kubectl 1.32 printed for the same values.
 #include "tools/kcache/kubectl/yaml.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kcache serve seen through the project's REST client: lists, pagination,
 // watches (selectors, bookmarks, streaming lists, 410), writes, Status
 // errors, every fault flag, many watches and a clean stop.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ClusterState: lists at past resourceVersions, the bounded history and
 // its floor, and what a watcher is handed.
 #include "tools/kcache/testcluster/cluster_state.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kubectl (the machine's, v1.32) against kcache serve: discovery, paginated
 // get across namespaces, the custom resource, cluster-scoped types, get -w
 // seeing a change, the server's tables, and every write kubectl makes

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Kubernetes' protobuf bodies read as JSON: every field kind of the
 // messages kcache serve reads, Go's omitempty, and a clear error for each
 // way a body can be wrong.

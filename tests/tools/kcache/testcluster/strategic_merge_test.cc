@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Strategic merge patches as kube-apiserver applies them to the built-in
 // types: the cases are those of apimachinery's strategicpatch semantics that
 // kubectl's patches use.

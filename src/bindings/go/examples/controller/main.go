@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command controller is docs/examples/controller.cc in Go, on the kcache
 // package: every namespace whose labels match a selector gets a ConfigMap
 // with the given data, owned by the namespace; one that stops matching loses

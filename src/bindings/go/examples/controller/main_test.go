@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The controller against kcache serve ($KCACHE_BIN): it configures the
