@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Every public header compiles on its own and reaches no private header:
 // the include path of this test holds include/ only (see tests/meson.build).
 
@@ -10,6 +12,7 @@
 #include "kcache/event_recorder.h"
 #include "kcache/exit_on_error.h"
 #include "kcache/field_selector.h"
+#include "kcache/fleet.h"
 #include "kcache/histogram.h"
 #include "kcache/indexer.h"
 #include "kcache/informer.h"

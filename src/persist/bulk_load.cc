@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "persist/bulk_load.h"
 
 #include <fcntl.h>
@@ -6,9 +8,9 @@
 
 #include <filesystem>
 
+#include "persist/cache_dir.h"
 #include "persist/db.h"
 #include "persist/encoding.h"
-#include "persist/new_db.h"
 #include "persist/rocks_status.h"
 
 namespace kcache::storage {

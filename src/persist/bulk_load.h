@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // BulkLoader: builds a new cache directory from rows (keys and values of the
 // storage format) through RocksDB table files, ingested in one step, so that
 // loading skips the write-ahead log, memtables and compaction.
@@ -20,8 +22,8 @@
 #include <vector>
 
 #include "kcache/cache.h"
+#include "persist/cache_dir.h"
 #include "persist/encoding.h"
-#include "persist/new_db.h"
 
 namespace kcache::storage {
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "kcache/cache.h"
 
 #include <rocksdb/utilities/checkpoint.h>
@@ -9,10 +11,11 @@
 #include <set>
 
 #include "persist/bulk_load.h"
+#include "persist/cache_dir.h"
 #include "persist/db.h"
 #include "persist/encoding.h"
 #include "persist/journal.h"
-#include "persist/new_db.h"
+#include "persist/keyspaces.h"
 #include "persist/rocks_indexer.h"
 #include "persist/rocks_status.h"
 #include "persist/sealing.h"

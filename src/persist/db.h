@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // An open RocksDB database with kcache's column families, shared by the
 // Cache and the Indexers it hands out.
 
@@ -18,8 +20,8 @@
 #include <vector>
 
 #include "kcache/cache.h"
+#include "persist/cache_dir.h"
 #include "persist/keyring.h"
-#include "persist/work_dir.h"
 
 // Whether ThreadSanitizer instruments this build: GCC defines
 // __SANITIZE_THREAD__, clang answers __has_feature(thread_sanitizer).
@@ -197,9 +199,6 @@ struct Db {
 StatusOr<std::shared_ptr<Db>> OpenDb(const std::string& dir, const CacheOptions& options,
                                      bool read_only);
 
-// fsyncs the directory `dir` (so that a rename in it is durable).
-Status SyncDir(const std::string& dir);
-
 // The options a plain RocksDB database would need to store objects the way
 // a cache's objects column family does (for benchmarks that compare).
 rocksdb::Options ObjectsLikeOptions(const CacheOptions& options);
@@ -220,25 +219,9 @@ rocksdb::IngestExternalFileArg MovedTableFiles(rocksdb::ColumnFamilyHandle* fami
 // meta, objects, rindex, index.
 std::vector<rocksdb::ColumnFamilyHandle*> RowFamilies(const Db& db);
 
-// Keyspaces that hold a resume point or objects, sorted, as of `snapshot`
-// (null: the current state).
-StatusOr<std::vector<std::string>> ListKeyspaces(const Db& db, const rocksdb::Snapshot* snapshot);
-
-// A keyspace's meta records (everything of KeyspaceStats but bytes_on_disk)
-// as of `snapshot` (null: the current state).
-StatusOr<KeyspaceStats> ReadKeyspaceMeta(const Db& db, const rocksdb::Snapshot* snapshot,
-                                         std::string_view ks);
-
 // The database behind a Cache; null for a Cache that has none (a snapshot
 // file's).
 const std::shared_ptr<Db>& DbOf(const Cache& cache);
-
-// Every object, reverse index and index row belongs to a keyspace that has
-// metadata (Cache::Verify).
-Status VerifyRowsHaveKeyspaces(const std::shared_ptr<Db>& db);
-
-// Structural checks of one keyspace (Cache::Verify).
-Status VerifyKeyspace(const std::shared_ptr<Db>& db, std::string_view ks);
 
 // A consistent view of `db` for reads, released when the last copy goes
 // away (and keeping `db` open until then). Null for a read-only (secondary)

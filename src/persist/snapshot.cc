@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #include "kcache/snapshot.h"
 
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "persist/bulk_load.h"
 #include "persist/db.h"
 #include "persist/encoding.h"
+#include "persist/keyspaces.h"
 #include "persist/rocks_status.h"
 #include "persist/snapshot_format.h"
 

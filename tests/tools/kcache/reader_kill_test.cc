@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // SIGKILLs of the commands that read a cache or make one from it, while a
 // sync writes it under churn: `snapshot export`, `snapshot import`,
 // `snapshot create`, `serve --cache` and `get -A -o json`, KCACHE_KILLS times
@@ -27,7 +29,7 @@
 
 #include "kcache/cache.h"
 #include "kcache/snapshot.h"
-#include "persist/work_dir.h"
+#include "persist/cache_dir.h"
 #include "testing/command.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
