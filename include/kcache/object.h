@@ -68,7 +68,8 @@ struct KCACHE_EXPORT ParseOptions {
   bool drop_managed_fields = false;
   // Written into objects that lack a top-level "apiVersion" or "kind": items
   // of built-in list responses omit both, and a cache should hold whole
-  // objects. Empty: nothing is added. Default: empty.
+  // objects. A key that is there, even empty, is kept as it is. Empty:
+  // nothing is added. Default: empty.
   std::string default_api_version{};
   std::string default_kind{};
 };

@@ -327,11 +327,16 @@ StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options)
   if (root.get_object().get(top)) return Status::InvalidArgument("not a JSON object");
 
   std::shared_ptr<Object> obj = Create();
+  // The defaults fill what is absent, not what is there and empty: a
+  // second key of the same name would make the stored bytes say otherwise.
+  bool has_kind = false, has_api_version = false;
   for (auto [key, value] : top) {
     Status st;
     if (key == "kind") {
+      has_kind = true;
       st = GetString(value, "kind", &obj->kind_);
     } else if (key == "apiVersion") {
+      has_api_version = true;
       st = GetString(value, "apiVersion", &obj->api_version_);
     } else if (key == "metadata") {
       dom::object meta;
@@ -344,12 +349,11 @@ StatusOr<ObjectPtr> Object::Parse(std::string json, const ParseOptions& options)
     }
     KCACHE_RETURN_IF_ERROR(st);
   }
-  if (obj->kind_.empty() && !options.default_kind.empty() &&
-      NeedsNoEscaping(options.default_kind)) {
+  if (!has_kind && !options.default_kind.empty() && NeedsNoEscaping(options.default_kind)) {
     InsertTopLevelString(&json, "kind", options.default_kind);
     obj->kind_ = options.default_kind;
   }
-  if (obj->api_version_.empty() && !options.default_api_version.empty() &&
+  if (!has_api_version && !options.default_api_version.empty() &&
       NeedsNoEscaping(options.default_api_version)) {
     InsertTopLevelString(&json, "apiVersion", options.default_api_version);
     obj->api_version_ = options.default_api_version;

@@ -241,5 +241,28 @@ TEST(ObjectTest, SyntheticPodsAreDeterministic) {
   EXPECT_NE(synth::PodJson({.seed = 2}, 5, 9), synth::PodJson({}, 5, 9));
 }
 
+// The defaults fill an absent kind or apiVersion; one that is there, even
+// empty, is kept, so that the stored bytes say what the object reports
+// (object_fuzz found a second "kind" key written beside an empty one).
+TEST(ObjectTest, DefaultsFillOnlyAbsentKindAndApiVersion) {
+  ParseOptions o;
+  o.default_kind = "Pod";
+  o.default_api_version = "v1";
+  auto absent = Object::Parse(R"({"metadata":{"name":"a"}})", o);
+  ASSERT_OK(absent);
+  EXPECT_EQ((*absent)->kind(), "Pod");
+  EXPECT_EQ((*absent)->api_version(), "v1");
+  auto again = Object::Parse(std::string((*absent)->json()));
+  ASSERT_OK(again);
+  EXPECT_EQ((*again)->kind(), "Pod");
+  EXPECT_EQ((*again)->api_version(), "v1");
+
+  auto empty = Object::Parse(R"({"kind":"","apiVersion":"","metadata":{"name":"a"}})", o);
+  ASSERT_OK(empty);
+  EXPECT_EQ((*empty)->kind(), "");
+  EXPECT_EQ((*empty)->api_version(), "");
+  EXPECT_EQ((*empty)->json(), R"({"kind":"","apiVersion":"","metadata":{"name":"a"}})");
+}
+
 }  // namespace
 }  // namespace kcache
