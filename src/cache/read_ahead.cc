@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 
-namespace kcache::cache {
+namespace kcache::informer {
 namespace {
 
 size_t Bytes(const StatusOr<std::optional<WatchEvent>>& item) {
@@ -79,4 +79,4 @@ void ReadAheadStream::Cancel() {
   inner_->Cancel();
 }
 
-}  // namespace kcache::cache
+}  // namespace kcache::informer

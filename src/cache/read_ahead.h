@@ -17,7 +17,7 @@
 #include "exec/fiber.h"
 #include "kcache/watch.h"
 
-namespace kcache::cache {
+namespace kcache::informer {
 
 class ReadAheadStream final : public WatchStream {
  public:
@@ -48,6 +48,6 @@ class ReadAheadStream final : public WatchStream {
   std::shared_ptr<exec::FiberHandle> fiber_;
 };
 
-}  // namespace kcache::cache
+}  // namespace kcache::informer
 
 #endif  // KCACHE_SRC_CACHE_READ_AHEAD_H_

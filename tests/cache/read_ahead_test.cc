@@ -12,7 +12,7 @@
 #include "testing/objects.h"
 #include "testing/status_matchers.h"
 
-namespace kcache::cache {
+namespace kcache::informer {
 namespace {
 
 using testing::FakeWatchStream;
@@ -85,4 +85,4 @@ TEST(ReadAheadStreamTest, CancelEndsAWaitingNextAndTheReader) {
 }
 
 }  // namespace
-}  // namespace kcache::cache
+}  // namespace kcache::informer

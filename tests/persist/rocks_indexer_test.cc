@@ -84,7 +84,7 @@ std::shared_ptr<Indexer> OpenPods(const std::string& dir, KeyspaceOptions option
   return store.ok() ? *store : nullptr;
 }
 
-TEST(RocksStoreTest, ContentsAndResumePointSurviveReopen) {
+TEST(RocksIndexerTest, ContentsAndResumePointSurviveReopen) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
@@ -109,7 +109,7 @@ TEST(RocksStoreTest, ContentsAndResumePointSurviveReopen) {
 }
 
 // A clean close flushes, so the next open has no log to replay.
-TEST(RocksStoreTest, CleanCloseLeavesNoLogToReplay) {
+TEST(RocksIndexerTest, CleanCloseLeavesNoLogToReplay) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
@@ -159,7 +159,7 @@ std::string CrashedWithLoggedCommits(const TempDir& dir, const std::string& copy
   return wal;
 }
 
-TEST(RocksStoreTest, AWalCutShortOpensAtTheLastWholeCommit) {
+TEST(RocksIndexerTest, AWalCutShortOpensAtTheLastWholeCommit) {
   TempDir dir;
   const std::string source = dir.Sub("crashed");
   const std::string wal = CrashedWithLoggedCommits(dir, source);
@@ -199,7 +199,7 @@ TEST(RocksStoreTest, AWalCutShortOpensAtTheLastWholeCommit) {
 // from the damage on. Now both refuse, naming the log and the ways out, and
 // leave it as it is; a log cut short (a crash) still opens
 // (AWalCutShortOpensAtTheLastWholeCommit).
-TEST(RocksStoreTest, DamageInsideAWalIsRefusedAlikeByReadersAndWriters) {
+TEST(RocksIndexerTest, DamageInsideAWalIsRefusedAlikeByReadersAndWriters) {
   TempDir dir;
   const std::string copy = dir.Sub("damaged");
   const std::string wal = CrashedWithLoggedCommits(dir, copy);
@@ -230,7 +230,7 @@ TEST(RocksStoreTest, DamageInsideAWalIsRefusedAlikeByReadersAndWriters) {
 // MANIFEST and librocksdb 7.8 asserted. Now Refresh notices the cache is
 // another one (its directory or IDENTITY differs) and is Expired for good;
 // the reader keeps answering from its last view until it is reopened.
-TEST(RocksStoreTest, ARefreshOfARemovedOrReplacedCacheIsExpiredNotACrash) {
+TEST(RocksIndexerTest, ARefreshOfARemovedOrReplacedCacheIsExpiredNotACrash) {
   TempDir dir;
   for (bool same_directory : {false, true}) {
     SCOPED_TRACE(same_directory ? "replaced inside its directory" : "removed and created again");
@@ -272,7 +272,7 @@ TEST(RocksStoreTest, ARefreshOfARemovedOrReplacedCacheIsExpiredNotACrash) {
   }
 }
 
-TEST(RocksStoreTest, KeyspacesAreSeparate) {
+TEST(RocksIndexerTest, KeyspacesAreSeparate) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());
   ASSERT_OK(cache);
@@ -292,7 +292,7 @@ TEST(RocksStoreTest, KeyspacesAreSeparate) {
 
 // Invariant 3: a relist that did not finish leaves no resume point, so the
 // next start relists; the next Replace clears the marker.
-TEST(RocksStoreTest, UnfinishedRelistVoidsTheResumePoint) {
+TEST(RocksIndexerTest, UnfinishedRelistVoidsTheResumePoint) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
@@ -314,7 +314,7 @@ TEST(RocksStoreTest, UnfinishedRelistVoidsTheResumePoint) {
 // unchanged, deletes what the list lacks, and moves the resume point only at
 // Finish; an abandoned one leaves no resume point, and the next relist
 // (whose stale seen marks are cleared) gets it right.
-TEST(RocksStoreTest, StreamedRelistInChunks) {
+TEST(RocksIndexerTest, StreamedRelistInChunks) {
   TempDir dir;
   auto store = OpenPods(dir.path());
   std::vector<ObjectPtr> first;
@@ -390,7 +390,7 @@ void ExpectVerified(const std::string& dir) {
 // objects put before it (those put after it and not yet written are lost
 // with the session); a session reopened after the cache is continues from
 // it, and the relist ends as one that was never cut.
-TEST(RocksStoreTest, ARelistCutShortContinuesFromItsLastCheckpoint) {
+TEST(RocksIndexerTest, ARelistCutShortContinuesFromItsLastCheckpoint) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
@@ -425,7 +425,7 @@ TEST(RocksStoreTest, ARelistCutShortContinuesFromItsLastCheckpoint) {
 // meet a key it stored: keys written after its last checkpoint (a chunk
 // that filled mid-page) are removed, and reported deleted, before it goes
 // on; listed again, they are counted once.
-TEST(RocksStoreTest, AContinuedFirstListDropsWhatFollowsItsCheckpoint) {
+TEST(RocksIndexerTest, AContinuedFirstListDropsWhatFollowsItsCheckpoint) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
@@ -454,7 +454,7 @@ TEST(RocksStoreTest, AContinuedFirstListDropsWhatFollowsItsCheckpoint) {
 
 // A relist over a full keyspace marks what it listed: continued, it keeps
 // its marks, so that Finish deletes exactly what neither session listed.
-TEST(RocksStoreTest, AContinuedRelistDeletesWhatNeitherSessionListed) {
+TEST(RocksIndexerTest, AContinuedRelistDeletesWhatNeitherSessionListed) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
@@ -486,7 +486,7 @@ TEST(RocksStoreTest, AContinuedRelistDeletesWhatNeitherSessionListed) {
 
 // A relist begun afresh drops the progress of the one cut short; one cut
 // short before any checkpoint leaves none, and cannot be continued.
-TEST(RocksStoreTest, AFreshRelistDropsTheProgressOfTheOneCutShort) {
+TEST(RocksIndexerTest, AFreshRelistDropsTheProgressOfTheOneCutShort) {
   TempDir dir;
   auto store = OpenPods(dir.path());
   ASSERT_NE(CheckpointedAfter(*store, 1, "one"), nullptr);  // abandoned at once
@@ -507,7 +507,7 @@ TEST(RocksStoreTest, AFreshRelistDropsTheProgressOfTheOneCutShort) {
 // A first list written as ingested table files ends each segment at a
 // checkpoint: what a cut leaves is exactly what its progress says, so the
 // continued list stays on the ingesting path with nothing to drop.
-TEST(RocksStoreTest, AnIngestedFirstListEndsItsSegmentsAtCheckpoints) {
+TEST(RocksIndexerTest, AnIngestedFirstListEndsItsSegmentsAtCheckpoints) {
   TempDir dir;
   CacheOptions options;
   options.memtable_bytes = size_t{1} << 20;  // logged up to 256 KiB, then segments of 1 MiB
@@ -564,7 +564,7 @@ TEST(RocksStoreTest, AnIngestedFirstListEndsItsSegmentsAtCheckpoints) {
 // The memtable budget is shared out among the families, so that the objects
 // family alone cannot grow past it while another family's memtable is the
 // one the write-buffer manager flushes.
-TEST(RocksStoreTest, EachFamilysMemtableIsItsShareOfTheBudget) {
+TEST(RocksIndexerTest, EachFamilysMemtableIsItsShareOfTheBudget) {
   TempDir dir;
   CacheOptions options;
   options.memtable_bytes = size_t{32} << 20;
@@ -594,7 +594,7 @@ void CommitPadded(Indexer& store, int from, const std::string& rv) {
 
 // Cache::Memory reports what the configured caches hold: written objects
 // in memtables until flushed, then read blocks in the block cache.
-TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
+TEST(RocksIndexerTest, MemoryReportsMemtablesThenBlockCache) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());
   ASSERT_OK(cache) << cache.status();
@@ -620,7 +620,7 @@ TEST(RocksStoreTest, MemoryReportsMemtablesThenBlockCache) {
 // A read-only cache reports its own memory: the blocks its reads bring into
 // its block cache, and the writer's unflushed commits that Refresh replays
 // into its own memtables.
-TEST(RocksStoreTest, AReadOnlyCacheReportsItsOwnMemory) {
+TEST(RocksIndexerTest, AReadOnlyCacheReportsItsOwnMemory) {
   TempDir dir;
   auto writer = Cache::Open(dir.path());
   ASSERT_OK(writer) << writer.status();
@@ -653,7 +653,7 @@ TEST(RocksStoreTest, AReadOnlyCacheReportsItsOwnMemory) {
 // writes, nor, at its end, the keys it did not list (every stored key is
 // one it wrote). Before, that last walk read every object again and left
 // the block cache full of them.
-TEST(RocksStoreTest, AnInitialRelistReadsNoObjectBack) {
+TEST(RocksIndexerTest, AnInitialRelistReadsNoObjectBack) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());
   ASSERT_OK(cache) << cache.status();
@@ -677,7 +677,7 @@ TEST(RocksStoreTest, AnInitialRelistReadsNoObjectBack) {
 // family until a flush, and a wide first sync (a keyspace per type) would
 // leave thousands. A relist over stored objects marks what it sees and
 // deletes the marks as one range at its end.
-TEST(RocksStoreTest, ANewKeyspacesFirstListDeletesNoRange) {
+TEST(RocksIndexerTest, ANewKeyspacesFirstListDeletesNoRange) {
   TempDir dir;
   auto cache = Cache::Open(dir.path());
   ASSERT_OK(cache) << cache.status();
@@ -715,7 +715,7 @@ TEST(RocksStoreTest, ANewKeyspacesFirstListDeletesNoRange) {
 // CacheOptions::fast_first_list: a first list's object tables are written
 // with LZ4 (zstd with the option off), and Cache::Compact() rewrites them
 // with zstd, the objects family's compression; the objects read alike.
-TEST(RocksStoreTest, AFirstListIsWrittenWithLz4UntilCompacted) {
+TEST(RocksIndexerTest, AFirstListIsWrittenWithLz4UntilCompacted) {
   for (bool fast : {true, false}) {
     SCOPED_TRACE(fast ? "fast_first_list" : "zstd first list");
     TempDir dir;
@@ -765,7 +765,7 @@ TEST(RocksStoreTest, AFirstListIsWrittenWithLz4UntilCompacted) {
 // the same before the merge ends and after, none of its tables is left in
 // level 0, and compactions are back on. Holds nest across keyspaces; a
 // session dropped unfinished releases its hold.
-TEST(RocksStoreTest, AnIngestedFirstListMergesItsIndexOnce) {
+TEST(RocksIndexerTest, AnIngestedFirstListMergesItsIndexOnce) {
   TempDir dir;
   CacheOptions options;
   options.memtable_bytes = size_t{1} << 20;  // a segment per 1,000 pods below
@@ -845,7 +845,7 @@ TEST(RocksStoreTest, AnIngestedFirstListMergesItsIndexOnce) {
 // Invariant 3: a cache closed as soon as its first list ends, its index's
 // merge canceled or not yet begun, opens whole: every entry is there, and
 // RocksDB's own compactions, back on, merge the tables left in level 0.
-TEST(RocksStoreTest, ACacheClosedBeforeItsIndexMergeEndsLosesNothing) {
+TEST(RocksIndexerTest, ACacheClosedBeforeItsIndexMergeEndsLosesNothing) {
   TempDir dir;
   CacheOptions options;
   options.memtable_bytes = size_t{1} << 20;  // a segment per 1,000 pods below
@@ -880,7 +880,7 @@ TEST(RocksStoreTest, ACacheClosedBeforeItsIndexMergeEndsLosesNothing) {
 // Invariant 3 on damage: a relist that must delete what it did not list,
 // and finds a reverse index record without its object, stops with an error
 // that names the key, and moves no resume point.
-TEST(RocksStoreTest, ARelistFindingAReverseRecordWithoutObjectSaysWhich) {
+TEST(RocksIndexerTest, ARelistFindingAReverseRecordWithoutObjectSaysWhich) {
   TempDir dir;
   {
     auto store = OpenPods(dir.path());
@@ -961,7 +961,7 @@ TEST_F(ChunkedRelistTest, ARepeatedKeyCountsTheReplacementsBytes) {
 // with their objects), and the relist leaves what a relist with marks all
 // along leaves: what another writer added beside it and the list lacks is
 // deleted; a listed key that another writer deleted and added again stays.
-TEST(RocksStoreTest, RelistIntoAnEmptyKeyspaceStaysConsistentWhateverTheOrder) {
+TEST(RocksIndexerTest, RelistIntoAnEmptyKeyspaceStaysConsistentWhateverTheOrder) {
   for (int variant = 0; variant < 6; ++variant) {
     SCOPED_TRACE("variant " + std::to_string(variant));
     TempDir dir;
@@ -1012,7 +1012,7 @@ TEST(RocksStoreTest, RelistIntoAnEmptyKeyspaceStaysConsistentWhateverTheOrder) {
 }
 
 // Indexes whose definition changed are rebuilt on open, never stale.
-TEST(RocksStoreTest, ChangedIndexVersionsAreRebuilt) {
+TEST(RocksIndexerTest, ChangedIndexVersionsAreRebuilt) {
   TempDir dir;
   {
     auto store =
@@ -1043,7 +1043,7 @@ TEST(RocksStoreTest, ChangedIndexVersionsAreRebuilt) {
   EXPECT_OK((*cache)->Verify());
 }
 
-TEST(RocksStoreTest, LabelIndexServesListers) {
+TEST(RocksIndexerTest, LabelIndexServesListers) {
   TempDir dir;
   auto inner = OpenPods(dir.path());
   for (int i = 0; i < 300; ++i) {
@@ -1061,7 +1061,7 @@ TEST(RocksStoreTest, LabelIndexServesListers) {
   EXPECT_EQ(pods.Namespace("ns1").List(LabelSelector::Everything())->size(), 100u);
 }
 
-TEST(RocksStoreTest, ZeroBytesAreRefused) {
+TEST(RocksIndexerTest, ZeroBytesAreRefused) {
   TempDir dir;
   auto store = OpenPods(dir.path(), {.key_func = [](const Object&) -> StatusOr<std::string> {
                           return std::string("a\0b", 3);
@@ -1074,7 +1074,7 @@ TEST(RocksStoreTest, ZeroBytesAreRefused) {
 }
 
 // Invariant 6: bad databases get clear errors and are left as they are.
-TEST(RocksStoreTest, OpenErrorsNameTheProblem) {
+TEST(RocksIndexerTest, OpenErrorsNameTheProblem) {
   TempDir dir;
   {  // Locked by this process.
     auto first = Cache::Open(dir.path());
@@ -1174,7 +1174,7 @@ std::map<std::string, uintmax_t> Files(const std::string& dir) {
 // the lost records listed. Now every cut is refused with Corruption, by
 // readers and writers alike, or opens as the whole cache: a committed
 // keyspace is never silently gone (docs/reliability.md).
-TEST(RocksStoreTest, ACutManifestNeverOpensAsAnEmptyCache) {
+TEST(RocksIndexerTest, ACutManifestNeverOpensAsAnEmptyCache) {
   TempDir dir;
   const std::string whole = dir.Sub("whole");
   {
@@ -1230,7 +1230,7 @@ TEST(RocksStoreTest, ACutManifestNeverOpensAsAnEmptyCache) {
 // Rows whose keyspace has no metadata (what a lost MANIFEST record or a
 // hand edit can leave) fail Verify, and an export refuses to write a file
 // that its own verify would refuse.
-TEST(RocksStoreTest, RowsOfAKeyspaceWithoutMetadataFailVerifyAndExport) {
+TEST(RocksIndexerTest, RowsOfAKeyspaceWithoutMetadataFailVerifyAndExport) {
   TempDir dir;
   auto c = Cache::Open(dir.Sub("c"));
   ASSERT_OK(c);
@@ -1253,7 +1253,7 @@ TEST(RocksStoreTest, RowsOfAKeyspaceWithoutMetadataFailVerifyAndExport) {
 // A directory that holds a damaged cache (its CURRENT file lost) or other
 // files is refused with what is wrong and the way out, and left exactly as
 // it was: never taken for a new cache and overwritten.
-TEST(RocksStoreTest, ADirectoryThatIsNotAWholeCacheIsRefusedAndLeftAlone) {
+TEST(RocksIndexerTest, ADirectoryThatIsNotAWholeCacheIsRefusedAndLeftAlone) {
   TempDir dir;
   {
     auto cache = Cache::Open(dir.Sub("lost"));
@@ -1287,7 +1287,7 @@ TEST(RocksStoreTest, ADirectoryThatIsNotAWholeCacheIsRefusedAndLeftAlone) {
 // footer is refused at open, naming the file, instead of answering as if
 // the objects in it did not exist (a RocksDB secondary instance tolerates
 // missing files, because its writer may have just deleted them).
-TEST(RocksStoreTest, AReaderRefusesACacheWithADamagedTableFile) {
+TEST(RocksIndexerTest, AReaderRefusesACacheWithADamagedTableFile) {
   TempDir dir;
   {
     auto cache = Cache::Open(dir.Sub("c"));
@@ -1340,7 +1340,7 @@ TEST(RocksStoreTest, AReaderRefusesACacheWithADamagedTableFile) {
 
 // A reader's working directory is in $TMPDIR, removed when it closes, and
 // one that a killed reader left is removed by the next reader.
-TEST(RocksStoreTest, ReadersCleanUpTheirWorkingDirectoriesInTmpdir) {
+TEST(RocksIndexerTest, ReadersCleanUpTheirWorkingDirectoriesInTmpdir) {
   TempDir dir, tmp;
   ASSERT_OK(Cache::Open(dir.Sub("c")));
   pid_t dead = fork();
@@ -1372,7 +1372,7 @@ TEST(RocksStoreTest, ReadersCleanUpTheirWorkingDirectoriesInTmpdir) {
 
 // Invariant 6: a flipped byte in a table file is found by Verify, which
 // names the damage; nothing is rewritten.
-TEST(RocksStoreTest, VerifyFindsDamagedTables) {
+TEST(RocksIndexerTest, VerifyFindsDamagedTables) {
   TempDir dir;
   {
     auto cache = Cache::Open(dir.path());
@@ -1409,7 +1409,7 @@ TEST(RocksStoreTest, VerifyFindsDamagedTables) {
   EXPECT_TRUE(st.IsCorruption()) << st << " (damaged " << largest << ", " << size << " bytes)";
 }
 
-TEST(RocksStoreTest, ReaderBesideAWriter) {
+TEST(RocksIndexerTest, ReaderBesideAWriter) {
   TempDir dir;
   auto writer_cache = Cache::Open(dir.path());
   ASSERT_OK(writer_cache);
@@ -1433,7 +1433,7 @@ TEST(RocksStoreTest, ReaderBesideAWriter) {
   EXPECT_THAT(*writer->ListKeys(), ElementsAre("ns/a", "ns/b"));
 }
 
-TEST(RocksStoreTest, SyncEveryCommit) {
+TEST(RocksIndexerTest, SyncEveryCommit) {
   TempDir dir;
   auto cache = Cache::Open(dir.path(), {.sync = SyncMode::kEveryCommit});
   ASSERT_OK(cache);

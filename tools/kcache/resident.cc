@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-namespace kcache::util {
+namespace kcache::tool {
 
 uint64_t ResidentBytes() {
   // statm: size resident shared text lib data dt, in pages. One short
@@ -27,4 +27,4 @@ uint64_t PeakResidentBytes() {
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux counts KiB
 }
 
-}  // namespace kcache::util
+}  // namespace kcache::tool

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace kcache::util {
+namespace kcache::tool {
 
 // Resident set size in bytes now (/proc/self/statm); 0 if unreadable.
 uint64_t ResidentBytes();
@@ -17,6 +17,6 @@ uint64_t ResidentBytes();
 // ResidentBytes. 0 if unreadable.
 uint64_t PeakResidentBytes();
 
-}  // namespace kcache::util
+}  // namespace kcache::tool
 
 #endif  // KCACHE_TOOLS_KCACHE_RESIDENT_H_

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace kcache::util {
+namespace kcache::tool {
 
 StatusOr<std::unique_ptr<ScratchDir>> ScratchDir::Create(const std::string& prefix,
                                                          const std::string& dir) {
@@ -31,4 +31,4 @@ ScratchDir::~ScratchDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-}  // namespace kcache::util
+}  // namespace kcache::tool

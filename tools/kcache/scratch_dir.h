@@ -15,7 +15,7 @@
 
 #include "kcache/status_or.h"
 
-namespace kcache::util {
+namespace kcache::tool {
 
 class ScratchDir {
  public:
@@ -35,6 +35,6 @@ class ScratchDir {
   const bool remove_;
 };
 
-}  // namespace kcache::util
+}  // namespace kcache::tool
 
 #endif  // KCACHE_TOOLS_KCACHE_SCRATCH_DIR_H_

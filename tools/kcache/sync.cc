@@ -321,7 +321,7 @@ void SayStopped(const InformerFactory& factory, const RestConfig& config, const 
                 const std::function<void(const std::string&)>& say) {
   say("received " + Megabytes(factory.BytesReceived()) + " of responses over the network" +
       (config.disable_compression ? " (compression disabled)" : ""));
-  say(DescribeMemory(peak, util::PeakResidentBytes()));
+  say(DescribeMemory(peak, tool::PeakResidentBytes()));
   for (auto& [name, informer] : factory.informers()) {
     const std::string rv = informer->GetIndexer()->LastSyncResourceVersion();
     say(rv.empty()
@@ -621,7 +621,7 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   // with --until-synced).
   MemorySample peak;
   auto sample_memory = [&] {
-    const uint64_t resident = util::ResidentBytes();
+    const uint64_t resident = tool::ResidentBytes();
     if (resident > peak.resident) peak = {resident, cache->Memory()};
   };
   int sig = 0;

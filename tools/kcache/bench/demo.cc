@@ -131,8 +131,8 @@ Status RunDemo(const DemoOptions& o, std::ostream& out) {
   out << "  resume resourceVersion: " << store->LastSyncResourceVersion() << "\n";
 
   // The same cluster in a cache on disk, then a restart.
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
-                          util::ScratchDir::Create("kcache-demo"));
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<tool::ScratchDir> work,
+                          tool::ScratchDir::Create("kcache-demo"));
   const std::string dir = work->path() + "/cache";
   out << "\npersistent cache in " << dir << "\n";
   {

@@ -75,8 +75,8 @@ Status RunGetBench(const GetBenchOptions& o, std::ostream& out) {
     return Status::InvalidArgument(
         "--objects wants ascending positive sizes, --runs a positive count");
   }
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
-                          util::ScratchDir::Create("kcache-bench", o.dir));
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<tool::ScratchDir> work,
+                          tool::ScratchDir::Create("kcache-bench", o.dir));
   const std::string cache_dir = work->path() + "/cache";
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   struct Form {

@@ -189,8 +189,8 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
   if (o.label_index_cost && !o.label_index) {
     return Status::InvalidArgument("--label-index-cost needs the label index on");
   }
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
-                          util::ScratchDir::Create("kcache-bench", o.dir));
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<tool::ScratchDir> work,
+                          tool::ScratchDir::Create("kcache-bench", o.dir));
   serve::ServeOptions so;
   so.listen = "127.0.0.1:0";
   so.cluster.pods = o.pods;

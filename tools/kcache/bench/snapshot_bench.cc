@@ -234,8 +234,8 @@ Status TimeFirstGet(const SnapshotBenchOptions& o, const std::string& cache_dir,
 Status RunSnapshotBench(const SnapshotBenchOptions& o, std::ostream& out) {
   if (o.objects <= 0 || o.runs <= 0)
     return Status::InvalidArgument("--objects and --runs must be positive");
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
-                          util::ScratchDir::Create("kcache-bench", o.dir));
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<tool::ScratchDir> work,
+                          tool::ScratchDir::Create("kcache-bench", o.dir));
   const std::string root = work->path();
   const std::string cache_dir = root + "/cache";
   const std::string file = root + "/cache.kcs";

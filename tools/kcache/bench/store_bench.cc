@@ -347,11 +347,11 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   if (o.objects <= 0 || o.batch <= 0 || o.runs <= 0) {
     return Status::InvalidArgument("--objects, --batch and --runs must be positive");
   }
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<util::ScratchDir> work,
-                          util::ScratchDir::Create("kcache-bench", o.dir));
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<tool::ScratchDir> work,
+                          tool::ScratchDir::Create("kcache-bench", o.dir));
   const std::string root = work->path();
   char line[256];
-  const size_t rss_start = util::ResidentBytes();
+  const size_t rss_start = tool::ResidentBytes();
 
   CacheOptions copts;
   copts.zstd_dictionary_bytes = static_cast<size_t>(o.zstd_dictionary_bytes);
@@ -367,13 +367,13 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods,
                           cache->OpenKeyspace("pods", {.label_index = o.label_index}));
   KCACHE_ASSIGN_OR_RETURN(const double cache_seconds, LoadCache(o, *pods));
-  const size_t rss_loaded = util::ResidentBytes();
+  const size_t rss_loaded = tool::ResidentBytes();
   // Queries are timed on a settled database: no compaction competing for
   // the two cores.
   auto compact_start = Clock::now();
   KCACHE_RETURN_IF_ERROR(cache->Compact());
   const double compact_seconds = Seconds(Clock::now() - compact_start);
-  const size_t rss_compacted = util::ResidentBytes();
+  const size_t rss_compacted = tool::ResidentBytes();
 
   std::snprintf(
       line, sizeof line,
@@ -398,7 +398,7 @@ Status RunStoreBench(const StoreBenchOptions& o, std::ostream& out) {
       "  RSS: %.0f MB at start, %.0f MB after loading, %.0f MB after compacting (%.1f s), %.0f MB "
       "after the queries; configured: %zu MB block cache + %zu MB memtables\n",
       rss_start / 1e6, rss_loaded / 1e6, rss_compacted / 1e6, compact_seconds,
-      util::ResidentBytes() / 1e6, copts.block_cache_bytes >> 20, copts.memtable_bytes >> 20);
+      tool::ResidentBytes() / 1e6, copts.block_cache_bytes >> 20, copts.memtable_bytes >> 20);
   out << line;
   pods.reset();
   cache.reset();
