@@ -13,6 +13,7 @@
 #include "cache/backoff.h"
 #include "cache/events.h"
 #include "cache/read_ahead.h"
+#include "cache/watch_errors.h"
 #include "client/http_error.h"
 #include "core/resource_version.h"
 #include "exec/fiber.h"
@@ -20,133 +21,6 @@
 
 namespace kcache {
 namespace {
-
-class RestListWatch final : public ListerWatcher {
- public:
-  RestListWatch(std::shared_ptr<RestClient> client, ResourceRef resource, std::string labels,
-                std::string fields)
-      : client_(std::move(client)),
-        resource_(std::move(resource)),
-        labels_(std::move(labels)),
-        fields_(std::move(fields)) {}
-
-  StatusOr<ObjectList> List(const ListOptions& options) override {
-    return client_->List(resource_, WithSelectors(options));
-  }
-  StatusOr<std::unique_ptr<WatchStream>> Watch(const ListOptions& options) override {
-    return client_->Watch(resource_, WithSelectors(options));
-  }
-  std::string Describe() const override {
-    std::string d = resource_.gvr.group_resource().String();
-    if (resource_.namespaced && !resource_.namespace_.empty())
-      d += " in namespace " + resource_.namespace_;
-    if (!labels_.empty()) d += " (-l " + labels_ + ")";
-    if (!fields_.empty()) d += " (--field-selector " + fields_ + ")";
-    return d;
-  }
-  GroupResource Resource() const override { return resource_.gvr.group_resource(); }
-  std::optional<ResourceRef> Ref() const override { return resource_; }
-  bool SharesThreads() const override { return client_->SharesThreads(); }
-
- private:
-  ListOptions WithSelectors(ListOptions o) const {
-    o.label_selector = labels_;
-    o.field_selector = fields_;
-    return o;
-  }
-
-  std::shared_ptr<RestClient> client_;
-  ResourceRef resource_;
-  std::string labels_, fields_;
-};
-
-class StoreSink final : public ReflectorSink {
- public:
-  explicit StoreSink(std::shared_ptr<Store> store) : store_(std::move(store)) {}
-  Status Apply(std::vector<WatchEvent> events, std::string rv) override {
-    Transaction txn;
-    for (WatchEvent& e : events) informer::AppendToTransaction(std::move(e), &txn);
-    txn.resource_version = std::move(rv);
-    return store_->Commit(txn, nullptr);
-  }
-  StatusOr<std::unique_ptr<ReplaceSession>> BeginReplace() override {
-    return store_->BeginReplace(nullptr);
-  }
-  StatusOr<std::optional<CutShortRelist>> GetCutShortRelist() const override {
-    return store_->GetCutShortRelist();
-  }
-  StatusOr<std::unique_ptr<ReplaceSession>> ContinueReplace() override {
-    return store_->ContinueReplace(nullptr);
-  }
-  std::string ResumeResourceVersion() const override { return store_->LastSyncResourceVersion(); }
-
- private:
-  std::shared_ptr<Store> store_;
-};
-
-// The resourceVersion asked for is gone (410) or not there yet: list again
-// from "".
-bool IsUnavailableResourceVersion(const Status& st) {
-  return st.IsExpired() || rest::IsTooLargeResourceVersion(st);
-}
-
-bool IsInternalError(const Status& st) {
-  const HttpError* h = st.http_error();
-  return h && h->reason == "InternalError";
-}
-
-// How long a run of 500s may be answered by watching again (client-go's
-// RetryWithDeadline): measured from the run's first error; a run ends when
-// the next error comes a minute or more after the previous one.
-class InternalErrorRetry {
- public:
-  InternalErrorRetry(Clock* clock, Clock::Duration max) : clock_(clock), max_(max) {}
-
-  // Records the outcome of a watch.
-  void After(const Status& st) {
-    if (!IsInternalError(st)) return;
-    Clock::TimePoint now = clock_->Now();
-    if (running_ && now - last_ >= std::chrono::minutes(1)) running_ = false;
-    if (!running_) first_ = now;
-    running_ = true;
-    last_ = now;
-  }
-  bool ShouldRetry() {
-    if (max_ <= Clock::Duration::zero()) return false;
-    if (running_ && clock_->Now() - first_ <= max_) return true;
-    running_ = false;
-    return false;
-  }
-
- private:
-  Clock* clock_;
-  Clock::Duration max_;
-  bool running_ = false;  // first_ and last_ hold a run of errors
-  Clock::TimePoint first_, last_;
-};
-
-// The client's deadline for a watch request (its timeoutSeconds plus the
-// client's grace) passed with no answer or no close from the server.
-bool IsClientDeadline(const Status& st) {
-  return st.code() == StatusCode::kDeadlineExceeded && st.http_error() == nullptr;
-}
-
-// Watch-open failures after which client-go watches again without a relist:
-// 429, and a connection that could not be made or answered (no HTTP answer).
-bool IsRetriableWatchError(const Status& st) {
-  if (st.code() == StatusCode::kResourceExhausted) return true;
-  if (IsClientDeadline(st)) return true;
-  return st.code() == StatusCode::kUnavailable && st.http_error() == nullptr;
-}
-
-// The server refused the request as it is: 400 BadRequest or 422 Invalid.
-// For a streaming list, sendInitialEvents (before 1.27, or its WatchList
-// gate is off); for a continued LIST, a continue token not its own.
-bool IsRefusedAsInvalid(const Status& st) {
-  const HttpError* h = st.http_error();
-  return h && (h->http_code == 400 || h->http_code == 422 || h->reason == "Invalid" ||
-               h->reason == "BadRequest");
-}
 
 // A seed for a reflector's jitter: one read of the system's entropy per
 // process (opening the device costs a system call or two per reflector at a
@@ -409,11 +283,11 @@ class ReflectorImpl final : public Reflector {
             streaming_ = false;
             continue;
           }
-          if (!rv.empty() && IsUnavailableResourceVersion(st)) {
+          if (!rv.empty() && informer::IsUnavailableResourceVersion(st)) {
             unavailable_ = true;  // retry at once from ""
             continue;
           }
-          if (!IsRetriableWatchError(st)) {
+          if (!informer::IsRetriableWatchError(st)) {
             Emit(ReflectorEvent::Type::kError, lw_->Describe() + ": the streaming list failed (" +
                                                    std::string(st.message()) +
                                                    "): falling back to LIST");
@@ -428,7 +302,7 @@ class ReflectorImpl final : public Reflector {
         Status st = PagedList(rv, stop);
         result = st.ok() ? StatusOr<std::unique_ptr<WatchStream>>(nullptr)
                          : StatusOr<std::unique_ptr<WatchStream>>(st);
-        if (!st.ok() && !rv.empty() && IsUnavailableResourceVersion(st)) {
+        if (!st.ok() && !rv.empty() && informer::IsUnavailableResourceVersion(st)) {
           unavailable_ = true;  // retry at once from ""
           continue;
         }
@@ -604,7 +478,7 @@ class ReflectorImpl final : public Reflector {
           return Status::OK();
         });
     if (!st.ok()) {
-      if (from && first && IsRefusedAsInvalid(st)) *refused = true;
+      if (from && first && informer::IsRefusedAsInvalid(st)) *refused = true;
       return st;
     }
     KCACHE_ASSIGN_OR_RETURN(size_t unchanged, session->Finish(list_rv));
@@ -629,7 +503,7 @@ class ReflectorImpl final : public Reflector {
     o.timeout_seconds = WatchTimeout();
     o.cancel = stop;
     auto opened = OpenWatch(o, /*list=*/true);
-    if (!opened.ok()) *refused = IsRefusedAsInvalid(opened.status());
+    if (!opened.ok()) *refused = informer::IsRefusedAsInvalid(opened.status());
     if (report) {
       using Outcome = StreamingSupport::Outcome;
       o_.streaming_support->Report(opened.ok() ? Outcome::kOpened
@@ -708,7 +582,7 @@ class ReflectorImpl final : public Reflector {
   }
 
   Status WatchLoop(std::unique_ptr<WatchStream> stream, std::stop_token stop) {
-    InternalErrorRetry retry(clock_.get(), o_.max_internal_error_retry);
+    informer::InternalErrorRetry retry(clock_.get(), o_.max_internal_error_retry);
     for (;;) {
       if (stop.stop_requested()) return Status::OK();
       // Before the request, as client-go: a proxy may hold the headers
@@ -738,7 +612,7 @@ class ReflectorImpl final : public Reflector {
           ++stats_.watches;
         }
         if (!opened.ok()) {
-          if (IsRetriableWatchError(opened.status())) {
+          if (informer::IsRetriableWatchError(opened.status())) {
             // No answer (unlike a 429): the server may be another one when it answers.
             if (opened.status().code() != StatusCode::kResourceExhausted)
               check_identity_ = o_.server_identity != nullptr;
@@ -767,7 +641,7 @@ class ReflectorImpl final : public Reflector {
       SetActive(nullptr, stop);
       stream.reset();
       if (stop.stop_requested() || st.code() == StatusCode::kCancelled) return Status::OK();
-      if (IsClientDeadline(st)) {
+      if (informer::IsClientDeadline(st)) {
         // Nothing received for the client's idle timeout (no event, no
         // bookmark), or no close by the watch's deadline: a stalled
         // connection. Watch again from where the store is.
@@ -824,7 +698,7 @@ class ReflectorImpl final : public Reflector {
         clock_->SleepFor(backoff_.Next(), stop);
         continue;
       }
-      if (IsInternalError(st) && retry.ShouldRetry()) continue;
+      if (informer::IsInternalError(st) && retry.ShouldRetry()) continue;
       need_list_ = true;
       // An error event or a broken stream ends the watch as client-go's
       // watchHandler does (logged, not handed to its handler); the sink's
@@ -881,7 +755,7 @@ class ReflectorImpl final : public Reflector {
   // Returns a connection error, to be retried; an HTTP error is unknown.
   Status CheckIdentity() {
     StatusOr<std::string> id = o_.server_identity();
-    if (!id.ok() && IsRetriableWatchError(id.status())) return id.status();
+    if (!id.ok() && informer::IsRetriableWatchError(id.status())) return id.status();
     check_identity_ = false;
     if (!id.ok() || id->empty()) return Status::OK();
     if (!identity_.empty() && *id != identity_) {
@@ -965,7 +839,7 @@ class ReflectorImpl final : public Reflector {
         // A full batch was waiting: a busy stream, read ahead from now on
         // (a quiet one costs no thread).
         auto ahead =
-            std::make_unique<cache::ReadAheadStream>(std::move(*owned), o_.read_ahead_bytes);
+            std::make_unique<informer::ReadAheadStream>(std::move(*owned), o_.read_ahead_bytes);
         stream = ahead.get();
         *owned = std::move(ahead);
         read_ahead_ = true;
@@ -983,7 +857,7 @@ class ReflectorImpl final : public Reflector {
     if (!opened.ok() || o_.read_ahead_bytes == 0 || !list) return opened;
     read_ahead_ = true;
     return std::unique_ptr<WatchStream>(
-        std::make_unique<cache::ReadAheadStream>(*std::move(opened), o_.read_ahead_bytes));
+        std::make_unique<informer::ReadAheadStream>(*std::move(opened), o_.read_ahead_bytes));
   }
 
   // Makes `stream` the one Stop cancels. False if already stopped.
@@ -1085,7 +959,7 @@ class ReflectorImpl final : public Reflector {
   bool identity_asked_ = false;
   std::string identity_;
   bool check_identity_ = false;
-  // The stream being consumed is read ahead (cache::ReadAheadStream).
+  // The stream being consumed is read ahead (informer::ReadAheadStream).
   bool read_ahead_ = false;
   // The error ListAndWatch returns is one client-go only logs (LogOnly).
   bool log_only_ = false;
@@ -1113,57 +987,6 @@ class ReflectorImpl final : public Reflector {
 };
 
 }  // namespace
-
-namespace {
-
-class StreamingSupportImpl final : public StreamingSupport {
- public:
-  Decision Decide(std::stop_token stop) override {
-    std::unique_lock l(mu_);
-    for (;;) {
-      if (known_ == Outcome::kOpened) return Decision::kStream;
-      if (known_ == Outcome::kRefused) return Decision::kList;
-      if (!trying_) {
-        trying_ = true;
-        return Decision::kTryAndReport;
-      }
-      // Stopped while another tries: stream; the stop ends it at once.
-      if (!cv_.wait(l, stop, [&] { return !trying_ || known_ != Outcome::kUnknown; }))
-        return Decision::kStream;
-    }
-  }
-  void Report(Outcome outcome) override {
-    {
-      std::lock_guard l(mu_);
-      if (outcome != Outcome::kUnknown && known_ != Outcome::kRefused) known_ = outcome;
-      trying_ = false;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  exec::CondVar cv_;
-  Outcome known_ = Outcome::kUnknown;  // guarded by mu_
-  bool trying_ = false;                // guarded by mu_
-};
-
-}  // namespace
-
-std::shared_ptr<StreamingSupport> StreamingSupport::Create() {
-  return std::make_shared<StreamingSupportImpl>();
-}
-
-std::shared_ptr<ListerWatcher> NewListWatch(std::shared_ptr<RestClient> client,
-                                            ResourceRef resource, std::string label_selector,
-                                            std::string field_selector) {
-  return std::make_shared<RestListWatch>(std::move(client), std::move(resource),
-                                         std::move(label_selector), std::move(field_selector));
-}
-
-std::shared_ptr<ReflectorSink> NewStoreSink(std::shared_ptr<Store> store) {
-  return std::make_shared<StoreSink>(std::move(store));
-}
 
 std::unique_ptr<Reflector> Reflector::Create(std::shared_ptr<ListerWatcher> lw,
                                              std::shared_ptr<ReflectorSink> sink,

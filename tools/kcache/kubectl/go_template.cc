@@ -1299,197 +1299,243 @@ class Exec {
     return v;
   }
 
+  // Where a function is called: what its builtin needs to check its
+  // arguments and to name its errors as text/template does.
+  struct CallSite {
+    const Exec& exec;
+    const Command& cmd;
+    const std::string& fn;
+    size_t given;  // arguments, the piped final value included
+
+    Status Want(size_t n, bool at_least) const {
+      if (at_least ? given >= n : given == n) return Status::OK();
+      return exec.ExecError(cmd.pos, fn,
+                            "wrong number of args for " + fn + ": want " +
+                                (at_least ? "at least " : "") + std::to_string(n) + " got " +
+                                std::to_string(given));
+    }
+    Status Fail(const std::string& message) const {
+      return exec.ExecError(cmd.pos, cmd.text, "error calling " + fn + ": " + message);
+    }
+  };
+  using Builtin = StatusOr<Value> (Exec::*)(const CallSite& c, const std::vector<Value>& args);
+
+  // text/template's functions that kubectl's templates reach, and
+  // kubectl's own (base64decode, exists); "and" and "or" are Call's, since
+  // they evaluate their arguments only as far as needed.
+  static const std::map<std::string_view, Builtin>& Builtins() {
+    static const auto* builtins = new std::map<std::string_view, Builtin>{
+        {"not", &Exec::Not},
+        {"len", &Exec::Len},
+        {"index", &Exec::Index},
+        {"eq", &Exec::Compare},
+        {"ne", &Exec::Compare},
+        {"lt", &Exec::Compare},
+        {"le", &Exec::Compare},
+        {"gt", &Exec::Compare},
+        {"ge", &Exec::Compare},
+        {"print", &Exec::PrintFn},
+        {"println", &Exec::PrintFn},
+        {"printf", &Exec::Printf},
+        {"base64decode", &Exec::Base64DecodeFn},
+        {"exists", &Exec::Exists},
+    };
+    return *builtins;
+  }
+
   StatusOr<Value> Call(const Command& cmd, const Value& dot, const Value* final) {
-    const std::string& fn = cmd.args[0].name;
-    const size_t given = cmd.args.size() - 1 + (final ? 1 : 0);
+    const CallSite c{*this, cmd, cmd.args[0].name, cmd.args.size() - 1 + (final ? 1 : 0)};
     auto arg = [&](size_t i) -> StatusOr<Value> {
       if (i + 1 < cmd.args.size()) return EvalOperand(cmd.args[i + 1], dot);
       return *final;
     };
-    auto fail = [&](const std::string& message) {
-      return ExecError(cmd.pos, cmd.text, "error calling " + fn + ": " + message);
-    };
-    auto want = [&](size_t n, bool at_least) -> Status {
-      if (at_least ? given >= n : given == n) return Status::OK();
-      return ExecError(cmd.pos, fn,
-                       "wrong number of args for " + fn + ": want " +
-                           (at_least ? "at least " : "") + std::to_string(n) + " got " +
-                           std::to_string(given));
-    };
-    if (fn == "and" || fn == "or") {
-      KCACHE_RETURN_IF_ERROR(want(1, true));
+    if (c.fn == "and" || c.fn == "or") {
+      KCACHE_RETURN_IF_ERROR(c.Want(1, true));
       Value v;
-      for (size_t i = 0; i < given; ++i) {
+      for (size_t i = 0; i < c.given; ++i) {
         KCACHE_ASSIGN_OR_RETURN(v, arg(i));
-        if (Truth(v) == (fn == "or")) return v;
+        if (Truth(v) == (c.fn == "or")) return v;
       }
       return v;
     }
     std::vector<Value> args;
-    for (size_t i = 0; i < given; ++i) {
+    for (size_t i = 0; i < c.given; ++i) {
       KCACHE_ASSIGN_OR_RETURN(Value v, arg(i));
       args.push_back(std::move(v));
     }
-    if (fn == "not") {
-      KCACHE_RETURN_IF_ERROR(want(1, false));
-      return Value::Of(json(!Truth(args[0])));
+    auto builtin = Builtins().find(c.fn);
+    if (builtin == Builtins().end()) {
+      return ExecError(cmd.pos, cmd.text, "function \"" + c.fn + "\" not defined");
     }
-    if (fn == "len") {
-      KCACHE_RETURN_IF_ERROR(want(1, false));
-      const Value& v = args[0];
-      if (!v.valid()) return fail("reflect: call of reflect.Value.Type on zero Value");
-      if (v.nil()) return fail("len of nil pointer");
-      if (v.p->is_string()) {
-        return Value::Of(json(static_cast<int64_t>(v.p->get_ref<const std::string&>().size())),
-                         true);
-      }
-      if (v.p->is_array() || v.p->is_object()) {
-        return Value::Of(json(static_cast<int64_t>(v.p->size())), true);
-      }
-      return fail("len of type " + TypeName(v));
+    return (this->*builtin->second)(c, args);
+  }
+
+  StatusOr<Value> Not(const CallSite& c, const std::vector<Value>& args) {
+    KCACHE_RETURN_IF_ERROR(c.Want(1, false));
+    return Value::Of(json(!Truth(args[0])));
+  }
+
+  StatusOr<Value> Len(const CallSite& c, const std::vector<Value>& args) {
+    KCACHE_RETURN_IF_ERROR(c.Want(1, false));
+    const Value& v = args[0];
+    if (!v.valid()) return c.Fail("reflect: call of reflect.Value.Type on zero Value");
+    if (v.nil()) return c.Fail("len of nil pointer");
+    if (v.p->is_string()) {
+      return Value::Of(json(static_cast<int64_t>(v.p->get_ref<const std::string&>().size())), true);
     }
-    if (fn == "index") {
-      KCACHE_RETURN_IF_ERROR(want(1, true));
-      Value v = args[0];
-      for (size_t i = 1; i < args.size(); ++i) {
-        const Value& key = args[i];
-        if (v.nil()) return fail("index of untyped nil");
-        if (v.p->is_object()) {
-          if (key.nil() || !key.p->is_string()) {
-            return fail("value has type " + TypeName(key) + "; should be string");
-          }
-          auto it = v.p->find(key.p->get_ref<const std::string&>());
-          if (it == v.p->end()) {
-            v = Value::Of(json(nullptr));
-            continue;
-          }
-          v = v.Part(&*it);
-        } else if (v.p->is_array() || v.p->is_string()) {
-          if (key.nil() || KindOf(*key.p) != Kind::kInt) {
-            return fail("cannot index slice/array with type " + TypeName(key));
-          }
-          const int64_t x = key.p->get<int64_t>();
-          const size_t size =
-              v.p->is_array() ? v.p->size() : v.p->get_ref<const std::string&>().size();
-          if (x < 0 || static_cast<size_t>(x) >= size) {
-            return fail("index out of range: " + std::to_string(x));
-          }
-          if (v.p->is_array()) {
-            v = v.Part(&(*v.p)[static_cast<size_t>(x)]);
-          } else {
-            v = Value::Of(json(static_cast<int64_t>(static_cast<unsigned char>(
-                v.p->get_ref<const std::string&>()[static_cast<size_t>(x)]))));
-          }
-        } else {
-          return fail("can't index item of type " + TypeName(v));
+    if (v.p->is_array() || v.p->is_object()) {
+      return Value::Of(json(static_cast<int64_t>(v.p->size())), true);
+    }
+    return c.Fail("len of type " + TypeName(v));
+  }
+
+  StatusOr<Value> Index(const CallSite& c, const std::vector<Value>& args) {
+    KCACHE_RETURN_IF_ERROR(c.Want(1, true));
+    Value v = args[0];
+    for (size_t i = 1; i < args.size(); ++i) {
+      const Value& key = args[i];
+      if (v.nil()) return c.Fail("index of untyped nil");
+      if (v.p->is_object()) {
+        if (key.nil() || !key.p->is_string()) {
+          return c.Fail("value has type " + TypeName(key) + "; should be string");
         }
-      }
-      return v;
-    }
-    if (fn == "eq" || fn == "ne" || fn == "lt" || fn == "le" || fn == "gt" || fn == "ge") {
-      const bool equality = fn == "eq" || fn == "ne";
-      KCACHE_RETURN_IF_ERROR(fn == "eq" ? want(2, true) : want(2, false));
-      const Value& a = args[0];
-      bool truth = false;
-      for (size_t i = 1; i < args.size() && !truth; ++i) {
-        const Value& b = args[i];
-        if (a.nil() || b.nil()) {
-          if (!equality) return fail("invalid type for comparison");
-          truth = a.nil() && b.nil();
+        auto it = v.p->find(key.p->get_ref<const std::string&>());
+        if (it == v.p->end()) {
+          v = Value::Of(json(nullptr));
           continue;
         }
-        const Kind ka = KindOf(*a.p), kb = KindOf(*b.p);
-        if (ka != kb) return fail("incompatible types for comparison");
-        if (ka == Kind::kMap || ka == Kind::kSlice) {
-          return fail(equality ? "non-comparable type " + Print(a) + ": " + TypeName(a)
-                               : "invalid type for comparison");
+        v = v.Part(&*it);
+      } else if (v.p->is_array() || v.p->is_string()) {
+        if (key.nil() || KindOf(*key.p) != Kind::kInt) {
+          return c.Fail("cannot index slice/array with type " + TypeName(key));
         }
-        int cmp = 0;
-        switch (ka) {
-          case Kind::kBool:
-            if (!equality) return fail("invalid type for comparison");
-            cmp = a.p->get<bool>() == b.p->get<bool>() ? 0 : 1;
-            break;
-          case Kind::kInt: {
-            const int64_t x = a.p->get<int64_t>(), y = b.p->get<int64_t>();
-            cmp = x < y ? -1 : x > y ? 1 : 0;
-            break;
-          }
-          case Kind::kFloat: {
-            const double x = a.p->get<double>(), y = b.p->get<double>();
-            cmp = x < y ? -1 : x > y ? 1 : 0;
-            break;
-          }
-          default: {
-            const std::string& x = a.p->get_ref<const std::string&>();
-            const std::string& y = b.p->get_ref<const std::string&>();
-            cmp = x.compare(y) < 0 ? -1 : x.compare(y) > 0 ? 1 : 0;
-          }
+        const int64_t x = key.p->get<int64_t>();
+        const size_t size =
+            v.p->is_array() ? v.p->size() : v.p->get_ref<const std::string&>().size();
+        if (x < 0 || static_cast<size_t>(x) >= size) {
+          return c.Fail("index out of range: " + std::to_string(x));
         }
-        truth = fn == "eq"   ? cmp == 0
-                : fn == "ne" ? cmp != 0
-                : fn == "lt" ? cmp < 0
-                : fn == "le" ? cmp <= 0
-                : fn == "gt" ? cmp > 0
-                             : cmp >= 0;
-      }
-      return Value::Of(json(truth));
-    }
-    if (fn == "print" || fn == "println") {
-      std::string s;
-      for (size_t i = 0; i < args.size(); ++i) {
-        // Sprint puts a space between operands when neither is a string;
-        // Sprintln always does.
-        const bool either_string = i > 0 && ((!args[i].nil() && args[i].p->is_string()) ||
-                                             (!args[i - 1].nil() && args[i - 1].p->is_string()));
-        if (i > 0 && (fn == "println" || !either_string)) s += ' ';
-        s += Print(args[i]);
-      }
-      if (fn == "println") s += '\n';
-      return Value::Of(json(s));
-    }
-    if (fn == "printf") {
-      KCACHE_RETURN_IF_ERROR(want(1, true));
-      if (args[0].nil() || !args[0].p->is_string()) {
-        return ExecError(cmd.pos, cmd.text,
-                         "wrong type for value; expected string; got " + TypeName(args[0]));
-      }
-      return Value::Of(json(Sprintf(args[0].p->get_ref<const std::string&>(),
-                                    std::vector<Value>(args.begin() + 1, args.end()))));
-    }
-    if (fn == "base64decode") {
-      KCACHE_RETURN_IF_ERROR(want(1, false));
-      if (args[0].nil() || !args[0].p->is_string()) {
-        return ExecError(cmd.pos, cmd.text,
-                         "wrong type for value; expected string; got " + TypeName(args[0]));
-      }
-      std::optional<std::string> decoded = Base64Decode(args[0].p->get_ref<const std::string&>());
-      if (!decoded) return fail("base64 decode failed: illegal base64 data");
-      return Value::Of(json(*decoded));
-    }
-    if (fn == "exists") {
-      KCACHE_RETURN_IF_ERROR(want(1, true));
-      Value v = args[0];
-      for (size_t i = 1; i < args.size(); ++i) {
-        if (v.nil()) return Value::Of(json(false));
-        const Value& key = args[i];
-        if (v.p->is_object()) {
-          if (key.nil() || !key.p->is_string()) return Value::Of(json(false));
-          auto it = v.p->find(key.p->get_ref<const std::string&>());
-          if (it == v.p->end()) return Value::Of(json(false));
-          v = v.Part(&*it);
-        } else if (v.p->is_array()) {
-          if (key.nil() || KindOf(*key.p) != Kind::kInt) return Value::Of(json(false));
-          const int64_t x = key.p->get<int64_t>();
-          if (x < 0 || static_cast<size_t>(x) >= v.p->size()) return Value::Of(json(false));
+        if (v.p->is_array()) {
           v = v.Part(&(*v.p)[static_cast<size_t>(x)]);
         } else {
-          return Value::Of(json(false));
+          v = Value::Of(json(static_cast<int64_t>(static_cast<unsigned char>(
+              v.p->get_ref<const std::string&>()[static_cast<size_t>(x)]))));
+        }
+      } else {
+        return c.Fail("can't index item of type " + TypeName(v));
+      }
+    }
+    return v;
+  }
+
+  // eq, ne, lt, le, gt and ge.
+  StatusOr<Value> Compare(const CallSite& c, const std::vector<Value>& args) {
+    const bool equality = c.fn == "eq" || c.fn == "ne";
+    KCACHE_RETURN_IF_ERROR(c.fn == "eq" ? c.Want(2, true) : c.Want(2, false));
+    const Value& a = args[0];
+    bool truth = false;
+    for (size_t i = 1; i < args.size() && !truth; ++i) {
+      const Value& b = args[i];
+      if (a.nil() || b.nil()) {
+        if (!equality) return c.Fail("invalid type for comparison");
+        truth = a.nil() && b.nil();
+        continue;
+      }
+      const Kind ka = KindOf(*a.p), kb = KindOf(*b.p);
+      if (ka != kb) return c.Fail("incompatible types for comparison");
+      if (ka == Kind::kMap || ka == Kind::kSlice) {
+        return c.Fail(equality ? "non-comparable type " + Print(a) + ": " + TypeName(a)
+                               : "invalid type for comparison");
+      }
+      int cmp = 0;
+      switch (ka) {
+        case Kind::kBool:
+          if (!equality) return c.Fail("invalid type for comparison");
+          cmp = a.p->get<bool>() == b.p->get<bool>() ? 0 : 1;
+          break;
+        case Kind::kInt: {
+          const int64_t x = a.p->get<int64_t>(), y = b.p->get<int64_t>();
+          cmp = x < y ? -1 : x > y ? 1 : 0;
+          break;
+        }
+        case Kind::kFloat: {
+          const double x = a.p->get<double>(), y = b.p->get<double>();
+          cmp = x < y ? -1 : x > y ? 1 : 0;
+          break;
+        }
+        default: {
+          const std::string& x = a.p->get_ref<const std::string&>();
+          const std::string& y = b.p->get_ref<const std::string&>();
+          cmp = x.compare(y) < 0 ? -1 : x.compare(y) > 0 ? 1 : 0;
         }
       }
-      return Value::Of(json(!v.nil()));
+      truth = c.fn == "eq"   ? cmp == 0
+              : c.fn == "ne" ? cmp != 0
+              : c.fn == "lt" ? cmp < 0
+              : c.fn == "le" ? cmp <= 0
+              : c.fn == "gt" ? cmp > 0
+                             : cmp >= 0;
     }
-    return ExecError(cmd.pos, cmd.text, "function \"" + fn + "\" not defined");
+    return Value::Of(json(truth));
+  }
+
+  // print and println.
+  StatusOr<Value> PrintFn(const CallSite& c, const std::vector<Value>& args) {
+    std::string s;
+    for (size_t i = 0; i < args.size(); ++i) {
+      // Sprint puts a space between operands when neither is a string;
+      // Sprintln always does.
+      const bool either_string = i > 0 && ((!args[i].nil() && args[i].p->is_string()) ||
+                                           (!args[i - 1].nil() && args[i - 1].p->is_string()));
+      if (i > 0 && (c.fn == "println" || !either_string)) s += ' ';
+      s += Print(args[i]);
+    }
+    if (c.fn == "println") s += '\n';
+    return Value::Of(json(s));
+  }
+
+  StatusOr<Value> Printf(const CallSite& c, const std::vector<Value>& args) {
+    KCACHE_RETURN_IF_ERROR(c.Want(1, true));
+    if (args[0].nil() || !args[0].p->is_string()) {
+      return ExecError(c.cmd.pos, c.cmd.text,
+                       "wrong type for value; expected string; got " + TypeName(args[0]));
+    }
+    return Value::Of(json(Sprintf(args[0].p->get_ref<const std::string&>(),
+                                  std::vector<Value>(args.begin() + 1, args.end()))));
+  }
+
+  StatusOr<Value> Base64DecodeFn(const CallSite& c, const std::vector<Value>& args) {
+    KCACHE_RETURN_IF_ERROR(c.Want(1, false));
+    if (args[0].nil() || !args[0].p->is_string()) {
+      return ExecError(c.cmd.pos, c.cmd.text,
+                       "wrong type for value; expected string; got " + TypeName(args[0]));
+    }
+    std::optional<std::string> decoded = Base64Decode(args[0].p->get_ref<const std::string&>());
+    if (!decoded) return c.Fail("base64 decode failed: illegal base64 data");
+    return Value::Of(json(*decoded));
+  }
+
+  StatusOr<Value> Exists(const CallSite& c, const std::vector<Value>& args) {
+    KCACHE_RETURN_IF_ERROR(c.Want(1, true));
+    Value v = args[0];
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (v.nil()) return Value::Of(json(false));
+      const Value& key = args[i];
+      if (v.p->is_object()) {
+        if (key.nil() || !key.p->is_string()) return Value::Of(json(false));
+        auto it = v.p->find(key.p->get_ref<const std::string&>());
+        if (it == v.p->end()) return Value::Of(json(false));
+        v = v.Part(&*it);
+      } else if (v.p->is_array()) {
+        if (key.nil() || KindOf(*key.p) != Kind::kInt) return Value::Of(json(false));
+        const int64_t x = key.p->get<int64_t>();
+        if (x < 0 || static_cast<size_t>(x) >= v.p->size()) return Value::Of(json(false));
+        v = v.Part(&(*v.p)[static_cast<size_t>(x)]);
+      } else {
+        return Value::Of(json(false));
+      }
+    }
+    return Value::Of(json(!v.nil()));
   }
 
   std::string* out_;
