@@ -464,7 +464,14 @@ class FeedImpl final : public FleetFeed {
     static const char* kTypes[] = {"ADDED", "MODIFIED", "DELETED"};
     // The last change of each key decides its row.
     std::map<std::string, size_t> last;
-    for (size_t i = 0; i < read.events.size(); ++i) last[read.events[i].key] = i;
+    for (size_t i = 0; i < read.events.size(); ++i) {
+      // The journal keeps every change's object (a deletion's last state).
+      if (!read.events[i].object) {
+        return Status::Corruption("journal change " + read.events[i].resource_version + " of " +
+                                  read.events[i].key + " has no object");
+      }
+      last[read.events[i].key] = i;
+    }
     Status done = Transaction([&]() -> Status {
       if (!read.events.empty()) {
         KCACHE_RETURN_IF_ERROR(conn_->CopyBegin(
