@@ -119,6 +119,11 @@ class KCACHE_EXPORT FleetFeed {
   virtual FleetFeedStats Stats() const = 0;
 };
 
+// The name a cluster at `server` ("https://10.0.0.1:6443") is given when
+// none is: its host and port, every character a name cannot hold as '-'
+// ("10.0.0.1-6443").
+KCACHE_EXPORT std::string DefaultFleetClusterName(const std::string& server);
+
 // A connection string with its password (URI or key=value form) replaced
 // by "***", for logs and errors.
 KCACHE_EXPORT std::string RedactConninfo(const std::string& conninfo);

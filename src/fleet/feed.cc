@@ -34,12 +34,13 @@ struct RowText {
   std::string labels, sealed;
 };
 
+bool NameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
 bool ValidClusterName(const std::string& name) {
-  if (name.empty() || name.size() > 63) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
-  });
+  return !name.empty() && name.size() <= 63 && std::all_of(name.begin(), name.end(), NameChar);
 }
 
 class FeedImpl final : public FleetFeed {
@@ -350,10 +351,11 @@ class FeedImpl final : public FleetFeed {
     // consistent to feed until it ends.
     *done = true;
     if (rv.empty()) return Status::OK();
-    KCACHE_RETURN_IF_ERROR(WriteResourceInfo(ks));
     auto fed = fed_.find(ks);
+    if (fed != fed_.end() && fed->second == rv) return Status::OK();
+    // Looked at only when there is something to feed, not at every poll.
+    KCACHE_RETURN_IF_ERROR(WriteResourceInfo(ks));
     if (fed == fed_.end()) return Copy(ks, *indexer, rv, "");
-    if (fed->second == rv) return Status::OK();
     const std::optional<int> order = CompareResourceVersions(fed->second, rv);
     if (order && *order > 0) {
       return Copy(ks, *indexer, rv,
@@ -650,6 +652,17 @@ class FeedImpl final : public FleetFeed {
 };
 
 }  // namespace
+
+std::string DefaultFleetClusterName(const std::string& server) {
+  std::string host = server;
+  if (size_t scheme = host.find("://"); scheme != std::string::npos) host = host.substr(scheme + 3);
+  if (size_t path = host.find('/'); path != std::string::npos) host.resize(path);
+  for (char& c : host) {
+    if (!NameChar(c)) c = '-';
+  }
+  if (host.size() > 63) host.resize(63);
+  return host.empty() ? "cluster" : host;
+}
 
 StatusOr<std::unique_ptr<FleetFeed>> FleetFeed::Start(const std::string& cache_dir,
                                                       FleetFeedOptions options) {

@@ -396,6 +396,13 @@ TEST(RedactConninfoTest, NoPasswordSurvives) {
   EXPECT_EQ(RedactConninfo("postgresql://fleet@db/kcache"), "postgresql://fleet@db/kcache");
 }
 
+TEST(DefaultFleetClusterNameTest, HostAndPortWithOnlyNameCharacters) {
+  EXPECT_EQ(DefaultFleetClusterName("https://10.0.0.1:6443"), "10.0.0.1-6443");
+  EXPECT_EQ(DefaultFleetClusterName("http://api.example.com/prefix"), "api.example.com");
+  EXPECT_EQ(DefaultFleetClusterName("https://[::1]:443"), "---1--443");
+  EXPECT_EQ(DefaultFleetClusterName(""), "cluster");
+}
+
 // A connection error names the database without its password.
 TEST(FleetConnectTest, ErrorsNameTheDatabaseWithoutItsPassword) {
   auto conn = fleet::PgConn::Connect(

@@ -434,7 +434,7 @@ StatusOr<std::unique_ptr<FleetFeed>> StartFleetFeed(
     std::function<void(const Status&)> on_fatal) {
   FleetFeedOptions fleet;
   fleet.conninfo = options.postgres;
-  fleet.cluster = options.cluster.empty() ? DefaultClusterName(server) : options.cluster;
+  fleet.cluster = options.cluster.empty() ? DefaultFleetClusterName(server) : options.cluster;
   fleet.include_secrets = options.postgres_secrets;
   fleet.key_encryption_key = options.key_encryption_key;
   fleet.log = say;
@@ -672,19 +672,6 @@ Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& prog
   SayStopped(*factory, config, peak, started, say);
   std::lock_guard l(fatal_mu);
   return fatal;
-}
-
-std::string DefaultClusterName(const std::string& server) {
-  std::string host = server;
-  if (size_t scheme = host.find("://"); scheme != std::string::npos) host = host.substr(scheme + 3);
-  if (size_t path = host.find('/'); path != std::string::npos) host.resize(path);
-  for (char& c : host) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) c = '-';
-  }
-  if (host.size() > 63) host.resize(63);
-  return host.empty() ? "cluster" : host;
 }
 
 namespace {

@@ -65,16 +65,11 @@ struct SyncOptions {
   // A PostgreSQL connection string: feed every change the cache commits
   // into that database (kcache::FleetFeed) under `cluster`; empty: none.
   std::string postgres;
-  // The cluster's name there. Empty: derived from the server's address
-  // ("10.0.0.1-6443").
+  // The cluster's name there. Empty: DefaultFleetClusterName of the server.
   std::string cluster;
   // Feed Secrets too (sealed, where `encrypt` seals them).
   bool postgres_secrets = false;
 };
-
-// The fleet name of the cluster at `server` when none is given: its host
-// and port, with every character a name cannot hold as '-'.
-std::string DefaultClusterName(const std::string& server);
 
 // What `--all` syncs: the resources named, excluded and encrypted by the
 // options, resolved once, and the rules of SyncOptions::all.
