@@ -208,6 +208,9 @@ class KCACHE_EXPORT InformerFactory {
   // informer of the keyspace whatever its selection if it exists.
   StatusOr<std::shared_ptr<SharedIndexInformer>> Make(const ApiResource& resource,
                                                       const ForResourceOptions* options);
+  // Gives `r` what the factory's reflectors share (streaming support, the
+  // resume probe, the cluster's identity) where its options set none.
+  Status ShareLocked(ReflectorOptions* r, const std::shared_ptr<RestClient>& base);
   // Records the cluster identity the informers hold, once they all hold
   // the same one (check_cluster_identity).
   void RecordIdentity();

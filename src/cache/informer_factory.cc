@@ -232,10 +232,13 @@ std::string Describe(const ResourceSelection& s) {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
-    const ApiResource& resource, const ForResourceOptions* options) {
+namespace {
+
+// The keyspace an informer of `resource` with `options` fills, and the
+// selection it lists (`want`: the factory's, before `options`).
+StatusOr<std::string> KeyspaceOf(const ApiResource& resource, const ForResourceOptions* options,
+                                 ResourceSelection* want) {
   std::string name = resource.gvr.group_resource().String();
-  ResourceSelection want{options_.namespace_, options_.label_selector, options_.field_selector};
   if (options) {
     for (char c : options->name) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
@@ -244,11 +247,97 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
       }
     }
     if (!options->name.empty()) name += "#" + options->name;
-    if (options->namespace_) want.namespace_ = *options->namespace_;
-    if (options->label_selector) want.label_selector = *options->label_selector;
-    if (options->field_selector) want.field_selector = *options->field_selector;
+    if (options->namespace_) want->namespace_ = *options->namespace_;
+    if (options->label_selector) want->label_selector = *options->label_selector;
+    if (options->field_selector) want->field_selector = *options->field_selector;
   }
-  if (!resource.namespaced) want.namespace_.clear();
+  if (!resource.namespaced) want->namespace_.clear();
+  return name;
+}
+
+// An on_event that records `info`'s selection in keyspace `name` once the
+// reflector has listed it (the keyspace held `held`'s objects until then),
+// and passes every event on to `user`. A failed record is reported, and
+// costs one more list on the next start.
+std::function<void(const ReflectorEvent&)> RecordSelectionWhenListed(
+    std::shared_ptr<Cache> cache, const std::string& name, const ResourceInfo& info,
+    const ResourceSelection& held, std::function<void(const ReflectorEvent&)> user) {
+  return [cache = std::move(cache), name, info, user = std::move(user),
+          why = " (listed with " + Describe(held) + " before, now " + Describe(*info.selection) +
+                ": listed again, not resumed)",
+          recorded = false](const ReflectorEvent& e) mutable {
+    if (e.type != ReflectorEvent::Type::kListed || recorded) {
+      if (user) user(e);
+      return;
+    }
+    // Only the selection changes: others may have added to the record
+    // since (kcache sync: a custom resource's columns).
+    ResourceInfo now = info;
+    if (StatusOr<std::optional<ResourceInfo>> record = cache->GetResourceInfo(name);
+        record.ok() && *record) {
+      now = **record;
+      now.selection = info.selection;
+    }
+    Status st = cache->SetResourceInfo(name, now);
+    recorded = st.ok();
+    if (!user) return;
+    user(ReflectorEvent{e.type, e.message + why});
+    if (!st.ok()) {
+      user(ReflectorEvent{ReflectorEvent::Type::kError,
+                          name + ": recording its selection: " + st.ToString()});
+    }
+  };
+}
+
+}  // namespace
+
+Status InformerFactory::ShareLocked(ReflectorOptions* r, const std::shared_ptr<RestClient>& base) {
+  if (!r->streaming_support) {
+    if (!streaming_support_) streaming_support_ = StreamingSupport::Create();
+    r->streaming_support = streaming_support_;
+  }
+  if (!r->shared_probe) {
+    if (!shared_probe_) {
+      auto probe = std::make_shared<SharedProbe>(options_.informer.clock ? options_.informer.clock
+                                                                         : Clock::Real());
+      shared_probe_ = [probe](const std::function<StatusOr<std::string>()>& own,
+                              Clock::TimePoint since) { return probe->Ask(own, since); };
+    }
+    r->shared_probe = shared_probe_;
+  }
+  if (!options_.check_cluster_identity) return Status::OK();
+  if (!recorded_identity_) {
+    KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> cluster, cache_->GetClusterInfo());
+    recorded_identity_ = cluster ? cluster->uid : "";
+  }
+  if (r->sink_identity.empty()) r->sink_identity = *recorded_identity_;
+  if (!r->server_identity) {
+    if (!server_identity_) {
+      // An answer is reused for a second: a cluster is not replaced at
+      // its address faster than that, and after an outage every
+      // reflector asks within it.
+      auto question = std::make_shared<SharedQuestion>(
+          [base]() { return KubeSystemUid(*base); },
+          options_.informer.clock ? options_.informer.clock : Clock::Real(),
+          std::chrono::seconds(1));
+      server_identity_ = [question]() { return question->Ask(); };
+    }
+    r->server_identity = server_identity_;
+  }
+  // Reflector threads end in Stop(), which the destructor calls: `this`
+  // outlives every call.
+  r->on_event = [this, user = r->on_event](const ReflectorEvent& e) {
+    if (user) user(e);
+    if (e.type == ReflectorEvent::Type::kSynced || e.type == ReflectorEvent::Type::kListed)
+      RecordIdentity();
+  };
+  return Status::OK();
+}
+
+StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
+    const ApiResource& resource, const ForResourceOptions* options) {
+  ResourceSelection want{options_.namespace_, options_.label_selector, options_.field_selector};
+  KCACHE_ASSIGN_OR_RETURN(const std::string name, KeyspaceOf(resource, options, &want));
   std::lock_guard l(mu_);
   if (stopped_)
     return Status::FailedPrecondition("informer factory stopped: no informer for " + name);
@@ -297,76 +386,13 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
   // informers do.
   io.reflector.expected_api_version = parse.default_api_version;
   io.reflector.expected_kind = resource.kind;
-  if (!io.reflector.streaming_support) {
-    if (!streaming_support_) streaming_support_ = StreamingSupport::Create();
-    io.reflector.streaming_support = streaming_support_;
-  }
-  if (!io.reflector.shared_probe) {
-    if (!shared_probe_) {
-      auto probe = std::make_shared<SharedProbe>(options_.informer.clock ? options_.informer.clock
-                                                                         : Clock::Real());
-      shared_probe_ = [probe](const std::function<StatusOr<std::string>()>& own,
-                              Clock::TimePoint since) { return probe->Ask(own, since); };
-    }
-    io.reflector.shared_probe = shared_probe_;
-  }
-  if (options_.check_cluster_identity) {
-    if (!recorded_identity_) {
-      KCACHE_ASSIGN_OR_RETURN(std::optional<ClusterInfo> cluster, cache_->GetClusterInfo());
-      recorded_identity_ = cluster ? cluster->uid : "";
-    }
-    if (io.reflector.sink_identity.empty()) io.reflector.sink_identity = *recorded_identity_;
-    if (!io.reflector.server_identity) {
-      if (!server_identity_) {
-        // An answer is reused for a second: a cluster is not replaced at
-        // its address faster than that, and after an outage every
-        // reflector asks within it.
-        auto question = std::make_shared<SharedQuestion>(
-            [base]() { return KubeSystemUid(*base); },
-            options_.informer.clock ? options_.informer.clock : Clock::Real(),
-            std::chrono::seconds(1));
-        server_identity_ = [question]() { return question->Ask(); };
-      }
-      io.reflector.server_identity = server_identity_;
-    }
-    // Reflector threads end in Stop(), which the destructor calls: `this`
-    // outlives every call.
-    io.reflector.on_event = [this, user = io.reflector.on_event](const ReflectorEvent& e) {
-      if (user) user(e);
-      if (e.type == ReflectorEvent::Type::kSynced || e.type == ReflectorEvent::Type::kListed)
-        RecordIdentity();
-    };
-  }
+  KCACHE_RETURN_IF_ERROR(ShareLocked(&io.reflector, base));
   if (reselect) {
     // The keyspace holds another selection's objects: list, and record the
-    // new selection once the list is committed. A failed record is
-    // reported, and costs one more list on the next start.
+    // new selection once the list is committed.
     io.reflector.resume = false;
-    io.reflector.on_event = [cache = cache_, name, info, user = io.reflector.on_event,
-                             why = " (listed with " + Describe(*held) + " before, now " +
-                                   Describe(want) + ": listed again, not resumed)",
-                             recorded = false](const ReflectorEvent& e) mutable {
-      if (e.type != ReflectorEvent::Type::kListed || recorded) {
-        if (user) user(e);
-        return;
-      }
-      // Only the selection changes: others may have added to the record
-      // since (kcache sync: a custom resource's columns).
-      ResourceInfo now = info;
-      if (StatusOr<std::optional<ResourceInfo>> record = cache->GetResourceInfo(name);
-          record.ok() && *record) {
-        now = **record;
-        now.selection = info.selection;
-      }
-      Status st = cache->SetResourceInfo(name, now);
-      recorded = st.ok();
-      if (!user) return;
-      user(ReflectorEvent{e.type, e.message + why});
-      if (!st.ok()) {
-        user(ReflectorEvent{ReflectorEvent::Type::kError,
-                            name + ": recording its selection: " + st.ToString()});
-      }
-    };
+    io.reflector.on_event =
+        RecordSelectionWhenListed(cache_, name, info, *held, std::move(io.reflector.on_event));
   }
   auto informer = SharedIndexInformer::Create(std::move(lw), std::move(indexer), std::move(io));
   if (started_) KCACHE_RETURN_IF_ERROR(informer->Start());

@@ -298,84 +298,67 @@ Status ReadAll(const std::string& path, const SnapshotProgressFn& progress,
 
 using snapshot::ReadAll;
 
-StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
-                                          const ExportOptions& options) {
-  if (!storage::DbOf(cache)) {
-    return Status::FailedPrecondition(cache.dir() +
-                                      " is a snapshot file already: copy the file instead");
-  }
-  const storage::Db& db = *storage::DbOf(cache);
-  // A writable cache is read through a RocksDB snapshot; a reader's view
-  // changes only on Refresh(), and secondary instances have no snapshots.
-  storage::DbSnapshot snapshot_view = storage::TakeSnapshot(storage::DbOf(cache));
-  const rocksdb::Snapshot* snap = snapshot_view.get();
+namespace {
 
+using Excluded = std::set<std::string, std::less<>>;
+
+// The manifest of an export of `db` at `snap`: its cluster, and the counts
+// and resume points of the keyspaces not `excluded`; `with_keyring` says
+// whether the keyring goes with the rows (it does where a keyspace they
+// hold is sealed, or being sealed: it lists none yet, and makes them
+// format 3).
+StatusOr<SnapshotManifest> ManifestOf(const storage::Db& db, const rocksdb::Snapshot* snap,
+                                      const ExportOptions& options, const Excluded& excluded,
+                                      bool* with_keyring) {
   SnapshotManifest m;
   m.format_version = snapshot::kFormatVersion;
   m.storage_format = storage::kRowsFormatVersion;
   m.created = options.wall_clock ? options.wall_clock() : std::chrono::system_clock::now();
-  {
-    rocksdb::ReadOptions ro;
-    ro.snapshot = snap;
-    std::string value;
-    rocksdb::Status s = db.db->Get(ro, db.meta, storage::kClusterKey, &value);
-    if (s.ok()) {
-      KCACHE_ASSIGN_OR_RETURN(ClusterInfo c, storage::DecodeClusterInfo(value));
-      m.cluster = std::move(c);
-    } else if (!s.IsNotFound()) {
-      return storage::FromRocks(s, "read the cluster of " + db.dir);
-    }
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap;
+  std::string value;
+  rocksdb::Status s = db.db->Get(ro, db.meta, storage::kClusterKey, &value);
+  if (s.ok()) {
+    KCACHE_ASSIGN_OR_RETURN(ClusterInfo c, storage::DecodeClusterInfo(value));
+    m.cluster = std::move(c);
+  } else if (!s.IsNotFound()) {
+    return storage::FromRocks(s, "read the cluster of " + db.dir);
   }
   KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keyspaces, storage::ListKeyspaces(db, snap));
-  const std::set<std::string, std::less<>> excluded(options.exclude_keyspaces.begin(),
-                                                    options.exclude_keyspaces.end());
-  SnapshotProgress p;
   for (const std::string& ks : keyspaces) {
     if (excluded.count(ks)) continue;
     KCACHE_ASSIGN_OR_RETURN(KeyspaceStats r, storage::ReadKeyspaceMeta(db, snap, ks));
-    p.objects_total += r.objects;
     m.resources.push_back(std::move(r));
   }
-
-  std::set<std::string, std::less<>> listed;
-  for (const KeyspaceStats& r : m.resources) listed.insert(r.name);
-  // The keyring goes with the rows where a keyspace they hold is sealed
-  // (or being sealed: it lists none yet), and makes them format 3.
-  bool with_keyring = false;
-  {
-    rocksdb::ReadOptions ro;
-    ro.snapshot = snap;
-    std::string value;
-    rocksdb::Status s = db.db->Get(ro, db.meta, storage::kKeysKey, &value);
-    if (!s.ok() && !s.IsNotFound()) return storage::FromRocks(s, "read the keyring of " + db.dir);
-    if (s.ok()) {
-      KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const storage::Keyring> ring,
-                              storage::Keyring::Load(value, ""));
-      const EncryptionStatus e = ring->Describe();
-      with_keyring = e.keyspaces.empty();
-      for (const std::string& ks : e.keyspaces) with_keyring = with_keyring || listed.count(ks);
+  *with_keyring = false;
+  s = db.db->Get(ro, db.meta, storage::kKeysKey, &value);
+  if (!s.ok() && !s.IsNotFound()) return storage::FromRocks(s, "read the keyring of " + db.dir);
+  if (s.ok()) {
+    KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const storage::Keyring> ring,
+                            storage::Keyring::Load(value, ""));
+    const EncryptionStatus e = ring->Describe();
+    *with_keyring = e.keyspaces.empty();
+    for (const std::string& ks : e.keyspaces) {
+      for (const KeyspaceStats& r : m.resources) *with_keyring = *with_keyring || r.name == ks;
     }
   }
-  if (with_keyring) m.storage_format = storage::kSealedRowsFormatVersion;
+  if (*with_keyring) m.storage_format = storage::kSealedRowsFormatVersion;
+  return m;
+}
 
-  // Written in a working directory beside `path`, renamed over it once
-  // complete.
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::WorkDir> work,
-                          storage::WorkDir::Beside(path, "partial"));
-  const std::string tmp = work->path() + "/snapshot";
-  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<snapshot::FileWriter> out,
-                          snapshot::FileWriter::Create(tmp, options.zstd_level));
-  KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kManifest, snapshot::EncodeManifest(m)));
-
-  uint64_t blocks = 1;
+// Writes the rows of `m`'s keyspaces at `snap` to `out` in blocks, and
+// checks each keyspace's objects against the manifest's count.
+Status WriteRows(const storage::Db& db, const rocksdb::Snapshot* snap, const SnapshotManifest& m,
+                 bool with_keyring, const Excluded& excluded, const ExportOptions& options,
+                 snapshot::FileWriter& out, SnapshotProgress* p, uint64_t* blocks) {
   std::string block;
   auto flush = [&]() -> Status {
-    KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kRows, block));
-    ++blocks;
-    p.raw_bytes += block.size();
-    p.file_bytes = out->bytes();
+    KCACHE_RETURN_IF_ERROR(out.WriteBlock(BlockType::kRows, block));
+    ++*blocks;
+    p->raw_bytes += block.size();
+    p->file_bytes = out.bytes();
     block.clear();
-    if (options.progress) options.progress(p);
+    if (options.progress) options.progress(*p);
     return Status::OK();
   };
   // Objects written per keyspace, to be checked against the manifest's
@@ -390,26 +373,24 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
   for (int f = 0; f < storage::kFamilies; ++f) {
     std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, families[f]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if (f == 0 && it->key() == storage::kFormatKey) continue;
-      if (f == 0 && !with_keyring && it->key() == storage::kKeysKey) continue;
-      if (!excluded.empty() &&
-          excluded.count(RowKeyspace(static_cast<Family>(f), storage::View(it->key())))) {
-        continue;
-      }
-      if (f != static_cast<int>(Family::kMeta) &&
-          !listed.count(KeyspaceOf(storage::View(it->key())))) {
+      const Family family = static_cast<Family>(f);
+      const std::string_view key = storage::View(it->key());
+      if (family == Family::kMeta && key == storage::kFormatKey) continue;
+      if (family == Family::kMeta && !with_keyring && key == storage::kKeysKey) continue;
+      if (!excluded.empty() && excluded.count(RowKeyspace(family, key))) continue;
+      auto count = written.find(KeyspaceOf(key));
+      if (family != Family::kMeta && count == written.end()) {
         // A file its own verify would refuse is never written.
         return Status::Corruption("export " + db.dir + ": keyspace " +
-                                  std::string(KeyspaceOf(storage::View(it->key()))) + " has " +
-                                  storage::FamilyName(static_cast<Family>(f)) +
+                                  std::string(KeyspaceOf(key)) + " has " +
+                                  storage::FamilyName(family) +
                                   " rows but no count or resume point (kcache verify says more)");
       }
-      snapshot::AppendRow(&block, static_cast<Family>(f), storage::View(it->key()),
-                          storage::View(it->value()));
-      ++p.rows;
-      if (f == static_cast<int>(Family::kObjects)) {
-        ++p.objects;
-        ++written.find(KeyspaceOf(storage::View(it->key())))->second;
+      snapshot::AppendRow(&block, family, key, storage::View(it->value()));
+      ++p->rows;
+      if (family == Family::kObjects) {
+        ++p->objects;
+        ++count->second;
       }
       if (block.size() >= snapshot::kBlockTarget) KCACHE_RETURN_IF_ERROR(flush());
     }
@@ -431,6 +412,40 @@ StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string&
     return Status::Corruption(what);
   }
   if (!block.empty()) KCACHE_RETURN_IF_ERROR(flush());
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<SnapshotManifest> ExportSnapshot(const Cache& cache, const std::string& path,
+                                          const ExportOptions& options) {
+  if (!storage::DbOf(cache)) {
+    return Status::FailedPrecondition(cache.dir() +
+                                      " is a snapshot file already: copy the file instead");
+  }
+  const storage::Db& db = *storage::DbOf(cache);
+  // A writable cache is read through a RocksDB snapshot; a reader's view
+  // changes only on Refresh(), and secondary instances have no snapshots.
+  storage::DbSnapshot snapshot_view = storage::TakeSnapshot(storage::DbOf(cache));
+  const rocksdb::Snapshot* snap = snapshot_view.get();
+  const Excluded excluded(options.exclude_keyspaces.begin(), options.exclude_keyspaces.end());
+  bool with_keyring = false;
+  KCACHE_ASSIGN_OR_RETURN(SnapshotManifest m,
+                          ManifestOf(db, snap, options, excluded, &with_keyring));
+  SnapshotProgress p;
+  for (const KeyspaceStats& r : m.resources) p.objects_total += r.objects;
+
+  // Written in a working directory beside `path`, renamed over it once
+  // complete.
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::WorkDir> work,
+                          storage::WorkDir::Beside(path, "partial"));
+  const std::string tmp = work->path() + "/snapshot";
+  KCACHE_ASSIGN_OR_RETURN(std::unique_ptr<snapshot::FileWriter> out,
+                          snapshot::FileWriter::Create(tmp, options.zstd_level));
+  KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kManifest, snapshot::EncodeManifest(m)));
+  uint64_t blocks = 1;
+  KCACHE_RETURN_IF_ERROR(
+      WriteRows(db, snap, m, with_keyring, excluded, options, *out, &p, &blocks));
   nlohmann::json end = {{"blocks", blocks}, {"rows", p.rows}, {"rawBytes", p.raw_bytes}};
   KCACHE_RETURN_IF_ERROR(out->WriteBlock(BlockType::kEnd, end.dump()));
   KCACHE_RETURN_IF_ERROR(out->Close());

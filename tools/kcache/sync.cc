@@ -446,232 +446,292 @@ StatusOr<std::unique_ptr<FleetFeed>> StartFleetFeed(
   return feed;
 }
 
-}  // namespace
+// One `kcache sync`, from its flags to its stop: each step a member, the state they share in
+// one place. Say and Fail are called from the informers' threads; everything else runs on the
+// thread that called Run.
+class SyncRun {
+ public:
+  SyncRun(const SyncOptions& options, std::ostream& log, std::ostream& progress)
+      : options_(options), log_(log), progress_(progress) {}
 
-Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
-  KCACHE_RETURN_IF_ERROR(CheckOptions(options));
-  // Block the signals before any thread starts, so that only sigwait sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  Status Run();
 
-  KCACHE_ASSIGN_OR_RETURN(RestConfig config, LoadClientConfig(options.kubeconfig));
-  RestClientOptions client_options;
-  client_options.request_timeout = options.request_timeout;
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> client,
-                          RestClient::Create(config, client_options));
-  KCACHE_ASSIGN_OR_RETURN(auto discovery, Discovery::Fetch(*client));
-  std::vector<ApiResource> resources;
-  std::vector<std::string> notes;
-  if (options.all) {
-    KCACHE_ASSIGN_OR_RETURN(resources, SelectAll(*discovery, options, &notes));
+ private:
+  // The server, its discovery and the resources named or selected.
+  Status Connect();
+  Status OpenCache();
+  // An informer per resource (and, with --all, per resource that appears later), each
+  // keyspace's record of names and columns written before any starts.
+  Status MakeInformers();
+  Status FollowAllResources();
+  Status StartFeedAndMetrics();
+  // Until synced (--until-synced), a signal or an error that retrying cannot end: the signal,
+  // or 0.
+  int WaitForStop();
+  void Stop(int sig);
+
+  // The factory recorded names, scope and selection; a custom resource adds its table columns
+  // for offline readers (kcache get).
+  Status RecordColumns(const ApiResource& r, const DeclaredColumns& of);
+  void Say(const std::string& line);
+  // The first error that retrying cannot end stops the sync.
+  void Fail(const Status& st);
+  void SampleMemory();
+
+  const SyncOptions& options_;
+  std::ostream& log_;
+  std::ostream& progress_;
+  const std::function<void(const std::string&)> say_ = [this](const std::string& l) { Say(l); };
+  sigset_t signals_{};
+  RestConfig config_;
+  RestClientOptions client_options_;
+  std::shared_ptr<RestClient> client_;
+  std::shared_ptr<const Discovery> discovery_;
+  std::vector<ApiResource> resources_;
+  std::vector<std::string> notes_;
+  std::shared_ptr<Cache> cache_;
+  std::unique_ptr<InformerFactory> factory_;
+  std::unique_ptr<FleetFeed> feed_;
+  std::unique_ptr<http::Server> metrics_;
+  std::chrono::steady_clock::time_point started_;
+  // Sampled with every turn of WaitForStop's loop (20 a second, 100 until synced with
+  // --until-synced).
+  MemorySample peak_;
+
+  std::mutex log_mu_;  // one line at a time, and the progress line between them
+  std::mutex fatal_mu_;
+  Status fatal_;  // guarded by fatal_mu_
+  std::atomic<bool> failed_{false};
+};
+
+void SyncRun::Say(const std::string& line) {
+  std::lock_guard l(log_mu_);
+  if (options_.progress) progress_ << "\r\033[K" << std::flush;
+  if (options_.log_format == "json") {
+    log_ << (json::Dump(
+                 {{"time", util::FormatRfc3339(std::chrono::system_clock::now())}, {"msg", line}}) +
+             "\n")
+         << std::flush;
   } else {
-    for (const std::string& name : options.resources) {
-      KCACHE_ASSIGN_OR_RETURN(ApiResource r, discovery->Resolve(name));
-      resources.push_back(std::move(r));
-    }
+    // One write per line: the log is often unbuffered (stderr).
+    log_ << (TimeOfDay() + " " + line + "\n") << std::flush;
   }
+}
+
+void SyncRun::Fail(const Status& st) {
+  std::lock_guard l(fatal_mu_);
+  if (fatal_.ok()) fatal_ = st;
+  failed_ = true;
+}
+
+void SyncRun::SampleMemory() {
+  const uint64_t resident = tool::ResidentBytes();
+  if (resident > peak_.resident) peak_ = {resident, cache_->Memory()};
+}
+
+Status SyncRun::Connect() {
+  KCACHE_ASSIGN_OR_RETURN(config_, LoadClientConfig(options_.kubeconfig));
+  client_options_.request_timeout = options_.request_timeout;
+  KCACHE_ASSIGN_OR_RETURN(client_, RestClient::Create(config_, client_options_));
+  KCACHE_ASSIGN_OR_RETURN(discovery_, Discovery::Fetch(*client_));
+  if (options_.all) {
+    KCACHE_ASSIGN_OR_RETURN(resources_, SelectAll(*discovery_, options_, &notes_));
+    return Status::OK();
+  }
+  for (const std::string& name : options_.resources) {
+    KCACHE_ASSIGN_OR_RETURN(ApiResource r, discovery_->Resolve(name));
+    resources_.push_back(std::move(r));
+  }
+  return Status::OK();
+}
+
+Status SyncRun::OpenCache() {
   CacheOptions cache_options;
-  cache_options.journal = options.journal;
-  cache_options.encryption.key_encryption_key = options.key_encryption_key;
+  cache_options.journal = options_.journal;
+  cache_options.encryption.key_encryption_key = options_.key_encryption_key;
   cache_options.encryption.keyspaces.clear();
-  if (!options.key_encryption_key.empty()) {
-    for (const std::string& name : options.encrypt) {
-      StatusOr<ApiResource> r = discovery->Resolve(name);
+  if (!options_.key_encryption_key.empty()) {
+    for (const std::string& name : options_.encrypt) {
+      StatusOr<ApiResource> r = discovery_->Resolve(name);
       if (!r.ok()) return r.status().WithContext("--encrypt " + name);
       cache_options.encryption.keyspaces.push_back(r->gvr.group_resource().String());
     }
   }
-  KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> opened,
-                          Cache::Open(options.cache_dir, cache_options));
-  std::shared_ptr<Cache> cache = std::move(opened);
+  KCACHE_ASSIGN_OR_RETURN(cache_, Cache::Open(options_.cache_dir, cache_options));
+  return Status::OK();
+}
 
-  std::mutex log_mu;
-  const bool json_log = options.log_format == "json";
-  auto say = [&](const std::string& line) {
-    std::lock_guard l(log_mu);
-    if (options.progress) progress << "\r\033[K" << std::flush;
-    if (json_log) {
-      log << (json::Dump({{"time", util::FormatRfc3339(std::chrono::system_clock::now())},
-                          {"msg", line}}) +
-              "\n")
-          << std::flush;
-    } else {
-      // One write per line: the log is often unbuffered (stderr).
-      log << (TimeOfDay() + " " + line + "\n") << std::flush;
-    }
-  };
-  if (options.disable_compression) config.disable_compression = true;
+Status SyncRun::RecordColumns(const ApiResource& r, const DeclaredColumns& of) {
+  const std::string keyspace = r.gvr.group_resource().String();
+  auto declared = of.find(keyspace);
+  if (declared == of.end()) return Status::OK();
+  KCACHE_ASSIGN_OR_RETURN(std::optional<ResourceInfo> info, cache_->GetResourceInfo(keyspace));
+  if (!info) return Status::OK();
+  info->custom = true;
+  auto version = declared->second.find(r.gvr.version);
+  info->printer_columns =
+      version == declared->second.end() ? std::vector<PrinterColumn>() : version->second;
+  // A record that did not change is not written again.
+  return cache_->SetResourceInfo(keyspace, *info);
+}
+
+Status SyncRun::MakeInformers() {
+  if (options_.disable_compression) config_.disable_compression = true;
   InformerFactoryOptions fo;
-  fo.namespace_ = options.all_namespaces ? "" : config.namespace_;
-  fo.label_selector = options.label_selector;
-  fo.field_selector = options.field_selector;
-  fo.client = client_options;
-  fo.client.parse.drop_managed_fields = options.drop_managed_fields;
-  fo.informer.reflector.on_event = [&](const ReflectorEvent& e) {
-    say(e.type == ReflectorEvent::Type::kError ? "error: " + e.message : e.message);
+  fo.namespace_ = options_.all_namespaces ? "" : config_.namespace_;
+  fo.label_selector = options_.label_selector;
+  fo.field_selector = options_.field_selector;
+  fo.client = client_options_;
+  fo.client.parse.drop_managed_fields = options_.drop_managed_fields;
+  fo.informer.reflector.on_event = [this](const ReflectorEvent& e) {
+    Say(e.type == ReflectorEvent::Type::kError ? "error: " + e.message : e.message);
   };
-  // The first error that retrying cannot end stops the sync.
-  std::mutex fatal_mu;
-  Status fatal;  // guarded by fatal_mu
-  std::atomic<bool> failed{false};
   // The error itself was logged as the reflector's event.
-  fo.informer.reflector.watch_error_handler = [&](const Status& st) {
-    if (!IsPermanent(st)) return;
-    std::lock_guard l(fatal_mu);
-    if (fatal.ok()) fatal = st;
-    failed = true;
+  fo.informer.reflector.watch_error_handler = [this](const Status& st) {
+    if (IsPermanent(st)) Fail(st);
   };
-  const bool any_custom = std::any_of(resources.begin(), resources.end(), [](const ApiResource& r) {
-    return !serve::BuiltInGroup(r.gvr.group);
-  });
+  const bool any_custom =
+      std::any_of(resources_.begin(), resources_.end(),
+                  [](const ApiResource& r) { return !serve::BuiltInGroup(r.gvr.group); });
   // The definitions' columns are read while the cluster is checked and the
   // informers made (none starts before they are recorded): one round trip
   // less before the first watch.
   std::future<DeclaredColumns> reading_columns;
   if (any_custom) {
-    reading_columns =
-        std::async(std::launch::async, [&] { return ListDeclaredColumns(*client, true, say); });
+    reading_columns = std::async(std::launch::async,
+                                 [this] { return ListDeclaredColumns(*client_, true, say_); });
   }
-  KCACHE_RETURN_IF_ERROR(CheckCluster(*client, config.server, *cache, resources, say));
-  fo.discovery = discovery;
-  auto factory = InformerFactory::Create(config, cache, fo);
-  // The factory recorded names, scope and selection; custom resources add
-  // their table columns, for offline readers (kcache get). A record that
-  // did not change is not written again.
-  auto record_columns = [&](const ApiResource& r, const DeclaredColumns& of) -> Status {
-    const std::string keyspace = r.gvr.group_resource().String();
-    auto declared = of.find(keyspace);
-    if (declared == of.end()) return Status::OK();
-    KCACHE_ASSIGN_OR_RETURN(std::optional<ResourceInfo> info, cache->GetResourceInfo(keyspace));
-    if (!info) return Status::OK();
-    info->custom = true;
-    auto version = declared->second.find(r.gvr.version);
-    info->printer_columns =
-        version == declared->second.end() ? std::vector<PrinterColumn>() : version->second;
-    return cache->SetResourceInfo(keyspace, *info);
-  };
-  for (const ApiResource& r : resources) KCACHE_RETURN_IF_ERROR(factory->ForResource(r).status());
+  KCACHE_RETURN_IF_ERROR(CheckCluster(*client_, config_.server, *cache_, resources_, say_));
+  fo.discovery = discovery_;
+  factory_ = InformerFactory::Create(config_, cache_, fo);
+  for (const ApiResource& r : resources_) KCACHE_RETURN_IF_ERROR(factory_->ForResource(r).status());
   if (any_custom) {
     const DeclaredColumns columns = reading_columns.get();
-    for (const ApiResource& r : resources) KCACHE_RETURN_IF_ERROR(record_columns(r, columns));
+    for (const ApiResource& r : resources_) KCACHE_RETURN_IF_ERROR(RecordColumns(r, columns));
   }
-  if (options.all) {
-    // Resources that come and go while the sync runs (a new or deleted
-    // CustomResourceDefinition, an aggregated API) get or lose an informer.
-    KCACHE_ASSIGN_OR_RETURN(AllSelection selection, AllSelection::Make(*discovery, options));
-    AllResourcesOptions all;
-    all.select = [selection](const Discovery& d, const ApiResource& r) {
-      std::string note;
-      return selection.Takes(d, r, &note);
-    };
-    all.on_change = [&](const ApiResource& r, bool added, const Status& error) {
-      const std::string name = r.gvr.group_resource().String();
-      if (!error.ok()) {
-        say("error: " + (name.empty() ? std::string("reading discovery again") : name) + ": " +
-            error.ToString());
-      } else if (added) {
-        say(name + ": new on the server: syncing it");
-        if (!serve::BuiltInGroup(r.gvr.group)) {
-          if (Status st = record_columns(r, ListDeclaredColumns(*client, false, say)); !st.ok()) {
-            say("error: " + name + ": recording its columns: " + st.ToString());
-          }
-        }
-      } else {
-        say(name + ": no longer served: its informer stopped, its keyspace kept as last synced");
-      }
-    };
-    KCACHE_RETURN_IF_ERROR(factory->ForAllResources(std::move(all)));
-  }
-  for (const std::string& note : notes) say(note);
-  say("syncing " + std::to_string(resources.size()) + " resource(s) from " + config.server +
-      " into " + options.cache_dir);
-  KCACHE_RETURN_IF_ERROR(factory->Start());
-  std::unique_ptr<FleetFeed> feed;
-  if (!options.postgres.empty()) {
-    KCACHE_ASSIGN_OR_RETURN(feed,
-                            StartFleetFeed(options, config.server, say, [&](const Status& st) {
-                              std::lock_guard l(fatal_mu);
-                              if (fatal.ok()) fatal = st;
-                              failed = true;
-                            }));
-  }
-  std::unique_ptr<http::Server> metrics;
-  if (!options.metrics_listen.empty()) {
-    KCACHE_ASSIGN_OR_RETURN(
-        metrics, ServeMetrics(options.metrics_listen, factory.get(), options.unready_after));
-    say("serving metrics on " + metrics->url() + "/metrics");
-  }
+  return options_.all ? FollowAllResources() : Status::OK();
+}
 
-  const auto started = std::chrono::steady_clock::now();
+Status SyncRun::FollowAllResources() {
+  // Resources that come and go while the sync runs (a new or deleted
+  // CustomResourceDefinition, an aggregated API) get or lose an informer.
+  KCACHE_ASSIGN_OR_RETURN(AllSelection selection, AllSelection::Make(*discovery_, options_));
+  AllResourcesOptions all;
+  all.select = [selection](const Discovery& d, const ApiResource& r) {
+    std::string note;
+    return selection.Takes(d, r, &note);
+  };
+  all.on_change = [this](const ApiResource& r, bool added, const Status& error) {
+    const std::string name = r.gvr.group_resource().String();
+    if (!error.ok()) {
+      Say("error: " + (name.empty() ? std::string("reading discovery again") : name) + ": " +
+          error.ToString());
+    } else if (added) {
+      Say(name + ": new on the server: syncing it");
+      if (!serve::BuiltInGroup(r.gvr.group)) {
+        if (Status st = RecordColumns(r, ListDeclaredColumns(*client_, false, say_)); !st.ok()) {
+          Say("error: " + name + ": recording its columns: " + st.ToString());
+        }
+      }
+    } else {
+      Say(name + ": no longer served: its informer stopped, its keyspace kept as last synced");
+    }
+  };
+  return factory_->ForAllResources(std::move(all));
+}
+
+Status SyncRun::StartFeedAndMetrics() {
+  if (!options_.postgres.empty()) {
+    KCACHE_ASSIGN_OR_RETURN(feed_, StartFleetFeed(options_, config_.server, say_,
+                                                  [this](const Status& st) { Fail(st); }));
+  }
+  if (!options_.metrics_listen.empty()) {
+    KCACHE_ASSIGN_OR_RETURN(
+        metrics_, ServeMetrics(options_.metrics_listen, factory_.get(), options_.unready_after));
+    Say("serving metrics on " + metrics_->url() + "/metrics");
+  }
+  return Status::OK();
+}
+
+int SyncRun::WaitForStop() {
   std::jthread ticker;
-  if (options.progress) {
-    ticker = std::jthread([&](std::stop_token stop) {
+  if (options_.progress) {
+    ticker = std::jthread([this](std::stop_token stop) {
       while (!stop.stop_requested()) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
-        std::lock_guard l(log_mu);
-        progress << "\r\033[K" << ProgressLine(factory->informers(), started) << std::flush;
+        std::lock_guard l(log_mu_);
+        progress_ << "\r\033[K" << ProgressLine(factory_->informers(), started_) << std::flush;
       }
     });
   }
-
-  // Sampled with every turn of the loop below (20 a second, 100 until synced
-  // with --until-synced).
-  MemorySample peak;
-  auto sample_memory = [&] {
-    const uint64_t resident = tool::ResidentBytes();
-    if (resident > peak.resident) peak = {resident, cache->Memory()};
-  };
-  int sig = 0;
   for (;;) {
-    sample_memory();
-    if (failed) break;
-    const bool synced = factory->WaitForCacheSync(std::chrono::milliseconds(0)).ok();
-    if (options.until_synced && synced) break;
+    SampleMemory();
+    if (failed_) return 0;
+    const bool synced = factory_->WaitForCacheSync(std::chrono::milliseconds(0)).ok();
+    if (options_.until_synced && synced) return 0;
     // Until-synced looks more often: the turn bounds how late it stops.
-    timespec poll{0, (options.until_synced ? 10 : 50) * 1000 * 1000};
-    int got = sigtimedwait(&signals, nullptr, &poll);
-    if (got > 0) {
-      sig = got;
-      break;
-    }
+    timespec poll{0, (options_.until_synced ? 10 : 50) * 1000 * 1000};
+    if (int got = sigtimedwait(&signals_, nullptr, &poll); got > 0) return got;
   }
-  if (ticker.joinable()) {
-    ticker.request_stop();
-    ticker.join();
-  }
-  say(failed ? std::string("stopping: the error above does not go away by retrying")
+}
+
+void SyncRun::Stop(int sig) {
+  Say(failed_ ? std::string("stopping: the error above does not go away by retrying")
       : sig == 0
           ? std::string("synced: stopping (--until-synced)")
           : std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopping");
-  if (metrics) metrics->Stop();
-  factory->Stop();
-  if (feed && options.until_synced && sig == 0 && !failed) {
+  if (metrics_) metrics_->Stop();
+  factory_->Stop();
+  const bool synced = options_.until_synced && sig == 0 && !failed_;
+  if (feed_ && synced) {
     // Synced means fed too (the informers stopped, the cache holds still): what the cache holds is
     // in the database.
-    if (Status st = feed->WaitCaughtUp(std::chrono::minutes(10)); !st.ok()) {
-      std::lock_guard l(fatal_mu);
-      if (fatal.ok()) fatal = st.WithContext("feeding " + RedactConninfo(options.postgres));
+    if (Status st = feed_->WaitCaughtUp(std::chrono::minutes(10)); !st.ok()) {
+      Fail(st.WithContext("feeding " + RedactConninfo(options_.postgres)));
     } else {
-      say("postgres: fed up to the cache's resume points");
+      Say("postgres: fed up to the cache's resume points");
     }
   }
-  // The feed's fatal error, if any, is `fatal` already.
-  if (feed) feed->Stop().IgnoreError();
-  if (options.until_synced && sig == 0 && !failed) {
+  // The feed's fatal error, if any, is `fatal_` already.
+  if (feed_) feed_->Stop().IgnoreError();
+  if (synced) {
     // A cache left for offline reads has its label index in one sorted
     // run. A stop by signal does not wait: RocksDB's compactions take the
     // unmerged tables after the next open, and reads are correct meanwhile.
-    if (Status st = cache->WaitForIndexMerges(); !st.ok()) {
-      say("the label index was left unmerged (reads are correct, slower): " + st.ToString());
+    if (Status st = cache_->WaitForIndexMerges(); !st.ok()) {
+      Say("the label index was left unmerged (reads are correct, slower): " + st.ToString());
     }
   }
-  sample_memory();
-  SayStopped(*factory, config, peak, started, say);
-  std::lock_guard l(fatal_mu);
-  return fatal;
+  SampleMemory();
+  SayStopped(*factory_, config_, peak_, started_, say_);
+}
+
+Status SyncRun::Run() {
+  KCACHE_RETURN_IF_ERROR(CheckOptions(options_));
+  // Block the signals before any thread starts, so that only sigwait sees them.
+  sigemptyset(&signals_);
+  sigaddset(&signals_, SIGINT);
+  sigaddset(&signals_, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+
+  KCACHE_RETURN_IF_ERROR(Connect());
+  KCACHE_RETURN_IF_ERROR(OpenCache());
+  KCACHE_RETURN_IF_ERROR(MakeInformers());
+  for (const std::string& note : notes_) Say(note);
+  Say("syncing " + std::to_string(resources_.size()) + " resource(s) from " + config_.server +
+      " into " + options_.cache_dir);
+  KCACHE_RETURN_IF_ERROR(factory_->Start());
+  KCACHE_RETURN_IF_ERROR(StartFeedAndMetrics());
+  started_ = std::chrono::steady_clock::now();
+  Stop(WaitForStop());
+  std::lock_guard l(fatal_mu_);
+  return fatal_;
+}
+
+}  // namespace
+
+Status RunSync(const SyncOptions& options, std::ostream& log, std::ostream& progress) {
+  return SyncRun(options, log, progress).Run();
 }
 
 namespace {

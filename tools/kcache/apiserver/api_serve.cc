@@ -252,6 +252,179 @@ size_t ServeList(ApiSource& source, const Target& t, const Query& q, const ListC
   return page.size();
 }
 
+namespace {
+
+// A watch's events, from its initial list (if asked) to its deadline, on a
+// stream whose headers went out.
+class WatchStream {
+ public:
+  WatchStream(ApiSource& source, const Target& t, const Query& q, const WatchCall& call,
+              http::ResponseWriter& w)
+      : source_(source), t_(t), q_(q), call_(call), w_(w), selected_(Selection(t, q)) {}
+
+  // The objects `pos` holds as ADDED events (and the bookmark that ends
+  // them, when asked); `pos` becomes the list's version. False if the
+  // stream ended.
+  bool SendInitial(uint64_t* pos);
+  // The changes after `pos` until `deadline`, the client's leaving or an
+  // error.
+  void Follow(uint64_t pos, Clock::time_point deadline);
+
+ private:
+  bool In(const ObjectPtr& o) const { return o && (!selected_ || selected_(*o)); }
+  // One event of `o`, or of `json` (its text, restamped) when set.
+  void AddEvent(std::string_view prefix, const ObjectPtr& o, std::string json = "");
+  void AddChange(const SourceEvent& e);
+  // The injected body fault of a batch, if any: true if it ended the stream.
+  bool InjectFault();
+
+  ApiSource& source_;
+  const Target& t_;
+  const Query& q_;
+  const WatchCall& call_;
+  http::ResponseWriter& w_;
+  const std::function<bool(const Object&)> selected_;
+  bool columns_ = true;  // a Table's columns come with the first event only
+  Body body_;
+};
+
+void WatchStream::AddEvent(std::string_view prefix, const ObjectPtr& o, std::string json) {
+  body_.Add(prefix);
+  if (const TableWriter* tables = call_.tables) {
+    ObjectPtr shown = o;
+    if (!json.empty()) {
+      StatusOr<ObjectPtr> parsed = Object::Parse(std::move(json));
+      if (parsed.ok()) shown = std::move(parsed).value();
+    }
+    body_.Own(
+        tables->Head(R"({"resourceVersion":")" + std::string(shown->resource_version()) + "\"}",
+                     columns_) +
+        tables->Row(*shown) + "]}");
+    columns_ = false;
+  } else if (!json.empty()) {
+    body_.Own(std::move(json));
+  } else {
+    body_.AddObject(Shown(o, call_.drop_managed_fields));
+  }
+  body_.Add(kEventSuffix);
+}
+
+bool WatchStream::SendInitial(uint64_t* pos) {
+  ListRequest request;
+  request.namespace_ = t_.namespace_;
+  request.filter = selected_;
+  StatusOr<std::unique_ptr<ListCursor>> opened = source_.OpenList(t_.type, request);
+  if (!opened.ok()) {
+    w_.Write(ErrorEvent(Refusal(opened.status())));
+    return false;
+  }
+  std::string key;
+  ObjectPtr o;
+  for (;;) {
+    StatusOr<bool> more = (*opened)->Next(&key, &o);
+    if (!more.ok()) {
+      w_.Write(ErrorEvent(Internal(more.status())));
+      return false;
+    }
+    if (*more) AddEvent(kAddedPrefix, o);
+    if (!*more || body_.bytes() >= kFlushBytes) {
+      if (!body_.empty() && !w_.Write(body_.pieces())) return false;
+      body_.Clear();
+    }
+    if (!*more) break;
+  }
+  *pos = (*opened)->rv();
+  if (q_.send_initial_events.value_or(false) && q_.bookmarks) {
+    if (!w_.Write(Bookmark(*t_.rt, *pos, true))) return false;
+  }
+  return true;
+}
+
+void WatchStream::AddChange(const SourceEvent& e) {
+  // As the apiserver filters a watch: a change that enters the selection
+  // is an addition, one that leaves it a deletion (of the object as it
+  // was, stamped with the change's resourceVersion).
+  if (!selected_) {
+    AddEvent(e.type == EventType::kAdded      ? kAddedPrefix
+             : e.type == EventType::kModified ? kModifiedPrefix
+                                              : kDeletedPrefix,
+             e.object);
+    return;
+  }
+  const bool now_in = e.type != EventType::kDeleted && In(e.object);
+  const bool was_in = e.prev                          ? In(e.prev)
+                      : e.type == EventType::kDeleted ? In(e.object)
+                                                      : e.type == EventType::kModified && now_in;
+  if (now_in && was_in) {
+    AddEvent(kModifiedPrefix, e.object);
+  } else if (now_in) {
+    AddEvent(kAddedPrefix, e.object);
+  } else if (was_in && e.type == EventType::kDeleted) {
+    AddEvent(kDeletedPrefix, e.object);
+  } else if (was_in) {
+    AddEvent(kDeletedPrefix, e.prev,
+             Restamp(Shown(e.prev, call_.drop_managed_fields)->json(), e.rv));
+  }
+}
+
+bool WatchStream::InjectFault() {
+  if (body_.empty()) return false;
+  if (call_.fault == BodyFault::kCut) {
+    if (call_.injected) call_.injected(FaultName(call_.fault));
+    const std::string event = std::string(body_.pieces()[0]) + std::string(body_.pieces()[1]);
+    w_.Write(std::string_view(event).substr(0, event.size() / 2));
+    w_.Cut();
+    return true;
+  }
+  if (call_.fault == BodyFault::kMalformed) {
+    if (call_.injected) call_.injected(FaultName(call_.fault));
+    w_.Write(std::string(body_.pieces()[0]) + R"({"kind":")" + t_.rt->kind +
+             R"(","metadata":{"name":}}})" + "\n");
+    return true;
+  }
+  return false;
+}
+
+void WatchStream::Follow(uint64_t pos, Clock::time_point deadline) {
+  auto next_bookmark = Clock::now() + call_.bookmark_interval;
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      if (q_.bookmarks) w_.Write(Bookmark(*t_.rt, pos, false));
+      return;
+    }
+    const auto wake = std::min(
+        {deadline, now + std::chrono::seconds(1), q_.bookmarks ? next_bookmark : deadline});
+    StatusOr<ChangeBatch> batch = source_.Changes(t_.type, pos, kWatchBatch, wake);
+    if (!batch.ok()) {
+      const Status& st = batch.status();
+      if (st.code() == StatusCode::kCancelled) return;
+      // A watcher from before the history the source keeps, or one that fell
+      // behind it, must list again: 410, as from the apiserver.
+      if (st.code() == StatusCode::kExpired) {
+        const std::string floor(st.message());
+        w_.Write(
+            ErrorEvent(TooOldResourceVersion(std::to_string(pos), floor.empty() ? "0" : floor)));
+      } else {
+        w_.Write(ErrorEvent(Internal(st)));
+      }
+      return;
+    }
+    body_.Clear();
+    for (const SourceEvent& e : batch->events) AddChange(e);
+    if (InjectFault()) return;
+    if (!body_.empty() && !w_.Write(body_.pieces())) return;
+    pos = batch->position;
+    if (q_.bookmarks && Clock::now() >= next_bookmark) {
+      if (!w_.Write(Bookmark(*t_.rt, pos, false))) return;
+      next_bookmark = Clock::now() + call_.bookmark_interval;
+    }
+    if (w_.PeerGone()) return;
+  }
+}
+
+}  // namespace
+
 void ServeWatch(ApiSource& source, const Target& t, const Query& q, const WatchCall& call,
                 http::ResponseWriter& w) {
   std::optional<uint64_t> from;
@@ -281,140 +454,14 @@ void ServeWatch(ApiSource& source, const Target& t, const Query& q, const WatchC
         TooLargeResourceVersion(std::to_string(from.value_or(0)), std::to_string(current))));
     return;
   }
-  const TableWriter* tables = call.tables;
-  const std::function<bool(const Object&)> selected = Selection(t, q);
-  auto in = [&](const ObjectPtr& o) { return o && (!selected || selected(*o)); };
-  bool columns = true;  // a Table's columns come with the first event only
-  Body body;
-  // One event of `o`, or of `json` (its text, restamped) when set.
-  auto add_event = [&](std::string_view prefix, const ObjectPtr& o, std::string json = "") {
-    body.Add(prefix);
-    if (tables) {
-      ObjectPtr shown = o;
-      if (!json.empty()) {
-        StatusOr<ObjectPtr> parsed = Object::Parse(std::move(json));
-        if (parsed.ok()) shown = std::move(parsed).value();
-      }
-      body.Own(
-          tables->Head(R"({"resourceVersion":")" + std::string(shown->resource_version()) + "\"}",
-                       columns) +
-          tables->Row(*shown) + "]}");
-      columns = false;
-    } else if (!json.empty()) {
-      body.Own(std::move(json));
-    } else {
-      body.AddObject(Shown(o, call.drop_managed_fields));
-    }
-    body.Add(kEventSuffix);
-  };
-
+  WatchStream stream(source, t, q, call, w);
   uint64_t pos = from.value_or(current);
-  if (q.send_initial_events.value_or(!from.has_value())) {
-    ListRequest request;
-    request.namespace_ = t.namespace_;
-    request.filter = selected;
-    StatusOr<std::unique_ptr<ListCursor>> opened = source.OpenList(t.type, request);
-    if (!opened.ok()) {
-      w.Write(ErrorEvent(Refusal(opened.status())));
-      return;
-    }
-    std::string key;
-    ObjectPtr o;
-    for (;;) {
-      StatusOr<bool> more = (*opened)->Next(&key, &o);
-      if (!more.ok()) {
-        w.Write(ErrorEvent(Internal(more.status())));
-        return;
-      }
-      if (*more) add_event(kAddedPrefix, o);
-      if (!*more || body.bytes() >= kFlushBytes) {
-        if (!body.empty() && !w.Write(body.pieces())) return;
-        body.Clear();
-      }
-      if (!*more) break;
-    }
-    pos = (*opened)->rv();
-    if (q.send_initial_events.value_or(false) && q.bookmarks) {
-      if (!w.Write(Bookmark(*t.rt, pos, true))) return;
-    }
-  }
+  if (q.send_initial_events.value_or(!from.has_value()) && !stream.SendInitial(&pos)) return;
   if (call.fault == BodyFault::kStall) {
     if (call.injected) call.injected(FaultName(call.fault));
     return Stall(w);
   }
-
-  auto next_bookmark = Clock::now() + call.bookmark_interval;
-  for (;;) {
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      if (q.bookmarks) w.Write(Bookmark(*t.rt, pos, false));
-      return;
-    }
-    const auto wake =
-        std::min({deadline, now + std::chrono::seconds(1), q.bookmarks ? next_bookmark : deadline});
-    StatusOr<ChangeBatch> batch = source.Changes(t.type, pos, kWatchBatch, wake);
-    if (!batch.ok()) {
-      const Status& st = batch.status();
-      if (st.code() == StatusCode::kCancelled) return;
-      // A watcher from before the history the source keeps, or one that fell
-      // behind it, must list again: 410, as from the apiserver.
-      if (st.code() == StatusCode::kExpired) {
-        const std::string floor(st.message());
-        w.Write(
-            ErrorEvent(TooOldResourceVersion(std::to_string(pos), floor.empty() ? "0" : floor)));
-      } else {
-        w.Write(ErrorEvent(Internal(st)));
-      }
-      return;
-    }
-    body.Clear();
-    for (const SourceEvent& e : batch->events) {
-      // As the apiserver filters a watch: a change that enters the selection
-      // is an addition, one that leaves it a deletion (of the object as it
-      // was, stamped with the change's resourceVersion).
-      if (!selected) {
-        add_event(e.type == EventType::kAdded      ? kAddedPrefix
-                  : e.type == EventType::kModified ? kModifiedPrefix
-                                                   : kDeletedPrefix,
-                  e.object);
-        continue;
-      }
-      const bool now_in = e.type != EventType::kDeleted && in(e.object);
-      const bool was_in = e.prev ? in(e.prev)
-                          : e.type == EventType::kDeleted
-                              ? in(e.object)
-                              : e.type == EventType::kModified && now_in;
-      if (now_in && was_in) {
-        add_event(kModifiedPrefix, e.object);
-      } else if (now_in) {
-        add_event(kAddedPrefix, e.object);
-      } else if (was_in && e.type == EventType::kDeleted) {
-        add_event(kDeletedPrefix, e.object);
-      } else if (was_in) {
-        add_event(kDeletedPrefix, e.prev,
-                  Restamp(Shown(e.prev, call.drop_managed_fields)->json(), e.rv));
-      }
-    }
-    if (!body.empty() && call.fault == BodyFault::kCut) {
-      if (call.injected) call.injected(FaultName(call.fault));
-      const std::string event = std::string(body.pieces()[0]) + std::string(body.pieces()[1]);
-      w.Write(std::string_view(event).substr(0, event.size() / 2));
-      return w.Cut();
-    }
-    if (!body.empty() && call.fault == BodyFault::kMalformed) {
-      if (call.injected) call.injected(FaultName(call.fault));
-      w.Write(std::string(body.pieces()[0]) + R"({"kind":")" + t.rt->kind +
-              R"(","metadata":{"name":}}})" + "\n");
-      return;
-    }
-    if (!body.empty() && !w.Write(body.pieces())) return;
-    pos = batch->position;
-    if (q.bookmarks && Clock::now() >= next_bookmark) {
-      if (!w.Write(Bookmark(*t.rt, pos, false))) return;
-      next_bookmark = Clock::now() + call.bookmark_interval;
-    }
-    if (w.PeerGone()) return;
-  }
+  stream.Follow(pos, deadline);
 }
 
 }  // namespace kcache::serve

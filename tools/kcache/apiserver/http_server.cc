@@ -629,6 +629,145 @@ void Server::Refuse(int fd) {
   close(fd);
 }
 
+namespace {
+
+// The address of a connection's peer, for Request::peer: "unix" for a unix
+// socket, "" where unknown.
+std::string PeerName(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  char name[INET6_ADDRSTRLEN] = {};
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    if (addr.ss_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, name, sizeof name);
+    } else if (addr.ss_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, name, sizeof name);
+    } else if (addr.ss_family == AF_UNIX) {
+      std::strcpy(name, "unix");
+    }
+  }
+  return name;
+}
+
+}  // namespace
+
+// What a connection received that no request has taken yet, and the reads
+// that add to it.
+class Server::Inbound {
+ public:
+  Inbound(int fd, SSL* ssl, std::stop_token stop) : fd_(fd), ssl_(ssl), stop_(std::move(stop)) {}
+
+  // Reads what arrives by `deadline`; false at the deadline, the end of the
+  // connection or an error.
+  bool Fill(Clock::time_point deadline) {
+    for (;;) {
+      if (ssl_) {
+        ERR_clear_error();
+        const int n = SSL_read(ssl_, buf_, sizeof buf_);
+        if (n > 0) {
+          bytes_.append(buf_, static_cast<size_t>(n));
+          return true;
+        }
+        if (!TlsRetry(ssl_, n, fd_, deadline, stop_)) return false;
+      } else {
+        const ssize_t n = recv(fd_, buf_, sizeof buf_, 0);
+        if (n > 0) {
+          bytes_.append(buf_, static_cast<size_t>(n));
+          return true;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
+        if (errno != EINTR && !Await(fd_, exec::FdWait::kReadable, deadline, stop_)) return false;
+      }
+    }
+  }
+  std::string& bytes() { return bytes_; }
+  int fd() const { return fd_; }
+
+ private:
+  const int fd_;
+  SSL* const ssl_;  // null for plain TCP
+  const std::stop_token stop_;
+  std::string bytes_;
+  char buf_[16 << 10];
+};
+
+bool Server::Handshake(SSL* ssl, int fd, const std::stop_token& stop) const {
+  const Clock::time_point deadline = Clock::now() + options_.header_timeout;
+  bool shook = ssl && SSL_set_fd(ssl, fd) == 1;
+  while (shook) {
+    ERR_clear_error();
+    const int rc = SSL_accept(ssl);
+    if (rc == 1) break;
+    shook = TlsRetry(ssl, rc, fd, deadline, stop);
+  }
+  return shook;
+}
+
+Server::Next Server::ServeRequest(Inbound& inbound, const std::string& peer, bool first, SSL* ssl,
+                                  const std::stop_token& stop) {
+  const int fd = inbound.fd();
+  std::string& in = inbound.bytes();
+  // The first request's head is due header_timeout after the connection
+  // opens; a later one's idle_timeout after the last response, and then
+  // header_timeout after its first byte.
+  Clock::time_point deadline =
+      Clock::now() + (first || !in.empty() ? options_.header_timeout : options_.idle_timeout);
+  size_t end;
+  while ((end = in.find("\r\n\r\n")) == std::string::npos) {
+    const bool was_idle = in.empty();
+    const bool more = in.size() <= kMaxHeaderBytes && inbound.Fill(deadline);
+    if (more && was_idle) deadline = Clock::now() + options_.header_timeout;
+    if (!more) {
+      if (in.size() > kMaxHeaderBytes) {
+        ResponseWriter(fd, ssl, options_.write_timeout, stop)
+            .Send(431, {{"Content-Type", "text/plain"}}, "request header too large\n");
+      }
+      return Next::kDrop;
+    }
+  }
+  Request req;
+  req.peer = peer;
+  ResponseWriter w(fd, ssl, options_.write_timeout, stop);
+  bool ok = ParseHead(std::string_view(in).substr(0, end), &req);
+  in.erase(0, end + 4);
+  if (!ok) {
+    w.Send(400, {{"Content-Type", "text/plain"}, {"Connection", "close"}}, "malformed request\n");
+    return Next::kClose;
+  }
+  if (!req.Header("Transfer-Encoding").empty()) {
+    w.Send(411, {{"Content-Type", "text/plain"}, {"Connection", "close"}},
+           "a request body needs Content-Length\n");
+    return Next::kClose;
+  }
+  size_t length = 0;
+  if (std::string cl = req.Header("Content-Length"); !cl.empty()) {
+    char* endp = nullptr;
+    unsigned long long v = std::strtoull(cl.c_str(), &endp, 10);
+    if (*endp != '\0' || v > kMaxBodyBytes) {
+      w.Send(413, {{"Content-Type", "text/plain"}, {"Connection", "close"}},
+             "request body too large or its length unreadable\n");
+      return Next::kClose;
+    }
+    length = static_cast<size_t>(v);
+  }
+  const Clock::time_point body_deadline = Clock::now() + options_.body_timeout;
+  while (in.size() < length) {
+    if (!inbound.Fill(body_deadline)) return Next::kClose;
+  }
+  req.body = in.substr(0, length);
+  in.erase(0, length);
+  handler_(req, w);
+  if (w.cut()) return Next::kClose;
+  if (!w.started()) {
+    w.Send(500, {{"Content-Type", "text/plain"}}, "no response\n");
+  } else if (!w.finished()) {
+    if (!w.End()) return Next::kClose;
+  }
+  if (EqualsIgnoreCase(req.Header("Connection"), "close") || stop.stop_requested())
+    return Next::kClose;
+  return Next::kServe;
+}
+
 void Server::Serve(Connection* conn) {
   const int fd = conn->fd;
   // OpenSSL writes to the socket without MSG_NOSIGNAL: a peer gone
@@ -642,133 +781,28 @@ void Server::Serve(Connection* conn) {
     pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   }
   const std::stop_token stop = stop_.get_token();
-  std::string peer;  // the client's address, for Request::peer
-  {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    char name[INET6_ADDRSTRLEN] = {};
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      if (addr.ss_family == AF_INET) {
-        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, name, sizeof name);
-      } else if (addr.ss_family == AF_INET6) {
-        inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, name, sizeof name);
-      } else if (addr.ss_family == AF_UNIX) {
-        std::strcpy(name, "unix");
-      }
-    }
-    peer = name;
-  }
+  const std::string peer = PeerName(fd);
   std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
   if (tls_) {
     ssl.reset(SSL_new(tls_));
     // A failed handshake (a plain-HTTP client, an untrusting one) ends the
-    // connection; the client sees why. It is due within header_timeout.
-    const Clock::time_point deadline = Clock::now() + options_.header_timeout;
-    bool shook = ssl && SSL_set_fd(ssl.get(), fd) == 1;
-    while (shook) {
-      ERR_clear_error();
-      const int rc = SSL_accept(ssl.get());
-      if (rc == 1) break;
-      shook = TlsRetry(ssl.get(), rc, fd, deadline, stop);
-    }
-    if (!shook) {
+    // connection; the client sees why.
+    if (!Handshake(ssl.get(), fd, stop)) {
       ERR_clear_error();
       shutdown(fd, SHUT_RDWR);
       conn->done = true;
       return;
     }
   }
-  std::string in;
-  char buf[16 << 10];
-  // Reads what arrives by `deadline`; false at the deadline, the end of the
-  // connection or an error.
-  auto fill = [&](Clock::time_point deadline) {
-    for (;;) {
-      if (ssl) {
-        ERR_clear_error();
-        const int n = SSL_read(ssl.get(), buf, sizeof buf);
-        if (n > 0) {
-          in.append(buf, static_cast<size_t>(n));
-          return true;
-        }
-        if (!TlsRetry(ssl.get(), n, fd, deadline, stop)) return false;
-      } else {
-        const ssize_t n = recv(fd, buf, sizeof buf, 0);
-        if (n > 0) {
-          in.append(buf, static_cast<size_t>(n));
-          return true;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
-        if (errno != EINTR && !Await(fd, exec::FdWait::kReadable, deadline, stop)) return false;
-      }
-    }
-  };
-  bool first = true;
-  for (;;) {  // one request after another on a kept-alive connection
-    // The first request's head is due header_timeout after the connection
-    // opens; a later one's idle_timeout after the last response, and then
-    // header_timeout after its first byte.
-    Clock::time_point deadline =
-        Clock::now() + (first || !in.empty() ? options_.header_timeout : options_.idle_timeout);
-    first = false;
-    size_t end;
-    while ((end = in.find("\r\n\r\n")) == std::string::npos) {
-      const bool was_idle = in.empty();
-      const bool more = in.size() <= kMaxHeaderBytes && fill(deadline);
-      if (more && was_idle) deadline = Clock::now() + options_.header_timeout;
-      if (!more) {
-        if (in.size() > kMaxHeaderBytes) {
-          ResponseWriter(fd, ssl.get(), options_.write_timeout, stop)
-              .Send(431, {{"Content-Type", "text/plain"}}, "request header too large\n");
-        }
-        shutdown(fd, SHUT_RDWR);
-        conn->done = true;
-        return;
-      }
-    }
-    Request req;
-    req.peer = peer;
-    ResponseWriter w(fd, ssl.get(), options_.write_timeout, stop);
-    bool ok = ParseHead(std::string_view(in).substr(0, end), &req);
-    in.erase(0, end + 4);
-    if (!ok) {
-      w.Send(400, {{"Content-Type", "text/plain"}, {"Connection", "close"}}, "malformed request\n");
-      break;
-    }
-    if (!req.Header("Transfer-Encoding").empty()) {
-      w.Send(411, {{"Content-Type", "text/plain"}, {"Connection", "close"}},
-             "a request body needs Content-Length\n");
-      break;
-    }
-    size_t length = 0;
-    if (std::string cl = req.Header("Content-Length"); !cl.empty()) {
-      char* endp = nullptr;
-      unsigned long long v = std::strtoull(cl.c_str(), &endp, 10);
-      if (*endp != '\0' || v > kMaxBodyBytes) {
-        w.Send(413, {{"Content-Type", "text/plain"}, {"Connection", "close"}},
-               "request body too large or its length unreadable\n");
-        break;
-      }
-      length = static_cast<size_t>(v);
-    }
-    const Clock::time_point body_deadline = Clock::now() + options_.body_timeout;
-    while (in.size() < length) {
-      if (!fill(body_deadline)) goto done;
-    }
-    req.body = in.substr(0, length);
-    in.erase(0, length);
-    handler_(req, w);
-    if (w.cut()) break;
-    if (!w.started()) {
-      w.Send(500, {{"Content-Type", "text/plain"}}, "no response\n");
-    } else if (!w.finished()) {
-      if (!w.End()) break;
-    }
-    if (EqualsIgnoreCase(req.Header("Connection"), "close") || stop.stop_requested()) break;
+  Inbound inbound(fd, ssl.get(), stop);
+  Next next = Next::kServe;
+  // One request after another on a kept-alive connection.
+  for (bool first = true; next == Next::kServe; first = false) {
+    next = ServeRequest(inbound, peer, first, ssl.get(), stop);
   }
-done:
-  if (ssl) SSL_shutdown(ssl.get());  // close_notify: the end is not a truncation
-  shutdown(fd, SHUT_RDWR);           // the client sees the end of the connection
+  // close_notify: the end is not a truncation.
+  if (ssl && next == Next::kClose) SSL_shutdown(ssl.get());
+  shutdown(fd, SHUT_RDWR);  // the client sees the end of the connection
   conn->done = true;
 }
 

@@ -179,6 +179,18 @@ class Server {
   void Launch(Connection* c, std::function<void()> fn);
   void Accept();
   void Serve(Connection* conn);
+  class Inbound;
+  // What a connection does after a request.
+  enum class Next {
+    kServe,  // serve the next request
+    kClose,  // end the connection (with TLS's close_notify)
+    kDrop,   // end it without close_notify: the peer left, or sent no head in time
+  };
+  // Reads one request, hands it to the handler and ends its response.
+  Next ServeRequest(Inbound& inbound, const std::string& peer, bool first, ssl_st* ssl,
+                    const std::stop_token& stop);
+  // A TLS connection's handshake, due within header_timeout; false if it failed.
+  bool Handshake(ssl_st* ssl, int fd, const std::stop_token& stop) const;
   // Answers a connection beyond max_connections, and closes it.
   void Refuse(int fd);
 

@@ -15,12 +15,11 @@
 
 #include "client/json_framer.h"
 #include "kcache/object.h"
+#include "tools/kcache/bench/timing.h"
 #include "tools/kcache/testcluster/pods.h"
 
 namespace kcache::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 size_t HeapInUse() { return mallinfo2().uordblks; }
 
@@ -49,20 +48,8 @@ size_t KcacheMeta(const Object& o) {
   return n;
 }
 
-}  // namespace
-
-Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
-  if (options.objects <= 0 || options.runs <= 0) {
-    return Status::InvalidArgument("--objects and --runs must be positive");
-  }
-  std::vector<std::string> docs;
-  size_t bytes = 0;
-  for (int i = 0; i < options.objects; ++i) {
-    docs.push_back(synth::PodJson({}, static_cast<uint64_t>(i), 1000 + static_cast<uint64_t>(i)));
-    bytes += docs.back().size();
-  }
-
-  std::vector<Method> methods = {
+std::vector<Method> Methods() {
+  return {
       {"nlohmann_json full parse",
        [](const std::string& s) { return NlohmannMeta(nlohmann::json::parse(s)); },
        [](const std::string& s) {
@@ -83,74 +70,64 @@ Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
          return std::const_pointer_cast<Object>(*Object::ParseTrusted(s));
        }},
   };
-  // Every method must accept every document before anything is timed.
-  for (const std::string& d : docs) {
-    StatusOr<ObjectPtr> o = Object::Parse(d);
-    if (!o.ok()) return o.status().WithContext("synthetic pod does not parse");
+}
+
+// One row of the table: `m`'s median decode rate over `runs`, against
+// `*baseline` (the first method's median, set by the first row), and the
+// heap it holds per kept object.
+void DecodeRow(const Method& m, const std::vector<std::string>& docs, size_t bytes, int runs,
+               double* baseline, std::ostream& out) {
+  std::vector<double> seconds;
+  size_t sink = 0;
+  for (int r = 0; r < runs; ++r) {
+    auto start = Clock::now();
+    for (const std::string& d : docs) sink += m.decode(d);
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
+  const double median = Median(seconds);
+  if (*baseline == 0) *baseline = median;
+
+  // Memory: heap held by keeping every decoded document.
+  malloc_trim(0);
+  size_t before = HeapInUse();
+  std::vector<std::shared_ptr<void>> kept;
+  kept.reserve(docs.size());
+  size_t vector_bytes = HeapInUse() - before;
+  for (const std::string& d : docs) kept.push_back(m.keep(d));
+  double per_object = double(HeapInUse() - before - vector_bytes) / docs.size();
+  kept.clear();
 
   char line[256];
-  std::snprintf(line, sizeof line,
-                "decode: %d realistic pods, %.0f bytes each on average, %d runs, medians\n",
-                options.objects, double(bytes) / options.objects, options.runs);
+  std::snprintf(line, sizeof line, "%-42s %10.1f %12.0f %9.2f %11.1f KB%s\n", m.name,
+                bytes / median / 1e6, docs.size() / median, *baseline / median, per_object / 1024,
+                sink == 0 ? " (no work?)" : "");
   out << line;
-  std::snprintf(line, sizeof line, "%-42s %10s %12s %9s %14s\n", "method", "MB/s", "objects/s",
-                "x nlohmann", "heap/object");
-  out << line;
+}
 
-  double baseline = 0;
-  for (const Method& m : methods) {
-    std::vector<double> seconds;
-    size_t sink = 0;
-    for (int r = 0; r < options.runs; ++r) {
-      auto start = Clock::now();
-      for (const std::string& d : docs) sink += m.decode(d);
-      seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    }
-    std::sort(seconds.begin(), seconds.end());
-    double median = seconds[seconds.size() / 2];
-    if (baseline == 0) baseline = median;
-
-    // Memory: heap held by keeping every decoded document.
-    malloc_trim(0);
-    size_t before = HeapInUse();
-    std::vector<std::shared_ptr<void>> kept;
-    kept.reserve(docs.size());
-    size_t vector_bytes = HeapInUse() - before;
-    for (const std::string& d : docs) kept.push_back(m.keep(d));
-    double per_object = double(HeapInUse() - before - vector_bytes) / docs.size();
-    kept.clear();
-
-    std::snprintf(line, sizeof line, "%-42s %10.1f %12.0f %9.2f %11.1f KB%s\n", m.name,
-                  bytes / median / 1e6, docs.size() / median, baseline / median, per_object / 1024,
-                  sink == 0 ? " (no work?)" : "");
-    out << line;
-  }
-
-  // Framing: the same pods as one watch stream, appended in reads of 16 KiB
-  // as the network delivers them, against copying the same bytes (the
-  // least any pass over them costs).
+// Framing: the same pods as one watch stream, appended in reads of 16 KiB
+// as the network delivers them, against copying the same bytes (the
+// least any pass over them costs).
+Status FramingRows(const std::vector<std::string>& docs, int runs, std::ostream& out) {
   std::string stream;
   for (const std::string& d : docs) stream += "{\"type\":\"ADDED\",\"object\":" + d + "}\n";
   constexpr size_t kRead = 16 << 10;
   std::string copy;
   std::vector<double> copy_seconds;
-  for (int r = 0; r < options.runs; ++r) {
+  for (int r = 0; r < runs; ++r) {
     auto start = Clock::now();
     copy.clear();
     for (size_t at = 0; at < stream.size(); at += kRead)
       copy.append(std::string_view(stream).substr(at, kRead));
     copy_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
-  std::sort(copy_seconds.begin(), copy_seconds.end());
-  const double copying = copy_seconds[copy_seconds.size() / 2];
+  const double copying = Median(copy_seconds);
   // The framer as a watch uses it (the widest scan the CPU has), and with
   // SSE2 only, the x86-64 baseline.
   for (auto [scan, name] : {std::pair{rest::JsonFramer::Scan::kWidest, "widest scan"},
                             std::pair{rest::JsonFramer::Scan::kSse2, "SSE2"}}) {
     std::vector<double> frame_seconds;
     size_t frames = 0;
-    for (int r = 0; r < options.runs; ++r) {
+    for (int r = 0; r < runs; ++r) {
       auto start = Clock::now();
       rest::JsonFramer framer(stream.size(), scan);
       frames = 0;
@@ -169,8 +146,8 @@ Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
       return Status::Internal("framed " + std::to_string(frames) + " events of " +
                               std::to_string(docs.size()));
     }
-    std::sort(frame_seconds.begin(), frame_seconds.end());
-    const double framing = frame_seconds[frame_seconds.size() / 2];
+    const double framing = Median(frame_seconds);
+    char line[256];
     std::snprintf(line, sizeof line,
                   "watch stream framing (JsonFramer, %s, 16 KiB reads): %.1f MB/s, %.2f "
                   "us/event; appending the same bytes: %.1f MB/s; ratio %.2f\n",
@@ -179,6 +156,37 @@ Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
     out << line;
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
+  if (options.objects <= 0 || options.runs <= 0) {
+    return Status::InvalidArgument("--objects and --runs must be positive");
+  }
+  std::vector<std::string> docs;
+  size_t bytes = 0;
+  for (int i = 0; i < options.objects; ++i) {
+    docs.push_back(synth::PodJson({}, static_cast<uint64_t>(i), 1000 + static_cast<uint64_t>(i)));
+    bytes += docs.back().size();
+  }
+  // Every method must accept every document before anything is timed.
+  for (const std::string& d : docs) {
+    StatusOr<ObjectPtr> o = Object::Parse(d);
+    if (!o.ok()) return o.status().WithContext("synthetic pod does not parse");
+  }
+
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "decode: %d realistic pods, %.0f bytes each on average, %d runs, medians\n",
+                options.objects, double(bytes) / options.objects, options.runs);
+  out << line;
+  std::snprintf(line, sizeof line, "%-42s %10s %12s %9s %14s\n", "method", "MB/s", "objects/s",
+                "x nlohmann", "heap/object");
+  out << line;
+  double baseline = 0;
+  for (const Method& m : Methods()) DecodeRow(m, docs, bytes, options.runs, &baseline, out);
+  return FramingRows(docs, options.runs, out);
 }
 
 }  // namespace kcache::bench

@@ -179,6 +179,81 @@ StatusOr<double> RawPuts(const std::string& dir, const IngestBenchOptions& o,
   return seconds;
 }
 
+// The runs' figures, one value per run in each series; the summary prints
+// their medians.
+struct Series {
+  std::vector<double> kcache_s, raw_s, ratios, index_time, index_cpu;
+  std::vector<double> busy, ceilings, cpu_per_pod, cache_mb, raw_mb, merge_s, merge_cpu;
+  std::map<std::string, std::vector<double>> cpu;
+};
+
+// The line of --jsonl for run `r`.
+nlohmann::json JsonRow(const IngestBenchOptions& o, int r, const SyncRun& run,
+                       const std::optional<SyncRun>& bare, uint64_t bytes, double raw) {
+  nlohmann::json row = {{"bench", "ingest"},
+                        {"pods", o.pods},
+                        {"object_bytes", o.object_bytes},
+                        {"label_index", o.label_index},
+                        {"read_ahead_bytes", o.read_ahead_bytes},
+                        {"fast_first_list", o.fast_first_list},
+                        {"run", r},
+                        {"objects", run.objects},
+                        {"bytes", bytes},
+                        {"kcache_s", run.seconds},
+                        {"kcache_cpu_s", TotalCpu(run)},
+                        {"raw_s", raw},
+                        {"merge_s", run.merge_seconds},
+                        {"merge_cpu_s", run.merge_cpu}};
+  if (bare) row["no_label_index_s"] = bare->seconds;
+  return row;
+}
+
+void PrintSummary(const Series& s, uint64_t objects, uint64_t bytes, double cores,
+                  std::ostream& out) {
+  char line[512];
+  const double ks = Median(s.kcache_s), rs = Median(s.raw_s);
+  std::snprintf(line, sizeof line,
+                "  raw RocksDB batched puts of the same bytes: %9.0f pods/s %7.1f MB/s\n",
+                objects / rs, bytes / rs / 1e6);
+  out << line;
+  std::snprintf(
+      line, sizeof line,
+      "  kcache: list+watch from kcache serve, synced: %7.0f pods/s %7.1f MB/s  ratio %.2f "
+      "(median of the runs' ratios)\n",
+      objects / ks, bytes / ks / 1e6, Median(s.ratios));
+  out << line;
+  if (!s.index_time.empty()) {
+    std::snprintf(line, sizeof line,
+                  "  label index: %.0f%% of the sync's time, %.1f of %.1f CPU us/pod, its merge "
+                  "after synced included (medians; the same sync without it, in the same run)\n",
+                  100 * Median(s.index_time), 1e6 * Median(s.index_cpu),
+                  1e6 * (Median(s.cpu_per_pod) + Median(s.merge_cpu)));
+    out << line;
+  }
+  std::snprintf(line, sizeof line,
+                "  CPU bound: %.1f CPU us/pod in all, %.0f%% of %.0f cores busy; all of them busy "
+                "for the sync would give a ratio of at most %.2f (medians)\n",
+                1e6 * Median(s.cpu_per_pod), 100 * Median(s.busy), cores, Median(s.ceilings));
+  out << line;
+  std::snprintf(line, sizeof line,
+                "  after synced, the label index's merge: %.2f s, %.1f CPU us/pod (medians; in "
+                "none of the figures above)\n",
+                Median(s.merge_s), 1e6 * Median(s.merge_cpu));
+  out << line;
+  std::snprintf(line, sizeof line, "  on disk: kcache %.0f MB, raw RocksDB %.0f MB (medians)\n",
+                Median(s.cache_mb), Median(s.raw_mb));
+  out << line;
+  out << "  CPU seconds by thread during the sync (medians; \"kcache\" includes the server's "
+         "threads):\n";
+  for (const auto& [name, v] : s.cpu) {
+    const double m = Median(v);
+    if (m < 0.01) continue;
+    std::snprintf(line, sizeof line, "    %-18s %6.2f s  (%.1f us/pod)\n", name.c_str(), m,
+                  m * 1e6 / std::max<uint64_t>(objects, 1));
+    out << line;
+  }
+}
+
 }  // namespace
 
 Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
@@ -210,14 +285,12 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
                 o.pods, Seconds(Clock::now() - load_start), o.runs, o.read_ahead_bytes,
                 o.label_index ? "on" : "off");
   out << line;
-  std::vector<double> kcache_s, raw_s, ratios, index_time, index_cpu;
   // The CPU bound: all threads' CPU (the server's included) over the cores
   // the sync had. A sync that keeps them busy can go faster only by spending
   // less CPU per pod; `ceilings` is the ratio to raw RocksDB it would reach
   // if every core were busy for it all along.
   const double cores = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<double> busy, ceilings, cpu_per_pod, cache_mb, raw_mb, merge_s, merge_cpu;
-  std::map<std::string, std::vector<double>> cpu;
+  Series s;
   uint64_t objects = 0, bytes = 0;
   for (int r = 0; r < o.runs; ++r) {
     const std::string dir = work->path() + "/cache-" + std::to_string(r);
@@ -234,23 +307,23 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
     if (o.label_index_cost && !bare) KCACHE_RETURN_IF_ERROR(sync_bare());
     const double cpu_s = TotalCpu(run);
     if (bare) {
-      index_time.push_back(1 - bare->seconds / run.seconds);
-      index_cpu.push_back((cpu_s + run.merge_cpu - TotalCpu(*bare)) / run.objects);
+      s.index_time.push_back(1 - bare->seconds / run.seconds);
+      s.index_cpu.push_back((cpu_s + run.merge_cpu - TotalCpu(*bare)) / run.objects);
     }
     KCACHE_ASSIGN_OR_RETURN(double raw,
                             RawPuts(dir, o, work->path() + "/raw-" + std::to_string(r), &bytes));
     objects = run.objects;
-    cache_mb.push_back(DiskBytes(dir) / 1e6);
-    raw_mb.push_back(DiskBytes(work->path() + "/raw-" + std::to_string(r)) / 1e6);
-    kcache_s.push_back(run.seconds);
-    raw_s.push_back(raw);
-    ratios.push_back(raw / run.seconds);
-    busy.push_back(cpu_s / (run.seconds * cores));
-    ceilings.push_back(raw / (cpu_s / cores));
-    cpu_per_pod.push_back(cpu_s / std::max<uint64_t>(run.objects, 1));
-    merge_s.push_back(run.merge_seconds);
-    merge_cpu.push_back(run.merge_cpu / std::max<uint64_t>(run.objects, 1));
-    for (const auto& [name, s] : run.cpu) cpu[name].push_back(s);
+    s.cache_mb.push_back(DiskBytes(dir) / 1e6);
+    s.raw_mb.push_back(DiskBytes(work->path() + "/raw-" + std::to_string(r)) / 1e6);
+    s.kcache_s.push_back(run.seconds);
+    s.raw_s.push_back(raw);
+    s.ratios.push_back(raw / run.seconds);
+    s.busy.push_back(cpu_s / (run.seconds * cores));
+    s.ceilings.push_back(raw / (cpu_s / cores));
+    s.cpu_per_pod.push_back(cpu_s / std::max<uint64_t>(run.objects, 1));
+    s.merge_s.push_back(run.merge_seconds);
+    s.merge_cpu.push_back(run.merge_cpu / std::max<uint64_t>(run.objects, 1));
+    for (const auto& [name, sec] : run.cpu) s.cpu[name].push_back(sec);
     std::snprintf(line, sizeof line,
                   "  run %d: kcache sync %.2f s, raw RocksDB puts %.2f s, ratio %.2f; then the "
                   "label index merged in %.2f s\n",
@@ -259,72 +332,17 @@ Status RunIngestBench(const IngestBenchOptions& o, std::ostream& out) {
     if (bare) {
       std::snprintf(line, sizeof line,
                     "         without the label index %.2f s: the index is %.0f%% of the time\n",
-                    bare->seconds, 100 * index_time.back());
+                    bare->seconds, 100 * s.index_time.back());
       out << line;
     }
     if (jsonl.is_open()) {
-      nlohmann::json row = {{"bench", "ingest"},
-                            {"pods", o.pods},
-                            {"object_bytes", o.object_bytes},
-                            {"label_index", o.label_index},
-                            {"read_ahead_bytes", o.read_ahead_bytes},
-                            {"fast_first_list", o.fast_first_list},
-                            {"run", r},
-                            {"objects", run.objects},
-                            {"bytes", bytes},
-                            {"kcache_s", run.seconds},
-                            {"kcache_cpu_s", cpu_s},
-                            {"raw_s", raw},
-                            {"merge_s", run.merge_seconds},
-                            {"merge_cpu_s", run.merge_cpu}};
-      if (bare) row["no_label_index_s"] = bare->seconds;
-      jsonl << row.dump() << "\n" << std::flush;
+      jsonl << JsonRow(o, r, run, bare, bytes, raw).dump() << "\n" << std::flush;
       if (!jsonl) return Status::IOError("write " + o.jsonl);
     }
     std::filesystem::remove_all(dir);
     std::filesystem::remove_all(work->path() + "/raw-" + std::to_string(r));
   }
-  const double ks = Median(kcache_s), rs = Median(raw_s);
-  std::snprintf(line, sizeof line,
-                "  raw RocksDB batched puts of the same bytes: %9.0f pods/s %7.1f MB/s\n",
-                objects / rs, bytes / rs / 1e6);
-  out << line;
-  std::snprintf(
-      line, sizeof line,
-      "  kcache: list+watch from kcache serve, synced: %7.0f pods/s %7.1f MB/s  ratio %.2f "
-      "(median of the runs' ratios)\n",
-      objects / ks, bytes / ks / 1e6, Median(ratios));
-  out << line;
-  if (!index_time.empty()) {
-    std::snprintf(line, sizeof line,
-                  "  label index: %.0f%% of the sync's time, %.1f of %.1f CPU us/pod, its merge "
-                  "after synced included (medians; the same sync without it, in the same run)\n",
-                  100 * Median(index_time), 1e6 * Median(index_cpu),
-                  1e6 * (Median(cpu_per_pod) + Median(merge_cpu)));
-    out << line;
-  }
-  std::snprintf(line, sizeof line,
-                "  CPU bound: %.1f CPU us/pod in all, %.0f%% of %.0f cores busy; all of them busy "
-                "for the sync would give a ratio of at most %.2f (medians)\n",
-                1e6 * Median(cpu_per_pod), 100 * Median(busy), cores, Median(ceilings));
-  out << line;
-  std::snprintf(line, sizeof line,
-                "  after synced, the label index's merge: %.2f s, %.1f CPU us/pod (medians; in "
-                "none of the figures above)\n",
-                Median(merge_s), 1e6 * Median(merge_cpu));
-  out << line;
-  std::snprintf(line, sizeof line, "  on disk: kcache %.0f MB, raw RocksDB %.0f MB (medians)\n",
-                Median(cache_mb), Median(raw_mb));
-  out << line;
-  out << "  CPU seconds by thread during the sync (medians; \"kcache\" includes the server's "
-         "threads):\n";
-  for (const auto& [name, v] : cpu) {
-    const double m = Median(v);
-    if (m < 0.01) continue;
-    std::snprintf(line, sizeof line, "    %-18s %6.2f s  (%.1f us/pod)\n", name.c_str(), m,
-                  m * 1e6 / std::max<uint64_t>(objects, 1));
-    out << line;
-  }
+  PrintSummary(s, objects, bytes, cores, out);
   return Status::OK();
 }
 
