@@ -3,6 +3,7 @@
 // Every public header compiles on its own and reaches no private header:
 // the include path of this test holds include/ only (see tests/meson.build).
 
+#include "kcache/api_resource.h"
 #include "kcache/cache.h"
 #include "kcache/client_flags.h"
 #include "kcache/clock.h"

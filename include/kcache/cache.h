@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/api_resource.h"
 #include "kcache/encryption.h"
 #include "kcache/export.h"
 #include "kcache/indexer.h"
@@ -108,23 +109,20 @@ struct KCACHE_EXPORT ResourceSelection {
 
 // What a keyspace holds, recorded by whoever syncs it, so that offline
 // readers (kcache get, tree, snapshots) know kinds, scopes, names and
-// columns without a server.
-struct KCACHE_EXPORT ResourceInfo {
-  std::string group{};     // "" for the core group
-  std::string version{};   // "v1"
-  std::string resource{};  // "pods"
-  std::string kind{};      // "Pod"
-  bool namespaced = true;
-  std::string singular{};                  // "pod"; empty if the server did not say
-  std::vector<std::string> short_names{};  // "po"
+// columns without a server: the resource type as discovery reported it
+// (verbs aside), and what the cache adds.
+struct KCACHE_EXPORT ResourceInfo : ApiResource {
   // A custom resource's table columns; empty for built-in resources (their
   // tables are kubectl's) and for definitions that declare none.
   std::vector<PrinterColumn> printer_columns{};
-  bool custom = false;                    // served from a CustomResourceDefinition
-  std::vector<std::string> categories{};  // "all"; as discovery reported them
+  bool custom = false;  // served from a CustomResourceDefinition
   // The selection the keyspace's objects were listed with; unset where not
   // recorded (by an older kcache, or by other code than InformerFactory).
   std::optional<ResourceSelection> selection{};
+
+  ResourceInfo() = default;
+  // `type`'s names and scope; its verbs are not recorded.
+  explicit ResourceInfo(const ApiResource& type) : ApiResource(type) { verbs.clear(); }
   bool operator==(const ResourceInfo&) const = default;
 };
 

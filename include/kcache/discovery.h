@@ -14,30 +14,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kcache/api_resource.h"
 #include "kcache/export.h"
-#include "kcache/resource.h"
 #include "kcache/rest_client.h"
 #include "kcache/status_or.h"
 
 namespace kcache {
-
-struct KCACHE_EXPORT ApiResource {
-  GroupVersionResource gvr{};
-  std::string kind{};      // "Pod"
-  std::string singular{};  // "pod" (empty when the server does not say)
-  bool namespaced = true;
-  std::vector<std::string> short_names{};  // "po"
-  std::vector<std::string> verbs{};        // "list", "watch", ...
-  // The groups kubectl names the resource by ("all" for pods, services,
-  // deployments, ...), in the server's order.
-  std::vector<std::string> categories{};
-
-  bool Supports(std::string_view verb) const;
-  // A collection of this resource in `namespace_` ("" = all namespaces).
-  ResourceRef Ref(std::string namespace_ = "") const {
-    return ResourceRef{gvr, namespaced, namespaced ? std::move(namespace_) : std::string()};
-  }
-};
 
 class KCACHE_EXPORT Discovery {
  public:

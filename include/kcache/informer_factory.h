@@ -96,7 +96,7 @@ struct KCACHE_EXPORT ForResourceOptions {
 KCACHE_EXPORT StatusOr<std::string> KubeSystemUid(RestClient& client);
 
 // What ForResource records about `resource` in the cache for offline
-// readers: group, version, resource, kind, scope, singular and short names.
+// readers: ResourceInfo(resource), its names and scope without its verbs.
 KCACHE_EXPORT ResourceInfo ResourceInfoOf(const ApiResource& resource);
 
 // What InformerFactory::ForAllResources syncs and how it follows the

@@ -28,7 +28,9 @@ Status AddResources(std::string_view body, const std::string& group, const std::
     std::string name = r.value("name", "");
     if (name.empty() || name.find('/') != std::string::npos) continue;  // subresource
     ApiResource a;
-    a.gvr = {group, version, name};
+    a.group = group;
+    a.version = version;
+    a.resource = name;
     a.kind = r.value("kind", "");
     a.singular = r.value("singularName", "");
     a.namespaced = r.value("namespaced", false);
@@ -124,7 +126,7 @@ StatusOr<std::shared_ptr<const Discovery>> Discovery::Fetch(RestClient& client) 
       KCACHE_RETURN_IF_ERROR(
           AddResources(*bodies[i], lists[i].group, lists[i].version, paths[i], &found));
       for (ApiResource& r : found) {
-        if (seen.insert({r.gvr.group, r.gvr.resource}).second) resources.push_back(std::move(r));
+        if (seen.insert({r.group, r.resource}).second) resources.push_back(std::move(r));
       }
     }
   }
@@ -141,7 +143,7 @@ std::shared_ptr<const Discovery> Discovery::FromResources(std::vector<ApiResourc
       std::vector<size_t>& named = d->by_name_[Lower(name)];
       if (named.empty() || named.back() != i) named.push_back(i);
     };
-    add(r.gvr.resource);
+    add(r.resource);
     add(r.singular);
     add(r.kind);
     for (const std::string& s : r.short_names) add(s);
@@ -163,15 +165,15 @@ StatusOr<ApiResource> Discovery::Resolve(std::string_view name) const {
     std::string res = lower.substr(0, dot), rest = lower.substr(dot + 1);
     const std::vector<size_t>& hits = named(res);
     for (size_t i : hits) {
-      if (Lower(resources_[i].gvr.group) == rest) return resources_[i];
+      if (Lower(resources_[i].group) == rest) return resources_[i];
     }
     size_t dot2 = rest.find('.');
     std::string version = rest.substr(0, dot2);
     std::string group = dot2 == std::string::npos ? "" : rest.substr(dot2 + 1);
     for (size_t i : hits) {
-      if (Lower(resources_[i].gvr.group) == group) {
+      if (Lower(resources_[i].group) == group) {
         ApiResource out = resources_[i];
-        out.gvr.version = version;  // a non-preferred version, as asked
+        out.version = version;  // a non-preferred version, as asked
         return out;
       }
     }

@@ -11,11 +11,11 @@ namespace {
 
 std::shared_ptr<const Discovery> Sample() {
   return Discovery::FromResources({
-      {{"", "v1", "pods"}, "Pod", "pod", true, {"po"}, {"list", "watch"}},
-      {{"", "v1", "nodes"}, "Node", "node", false, {"no"}, {"list", "watch"}},
-      {{"apps", "v1", "deployments"}, "Deployment", "deployment", true, {"deploy"}, {"list"}},
-      {{"metrics.k8s.io", "v1beta1", "pods"}, "PodMetrics", "", true, {}, {"list"}},
-      {{"example.com", "v1", "widgets"}, "Widget", "widget", true, {"wd"}, {"list", "watch"}},
+      {"", "v1", "pods", "Pod", "pod", true, {"po"}, {"list", "watch"}},
+      {"", "v1", "nodes", "Node", "node", false, {"no"}, {"list", "watch"}},
+      {"apps", "v1", "deployments", "Deployment", "deployment", true, {"deploy"}, {"list"}},
+      {"metrics.k8s.io", "v1beta1", "pods", "PodMetrics", "", true, {}, {"list"}},
+      {"example.com", "v1", "widgets", "Widget", "widget", true, {"wd"}, {"list", "watch"}},
   });
 }
 
@@ -24,13 +24,14 @@ TEST(DiscoveryTest, ResolvesAsKubectlDoes) {
   for (const char* name : {"pods", "pod", "po", "Pod", "PODS"}) {
     auto r = d->Resolve(name);
     ASSERT_OK(r) << name;
-    EXPECT_EQ(r->gvr, (GroupVersionResource{"", "v1", "pods"})) << name << ": the core group wins";
+    EXPECT_EQ(r->gvr(), (GroupVersionResource{"", "v1", "pods"}))
+        << name << ": the core group wins";
   }
-  EXPECT_EQ(d->Resolve("pods.metrics.k8s.io")->gvr.group, "metrics.k8s.io");
-  EXPECT_EQ(d->Resolve("deploy")->gvr, (GroupVersionResource{"apps", "v1", "deployments"}));
+  EXPECT_EQ(d->Resolve("pods.metrics.k8s.io")->group, "metrics.k8s.io");
+  EXPECT_EQ(d->Resolve("deploy")->gvr(), (GroupVersionResource{"apps", "v1", "deployments"}));
   EXPECT_EQ(d->Resolve("deployments.apps")->kind, "Deployment");
-  EXPECT_EQ(d->Resolve("deployments.v1beta2.apps")->gvr.version, "v1beta2");
-  EXPECT_EQ(d->Resolve("wd")->gvr.group, "example.com");
+  EXPECT_EQ(d->Resolve("deployments.v1beta2.apps")->version, "v1beta2");
+  EXPECT_EQ(d->Resolve("wd")->group, "example.com");
   EXPECT_FALSE(d->Resolve("nodes")->namespaced);
   EXPECT_FALSE(d->Resolve("no")->Ref("ignored").namespaced);
   EXPECT_EQ(d->Resolve("no")->Ref("ignored").CollectionPath(), "/api/v1/nodes");

@@ -12,7 +12,7 @@
 namespace kcache {
 namespace {
 
-std::string RealisticPod() { return synth::PodJson({}, 42, 1234); }
+std::string RealisticPod() { return serve::synth::PodJson({}, 42, 1234); }
 
 TEST(ObjectTest, ExtractsMetadataOfARealisticPod) {
   std::string json = RealisticPod();
@@ -187,7 +187,7 @@ std::string Extracted(const Object& o) {
 TEST(ObjectTest, ParseTrustedExtractsWhatParseExtracts) {
   std::vector<std::string> docs = {
       RealisticPod(),
-      synth::PodJson({.seed = 7}, 3, 99),
+      serve::synth::PodJson({.seed = 7}, 3, 99),
       R"({"metadata":{"name":"a\"b","generation":7,"deletionTimestamp":"2026-01-01T00:00:00Z",)"
       R"("labels":{"k\u00e9":"v\u00e9","e":""},"annotations":null,"ownerReferences":null}})",
       R"({"metadata":{"name":null,"generation":null,"ownerReferences":[{"name":"o",)"
@@ -236,9 +236,9 @@ TEST(ObjectTest, ParseTrustedErrorsAreParses) {
 }
 
 TEST(ObjectTest, SyntheticPodsAreDeterministic) {
-  EXPECT_EQ(synth::PodJson({}, 5, 9), synth::PodJson({}, 5, 9));
-  EXPECT_NE(synth::PodJson({}, 5, 9), synth::PodJson({}, 6, 9));
-  EXPECT_NE(synth::PodJson({.seed = 2}, 5, 9), synth::PodJson({}, 5, 9));
+  EXPECT_EQ(serve::synth::PodJson({}, 5, 9), serve::synth::PodJson({}, 5, 9));
+  EXPECT_NE(serve::synth::PodJson({}, 5, 9), serve::synth::PodJson({}, 6, 9));
+  EXPECT_NE(serve::synth::PodJson({.seed = 2}, 5, 9), serve::synth::PodJson({}, 5, 9));
 }
 
 // The defaults fill an absent kind or apiVersion; one that is there, even

@@ -10,8 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using kcache::fuzz::Check;
   const std::string_view head = kcache::fuzz::Bytes(data, size);
-  kcache::http::Request req;
-  if (!kcache::http::ParseHead(head, &req)) return 0;
+  kcache::serve::http::Request req;
+  if (!kcache::serve::http::ParseHead(head, &req)) return 0;
   Check(!req.method.empty() && req.method.find(' ') == std::string::npos,
         "an accepted method is empty or has a space", req.method);
   Check(req.target.find("\r\n") == std::string::npos, "a target with a line break", req.target);

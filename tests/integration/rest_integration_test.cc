@@ -610,8 +610,8 @@ TEST(RestIntegrationTest, DiscoveryResolvesBuiltinAndCustomResources) {
     if (d->Resolve("wd").ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  EXPECT_EQ(d->Resolve("po")->gvr, (GroupVersionResource{"", "v1", "pods"}));
-  EXPECT_EQ(d->Resolve("deploy")->gvr, (GroupVersionResource{"apps", "v1", "deployments"}));
+  EXPECT_EQ(d->Resolve("po")->gvr(), (GroupVersionResource{"", "v1", "pods"}));
+  EXPECT_EQ(d->Resolve("deploy")->gvr(), (GroupVersionResource{"apps", "v1", "deployments"}));
   EXPECT_EQ(d->Resolve("deployments.apps")->kind, "Deployment");
   // Categories, which kubectl expands "get all" by.
   EXPECT_EQ(d->Resolve("pods")->categories, std::vector<std::string>{"all"});
@@ -621,7 +621,7 @@ TEST(RestIntegrationTest, DiscoveryResolvesBuiltinAndCustomResources) {
   EXPECT_FALSE(d->Resolve("nodes")->namespaced);
   auto widget = d->Resolve("wd");
   ASSERT_OK(widget) << widget.status();
-  EXPECT_EQ(widget->gvr, (GroupVersionResource{"example.com", "v1", "widgets"}));
+  EXPECT_EQ(widget->gvr(), (GroupVersionResource{"example.com", "v1", "widgets"}));
   EXPECT_TRUE(widget->namespaced);
 
   std::string ns = Cluster::Get().Namespace("widgets");

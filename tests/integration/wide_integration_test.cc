@@ -385,12 +385,12 @@ TEST_F(WideIntegrationTest, TheFactoryFollowsResourcesAsTheyComeAndGo) {
   std::vector<std::string> told;  // guarded by mu
   AllResourcesOptions all;
   all.select = [](const Discovery&, const ApiResource& r) {
-    return r.gvr.group == "lib.kcache.io" || r.gvr.group == Group(0);
+    return r.group == "lib.kcache.io" || r.group == Group(0);
   };
   all.on_change = [&](const ApiResource& r, bool added, const Status& error) {
     std::lock_guard l(mu);
     told.push_back((error.ok() ? (added ? "added " : "removed ") : "error ") +
-                   r.gvr.group_resource().String());
+                   r.group_resource().String());
   };
   ASSERT_OK(factory->ForAllResources(all));
   ASSERT_OK(factory->Start());

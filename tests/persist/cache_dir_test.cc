@@ -41,6 +41,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using testing::MakePodCache;
 using testing::Pod;
 using testing::TempDir;
 
@@ -48,17 +49,6 @@ std::set<std::string> Names(const std::string& dir) {
   std::set<std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
   return out;
-}
-
-// A closed cache at `dir` holding pods p0..p{n-1} of namespace ns.
-void MakeCache(const std::string& dir, int n) {
-  auto cache = Cache::Open(dir);
-  ASSERT_OK(cache);
-  auto pods = (*cache)->OpenKeyspace("pods");
-  ASSERT_OK(pods);
-  for (int i = 0; i < n; ++i) {
-    ASSERT_OK((*pods)->Add(Pod("p" + std::to_string(i), "ns", std::to_string(i + 1))));
-  }
 }
 
 size_t PodCount(const std::string& dir) {
@@ -79,7 +69,7 @@ TEST(NewDbTest, ACacheIsCreatedInsideAnEmptyDirectoryWhichKeepsItsMode) {
   fs::create_directory(dir);
   ::chmod(dir.c_str(), 0750);
   fs::create_directory(dir + "/lost+found");  // as at a file system's root
-  MakeCache(dir, 10);
+  MakePodCache(dir, 10);
   EXPECT_EQ(PodCount(dir), 10u);
   struct stat st;
   ASSERT_EQ(::stat(dir.c_str(), &st), 0);
@@ -126,7 +116,7 @@ pid_t DeadPid() {
 
 TEST(NewDbTest, AnInstallationKilledBeforeItsCurrentFileLeavesNoCacheAndNoTrace) {
   TempDir tmp;
-  MakeCache(tmp.Sub("built"), 50);
+  MakePodCache(tmp.Sub("built"), 50);
   const size_t files = Names(tmp.Sub("built")).size() - 1;  // but LOCK
   for (size_t moved : {size_t{0}, size_t{2}, files - 1}) {
     SCOPED_TRACE("files moved: " + std::to_string(moved));
@@ -150,7 +140,7 @@ TEST(NewDbTest, AnInstallationKilledBeforeItsCurrentFileLeavesNoCacheAndNoTrace)
 
 TEST(NewDbTest, AnInstallationKilledAfterItsCurrentFileIsAWholeCache) {
   TempDir tmp;
-  MakeCache(tmp.Sub("built"), 50);
+  MakePodCache(tmp.Sub("built"), 50);
   const std::string target = tmp.Sub("t");
   fs::create_directory(target);
   KilledInstall(tmp.Sub("built"), target, 1000);
@@ -219,7 +209,7 @@ class MountPointTest : public ::testing::Test {
 };
 
 TEST_F(MountPointTest, CachesSnapshotsAndCheckpointsAreMadeOnMountPoints) {
-  MakeCache(tmp_.Sub("cache"), 100);
+  MakePodCache(tmp_.Sub("cache"), 100);
   EXPECT_EQ(PodCount(tmp_.Sub("cache")), 100u);
   {
     auto cache = Cache::Open(tmp_.Sub("cache"));

@@ -74,7 +74,8 @@ class SnapshotCacheTest : public ::testing::Test {
     ASSERT_OK(mixed);
     ASSERT_OK((*mixed)->Add(Pod("top", "", "31")));
     ASSERT_OK((*mixed)->Add(Pod("inner", "ns-a", "32")));
-    ASSERT_OK((*cache)->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}));
+    ASSERT_OK((*cache)->SetResourceInfo(
+        "pods", ResourceInfo({.version = "v1", .resource = "pods", .kind = "Pod"})));
     ASSERT_OK((*cache)->SetClusterInfo({"https://10.0.0.1:6443", "v1.20.2"}));
     auto m = ExportSnapshot(**cache, dir_->Sub("cache.kcs"));
     ASSERT_OK(m) << m.status();

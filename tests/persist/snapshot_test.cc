@@ -51,8 +51,11 @@ void Fill(const std::string& dir, int pods) {
   auto nodes = (*cache)->OpenKeyspace("nodes");
   ASSERT_OK(nodes);
   ASSERT_OK((*nodes)->Add(Pod("n1", "", "7")));
-  ASSERT_OK((*cache)->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}));
-  ASSERT_OK((*cache)->SetResourceInfo("nodes", {"", "v1", "nodes", "Node", false}));
+  ASSERT_OK((*cache)->SetResourceInfo(
+      "pods", ResourceInfo({.version = "v1", .resource = "pods", .kind = "Pod"})));
+  ASSERT_OK((*cache)->SetResourceInfo(
+      "nodes",
+      ResourceInfo({.version = "v1", .resource = "nodes", .kind = "Node", .namespaced = false})));
   ASSERT_OK((*cache)->SetClusterInfo({"https://10.0.0.1:6443", "v1.20.2", "5f1c-uid"}));
 }
 
@@ -579,7 +582,8 @@ TEST(ExcludeKeyspacesTest, AnExcludedKeyspaceLeavesNoRowInTheFile) {
     txn.Add(Pod("token", "ns-0", "5", {{"app", "a"}}, {{"node", "n1"}}));
     txn.resource_version = "900";
     ASSERT_OK((*secrets)->Commit(txn, nullptr));
-    ASSERT_OK((*cache)->SetResourceInfo("secrets", {"", "v1", "secrets", "Secret", true}));
+    ASSERT_OK((*cache)->SetResourceInfo(
+        "secrets", ResourceInfo({.version = "v1", .resource = "secrets", .kind = "Secret"})));
   }
   auto cache = Cache::Open(dir.Sub("cache"));
   ASSERT_OK(cache);

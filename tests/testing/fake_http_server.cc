@@ -10,14 +10,15 @@
 namespace kcache::testing {
 
 std::string FakeRequest::Header(const std::string& name) const {
-  http::Request r;
+  serve::http::Request r;
   r.headers = headers;
   return r.Header(name);
 }
 
 FakeHttpServer::FakeHttpServer(Handler handler) : handler_(std::move(handler)) {
-  StatusOr<std::unique_ptr<http::Server>> server = http::Server::Start(
-      "127.0.0.1:0", [this](const http::Request& req, http::ResponseWriter& w) { Serve(req, w); });
+  StatusOr<std::unique_ptr<serve::http::Server>> server = serve::http::Server::Start(
+      "127.0.0.1:0",
+      [this](const serve::http::Request& req, serve::http::ResponseWriter& w) { Serve(req, w); });
   if (!server.ok()) {
     std::cerr << "FakeHttpServer: " << server.status().message() << "\n";
     std::abort();
@@ -34,7 +35,7 @@ std::vector<FakeRequest> FakeHttpServer::requests() const {
   return requests_;
 }
 
-void FakeHttpServer::Serve(const http::Request& req, http::ResponseWriter& w) {
+void FakeHttpServer::Serve(const serve::http::Request& req, serve::http::ResponseWriter& w) {
   FakeRequest fr{req.method, req.target, req.headers, req.body};
   {
     std::lock_guard<std::mutex> lock(mu_);

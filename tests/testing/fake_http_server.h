@@ -50,12 +50,12 @@ class FakeHttpServer {
   std::vector<FakeRequest> requests() const;
 
  private:
-  void Serve(const http::Request& req, http::ResponseWriter& w);
+  void Serve(const serve::http::Request& req, serve::http::ResponseWriter& w);
 
   Handler handler_;
   mutable std::mutex mu_;
   std::vector<FakeRequest> requests_;
-  std::unique_ptr<http::Server> server_;  // last: stops before the rest goes
+  std::unique_ptr<serve::http::Server> server_;  // last: stops before the rest goes
 };
 
 }  // namespace kcache::testing

@@ -60,4 +60,15 @@ std::vector<std::string> Names(const std::vector<ObjectPtr>& objects) {
   return out;
 }
 
+void MakePodCache(const std::string& dir, int n) {
+  auto cache = Cache::Open(dir);
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  auto pods = (*cache)->OpenKeyspace("pods");
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  for (int i = 0; i < n; ++i) {
+    Status st = (*pods)->Add(Pod("p" + std::to_string(i), "ns", std::to_string(i + 1)));
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+}
+
 }  // namespace kcache::testing

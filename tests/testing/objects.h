@@ -35,6 +35,11 @@ KeyspaceOptions ByNodeOptions();
 // Names of `objects`, in order.
 std::vector<std::string> Names(const std::vector<ObjectPtr>& objects);
 
+// Makes a cache at `dir` holding pods p0..p{n-1} of namespace ns (at
+// resourceVersions 1..n) in keyspace "pods", and closes it. Fails the
+// running test on an error.
+void MakePodCache(const std::string& dir, int n);
+
 }  // namespace kcache::testing
 
 #endif  // KCACHE_TESTS_TESTING_OBJECTS_H_

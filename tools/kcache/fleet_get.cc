@@ -195,8 +195,7 @@ class FleetGetter {
 
   Status BuildQuery() {
     // A sealed object's row prints as its metadata, which left in clear.
-    std::string api_version =
-        info_.group.empty() ? info_.version : info_.group + "/" + info_.version;
+    const std::string api_version = info_.api_version();
     sql_ = "SELECT cluster, coalesce(object, jsonb_strip_nulls(jsonb_build_object('apiVersion', " +
            conn_->Literal(api_version) + ", 'kind', " + conn_->Literal(info_.kind) +
            ", 'metadata', jsonb_build_object('name', name, 'namespace', nullif(namespace, ''), "
@@ -250,11 +249,7 @@ class FleetGetter {
     const bool with_namespace = info_.namespaced && o_.all_namespaces;
     std::vector<std::string> header = {"CLUSTER"};
     if (with_namespace) header.push_back("NAMESPACE");
-    for (const TableColumn& c : spec.columns()) {
-      if (wide || c.priority == 0) header.push_back(AsciiUpper(c.name));
-    }
-    for (const std::string& l : o_.label_columns) header.push_back(LabelHeader(l));
-    if (o_.show_labels) header.push_back("LABELS");
+    AppendTableHeader(spec, wide, o_, &header);
     const auto now = o_.now == std::chrono::system_clock::time_point{}
                          ? std::chrono::system_clock::now()
                          : o_.now;
@@ -264,14 +259,7 @@ class FleetGetter {
       KCACHE_ASSIGN_OR_RETURN(std::vector<json> cells, spec.Cells(doc, now));
       row = {r.cluster};
       if (with_namespace) row.push_back(r.object->namespace_());
-      for (size_t i = 0; i < cells.size() && i < spec.columns().size(); ++i) {
-        if (wide || spec.columns()[i].priority == 0) row.push_back(CellText(cells[i]));
-      }
-      for (const std::string& l : o_.label_columns) {
-        auto it = r.object->labels().find(l);
-        row.push_back(it == r.object->labels().end() ? "" : it->second);
-      }
-      if (o_.show_labels) row.push_back(LabelsText(r.object->labels()));
+      AppendTableCells(spec, wide, o_, cells, r.object->labels(), &row);
       return Status::OK();
     };
     TabWriter tab(kKubectlMinWidth);
@@ -304,22 +292,14 @@ class FleetGetter {
   // A List of the objects, each annotated with its cluster.
   Status PrintList() {
     const bool as_json = format_ == Format::kJson;
-    std::string text =
-        as_json ? "{\n    \"apiVersion\": \"v1\",\n    \"items\": [" : "apiVersion: v1\nitems:";
+    std::string text = ListOpening(as_json);
     bool first = true;
     Status visited = Visit([&](const Row& r) -> Status {
       KCACHE_ASSIGN_OR_RETURN(json doc, r.object->Document());
       if (!o_.show_managed_fields && doc["metadata"].is_object())
         doc["metadata"].erase("managedFields");
       doc["metadata"]["annotations"][kClusterAnnotation] = r.cluster;
-      if (as_json) {
-        text += first ? "\n        " : ",\n        ";
-        AppendGoJson(doc, 4, 2, &text);
-      } else {
-        text += "\n";
-        AppendYamlItem(doc, &text);
-        text.pop_back();
-      }
+      AppendListItem(doc, as_json, first, &text);
       first = false;
       if (text.size() >= (size_t{1} << 16)) {
         out_ << text;
@@ -328,15 +308,7 @@ class FleetGetter {
       return Status::OK();
     });
     if (!visited.ok()) return visited;
-    if (as_json) {
-      text += first ? "]" : "\n    ]";
-      text +=
-          ",\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    "
-          "}\n}\n";
-    } else {
-      text += first ? " []\n" : "\n";
-      text += "kind: List\nmetadata:\n  resourceVersion: \"\"\n";
-    }
+    AppendListClosing(as_json, !first, &text);
     out_ << text;
     return Status::OK();
   }

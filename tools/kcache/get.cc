@@ -68,6 +68,55 @@ std::string LabelsText(const Labels& labels) {
   return out.empty() ? "<none>" : out;
 }
 
+void AppendTableHeader(const TableSpec& spec, bool wide, const GetOptions& o,
+                       std::vector<std::string>* header) {
+  for (const TableColumn& c : spec.columns()) {
+    if (wide || c.priority == 0) header->push_back(AsciiUpper(c.name));
+  }
+  for (const std::string& l : o.label_columns) header->push_back(LabelHeader(l));
+  if (o.show_labels) header->push_back("LABELS");
+}
+
+void AppendTableCells(const TableSpec& spec, bool wide, const GetOptions& o,
+                      const std::vector<json>& cells, const Labels& labels,
+                      std::vector<std::string>* row) {
+  for (size_t i = 0; i < cells.size() && i < spec.columns().size(); ++i) {
+    if (wide || spec.columns()[i].priority == 0) row->push_back(CellText(cells[i]));
+  }
+  for (const std::string& l : o.label_columns) {
+    auto it = labels.find(l);
+    row->push_back(it == labels.end() ? "" : it->second);
+  }
+  if (o.show_labels) row->push_back(LabelsText(labels));
+}
+
+std::string ListOpening(bool as_json) {
+  return as_json ? "{\n    \"apiVersion\": \"v1\",\n    \"items\": [" : "apiVersion: v1\nitems:";
+}
+
+void AppendListItem(const json& doc, bool as_json, bool first, std::string* text) {
+  if (as_json) {
+    *text += first ? "\n        " : ",\n        ";
+    AppendGoJson(doc, 4, 2, text);
+  } else {
+    *text += "\n";
+    AppendYamlItem(doc, text);
+    text->pop_back();  // the item's newline; the next one adds it
+  }
+}
+
+void AppendListClosing(bool as_json, bool any, std::string* text) {
+  if (as_json) {
+    *text += any ? "\n    ]" : "]";
+    *text +=
+        ",\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    "
+        "}\n}\n";
+  } else {
+    *text += any ? "\n" : " []\n";
+    *text += "kind: List\nmetadata:\n  resourceVersion: \"\"\n";
+  }
+}
+
 namespace {
 
 enum class Format {
@@ -235,9 +284,7 @@ struct Target {
 };
 
 // kubectl's "pods" or `deployments.apps` for messages.
-std::string ResourceString(const ResourceInfo& r) {
-  return r.group.empty() ? r.resource : r.resource + "." + r.group;
-}
+std::string ResourceString(const ResourceInfo& r) { return r.group_resource().String(); }
 
 StatusOr<std::vector<Target>> ParseTargets(const std::vector<std::string>& args, Source& source,
                                            bool* single_item) {
@@ -829,11 +876,7 @@ class Getter {
       KCACHE_ASSIGN_OR_RETURN(TableSpec s, TableSpec::For(t->info));
       t->spec = std::move(s);
       if (t->with_namespace) t->header.push_back("NAMESPACE");
-      for (const TableColumn& c : t->spec->columns()) {
-        if (t->wide || c.priority == 0) t->header.push_back(AsciiUpper(c.name));
-      }
-      for (const std::string& l : o_.label_columns) t->header.push_back(LabelHeader(l));
-      if (o_.show_labels) t->header.push_back("LABELS");
+      AppendTableHeader(*t->spec, t->wide, o_, &t->header);
     }
     KCACHE_ASSIGN_OR_RETURN(json doc, o->Document());
     KCACHE_ASSIGN_OR_RETURN(std::vector<json> cells, t->spec->Cells(doc, Now()));
@@ -843,14 +886,7 @@ class Getter {
     }
     row->clear();
     if (t->with_namespace) row->push_back(o->namespace_());
-    for (size_t i = 0; i < cells.size() && i < t->spec->columns().size(); ++i) {
-      if (t->wide || t->spec->columns()[i].priority == 0) row->push_back(CellText(cells[i]));
-    }
-    for (const std::string& l : o_.label_columns) {
-      auto it = o->meta().labels.find(l);
-      row->push_back(it == o->meta().labels.end() ? "" : it->second);
-    }
-    if (o_.show_labels) row->push_back(LabelsText(o->meta().labels));
+    AppendTableCells(*t->spec, t->wide, o_, cells, o->meta().labels, row);
     return Status::OK();
   }
 
@@ -975,52 +1011,30 @@ class Getter {
           return visited;
         break;
       case Format::kJson:
-        if (single) {
-          KCACHE_ASSIGN_OR_RETURN(json doc, Doc(single));
-          text = GoJson(doc, 4) + "\n";
-          break;
-        }
-        {
-          bool first = true;
-          text = "{\n    \"apiVersion\": \"v1\",\n    \"items\": [";
-          if (Status visited = VisitAll([&](const Target&, const ObjectPtr& o) -> Status {
-                KCACHE_ASSIGN_OR_RETURN(json doc, Doc(o));
-                text += first ? "\n        " : ",\n        ";
-                first = false;
-                AppendGoJson(doc, 4, 2, &text);
-                if (text.size() >= kFlushBytes) Flush(&text, &written);
-                return Status::OK();
-              });
-              !visited.ok())
-            return visited;
-          text += first ? "]" : "\n    ]";
-          text +=
-              ",\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": "
-              "\"\"\n    }\n}\n";
-        }
-        break;
       case Format::kYaml:
         if (single) {
           KCACHE_ASSIGN_OR_RETURN(json doc, Doc(single));
-          AppendYaml(doc, &text);
+          if (printing_.format == Format::kJson) {
+            text = GoJson(doc, 4) + "\n";
+          } else {
+            AppendYaml(doc, &text);
+          }
           break;
         }
         {
+          const bool as_json = printing_.format == Format::kJson;
           bool any = false;
-          text = "apiVersion: v1\nitems:";
+          text = ListOpening(as_json);
           if (Status visited = VisitAll([&](const Target&, const ObjectPtr& o) -> Status {
                 KCACHE_ASSIGN_OR_RETURN(json doc, Doc(o));
-                text += "\n";
-                if (!any) any = true;
-                AppendYamlItem(doc, &text);
-                text.pop_back();  // the item's newline; the next one adds it
+                AppendListItem(doc, as_json, !any, &text);
+                any = true;
                 if (text.size() >= kFlushBytes) Flush(&text, &written);
                 return Status::OK();
               });
               !visited.ok())
             return visited;
-          text += any ? "\n" : " []\n";
-          text += "kind: List\nmetadata:\n  resourceVersion: \"\"\n";
+          AppendListClosing(as_json, any, &text);
         }
         break;
       case Format::kJsonPath:

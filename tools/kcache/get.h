@@ -94,6 +94,23 @@ std::string LabelsText(const Labels& labels);
 // kubectl's tabwriter: no column narrower than 6 with its padding.
 inline constexpr size_t kKubectlMinWidth = 6;
 
+class TableSpec;
+// A table's columns after its leading ones (NAMESPACE, or CLUSTER):
+// `spec`'s (every one with -o wide, else those of priority 0), one per -L
+// key, and LABELS with --show-labels. The header, then each object's cells.
+void AppendTableHeader(const TableSpec& spec, bool wide, const GetOptions& o,
+                       std::vector<std::string>* header);
+void AppendTableCells(const TableSpec& spec, bool wide, const GetOptions& o,
+                      const std::vector<nlohmann::json>& cells, const Labels& labels,
+                      std::vector<std::string>* row);
+
+// kubectl's List of several objects in -o json or -o yaml, built in
+// pieces: its opening, each item (`first` for the first), and its closing
+// (`any`: whether an item was written).
+std::string ListOpening(bool as_json);
+void AppendListItem(const nlohmann::json& doc, bool as_json, bool first, std::string* text);
+void AppendListClosing(bool as_json, bool any, std::string* text);
+
 // Prints to `out`, and "No resources found" and per-object errors to
 // `err` as kubectl does. Returns the exit code (0, or 1 when some object
 // was not found), or an error that stops the command before printing.

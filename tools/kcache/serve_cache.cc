@@ -196,7 +196,7 @@ class CacheServer::Impl : public serve::ApiSource {
   std::vector<ResourceType> types_;
   std::vector<ServedType> served_;
   std::vector<std::string> skipped_;
-  std::unique_ptr<http::Server> http_;
+  std::unique_ptr<serve::http::Server> http_;
 
   // "HOST:PORT" as bound; requests may read it while Listen sets it.
   std::string address() const {
@@ -208,14 +208,14 @@ class CacheServer::Impl : public serve::ApiSource {
   mutable std::mutex address_mu_;
   std::string address_;  // guarded by address_mu_
 
-  void Handle(const http::Request& req, http::ResponseWriter& w);
+  void Handle(const serve::http::Request& req, serve::http::ResponseWriter& w);
   // Counts a watch of `client` while it lives; false beyond
   // max_watches_per_client.
   bool OpenWatch(const std::string& client);
   void CloseWatch(const std::string& client);
   std::mutex watches_mu_;
   std::map<std::string, size_t> watches_;  // open watches by client; guarded by watches_mu_
-  void Get(const Target& t, const Output& out, http::ResponseWriter& w);
+  void Get(const Target& t, const Output& out, serve::http::ResponseWriter& w);
   // Waits until `type` has reached `wanted` (up to kTooLargeWait) and
   // returns with `lock` held on the view and `*current` set.
   Status AwaitVersion(int type, uint64_t wanted, std::shared_lock<RWMutex>* lock,
@@ -268,17 +268,10 @@ Status CacheServer::Impl::Load() {
       continue;
     }
     ResourceType rt;
-    rt.group = info.group;
-    rt.version = info.version;
-    rt.resource = info.resource;
-    rt.kind = info.kind;
-    rt.singular = info.singular;
+    static_cast<ApiResource&>(rt) = info;
     if (rt.singular.empty()) {
       for (char c : info.kind) rt.singular += static_cast<char>(std::tolower(c));
     }
-    rt.namespaced = info.namespaced;
-    rt.short_names = info.short_names;
-    rt.categories = info.categories;
     rt.fields = SelectableFields(info.group, info.resource);
     ServedType st;
     st.keyspace = ks.name;
@@ -297,19 +290,21 @@ Status CacheServer::Impl::Load() {
 
 Status CacheServer::Impl::Listen() {
   refresher_ = std::thread([this] { RefreshLoop(); });
-  auto handler = [this](const http::Request& req, http::ResponseWriter& w) { Handle(req, w); };
+  auto handler = [this](const serve::http::Request& req, serve::http::ResponseWriter& w) {
+    Handle(req, w);
+  };
   // TLS comes from the files alone (the loopback rule in Start reads them).
-  http::ServerOptions server_options = options_.http;
+  serve::http::ServerOptions server_options = options_.http;
   server_options.tls.reset();
   if (!options_.tls_cert_file.empty()) {
-    server_options.tls = http::TlsFiles{options_.tls_cert_file, options_.tls_key_file};
+    server_options.tls = serve::http::TlsFiles{options_.tls_cert_file, options_.tls_key_file};
   }
   // A connection is a fiber: every wait of Handle is on the socket or on
   // refreshed_, and no lock is held across one (view_mu_ is taken and let go
   // between them).
   server_options.fibers = true;
-  StatusOr<std::unique_ptr<http::Server>> http =
-      http::Server::Start(options_.listen, handler, server_options);
+  StatusOr<std::unique_ptr<serve::http::Server>> http =
+      serve::http::Server::Start(options_.listen, handler, server_options);
   if (!http.ok()) {
     Stop();
     return http.status();
@@ -370,12 +365,12 @@ uint64_t CacheServer::Impl::WaitRefresh(uint64_t generation, Clock::time_point u
   return generation_;
 }
 
-void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w) {
+void CacheServer::Impl::Handle(const serve::http::Request& req, serve::http::ResponseWriter& w) {
   // A kubelet's probes carry no token (kube-apiserver lets anyone ask, by
   // system:public-info-viewer): /readyz is 503 once the cache is gone.
   if (req.method == "GET" &&
       (req.path == "/healthz" || req.path == "/livez" || req.path == "/readyz")) {
-    const http::Headers text = {{"Content-Type", "text/plain; charset=utf-8"}};
+    const serve::http::Headers text = {{"Content-Type", "text/plain; charset=utf-8"}};
     if (Status gone = Gone(); !gone.ok() && req.path == "/readyz") {
       return (void)w.Send(503, text, std::string(gone.message()) + "\n");
     }
@@ -401,7 +396,7 @@ void CacheServer::Impl::Handle(const http::Request& req, http::ResponseWriter& w
     return SendReply(w, {503, "ServiceUnavailable", std::string(gone.message()), ""});
   }
   const std::string& path = req.path;
-  const http::Headers json = {{"Content-Type", "application/json"}};
+  const serve::http::Headers json = {{"Content-Type", "application/json"}};
   if (req.method == "GET") {
     if (path == "/api" || path == "/api/") {
       return (void)w.Send(200, json, serve::ApiVersionsJson(address()));
@@ -499,7 +494,7 @@ void CacheServer::Impl::CloseWatch(const std::string& client) {
   if (it != watches_.end() && --it->second == 0) watches_.erase(it);
 }
 
-void CacheServer::Impl::Get(const Target& t, const Output& out, http::ResponseWriter& w) {
+void CacheServer::Impl::Get(const Target& t, const Output& out, serve::http::ResponseWriter& w) {
   const ServedType& st = served_[static_cast<size_t>(t.type)];
   const std::string key = t.rt->namespaced ? t.namespace_ + "/" + t.name : t.name;
   StatusOr<ObjectPtr> o = [&] {

@@ -45,7 +45,7 @@ struct CacheServeOptions {
   std::string token_file;
   // Connections, timeouts and the write timeout that cuts off a watcher
   // that stopped reading (its `tls` is set from the files above).
-  http::ServerOptions http;
+  serve::http::ServerOptions http;
   // Watches one client may hold open at once: a token's user, or without
   // tokens an address. One more is answered 429 with Retry-After.
   size_t max_watches_per_client = 500;

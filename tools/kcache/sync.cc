@@ -237,7 +237,7 @@ Status CheckCluster(RestClient& client, const std::string& server, Cache& cache,
     }
   } else if (!known.empty() && known != *uid) {
     std::vector<std::string> named;
-    for (const ApiResource& r : resources) named.push_back(r.gvr.group_resource().String());
+    for (const ApiResource& r : resources) named.push_back(r.group_resource().String());
     KCACHE_ASSIGN_OR_RETURN(std::vector<std::string> keyspaces, cache.ListKeyspaces());
     std::string others;
     for (const std::string& k : keyspaces) {
@@ -290,12 +290,12 @@ Status CheckOptions(const SyncOptions& options) {
 
 // GET /metrics on `listen`: the factory's informers in Prometheus text;
 // /healthz, /livez and /readyz: probes for a kubelet.
-StatusOr<std::unique_ptr<http::Server>> ServeMetrics(const std::string& listen,
-                                                     InformerFactory* factory,
-                                                     std::chrono::milliseconds unready_after) {
-  auto started = http::Server::Start(
-      listen, [factory, unready_after](const http::Request& req, http::ResponseWriter& w) {
-        const http::Headers text = {{"Content-Type", "text/plain; charset=utf-8"}};
+StatusOr<std::unique_ptr<serve::http::Server>> ServeMetrics(
+    const std::string& listen, InformerFactory* factory, std::chrono::milliseconds unready_after) {
+  auto started = serve::http::Server::Start(
+      listen,
+      [factory, unready_after](const serve::http::Request& req, serve::http::ResponseWriter& w) {
+        const serve::http::Headers text = {{"Content-Type", "text/plain; charset=utf-8"}};
         if (req.path == "/metrics") {
           w.Send(200, {{"Content-Type", "text/plain; version=0.0.4"}},
                  RenderPrometheus(factory->informers()));
@@ -367,7 +367,7 @@ StatusOr<AllSelection> AllSelection::Make(const Discovery& discovery, const Sync
     for (const std::string& name : list) {
       StatusOr<ApiResource> r = discovery.Resolve(name);
       if (!r.ok()) return r.status().WithContext(flag + name);
-      out.insert(r->gvr.group_resource().String());
+      out.insert(r->group_resource().String());
     }
     return out;
   };
@@ -388,7 +388,7 @@ StatusOr<AllSelection> AllSelection::Make(const Discovery& discovery, const Sync
 bool AllSelection::Takes(const Discovery& discovery, const ApiResource& r,
                          std::string* note) const {
   note->clear();
-  const std::string gr = r.gvr.group_resource().String();
+  const std::string gr = r.group_resource().String();
   if (named_.count(gr)) return true;
   if (!r.Supports("list") || !r.Supports("watch") || excluded_.count(gr)) return false;
   if (gr == "secrets" && !sealed_.count(gr)) {
@@ -397,12 +397,12 @@ bool AllSelection::Takes(const Discovery& discovery, const ApiResource& r,
         "when named)";
     return false;
   }
-  if (SharesStorageAcrossGroups(r.gvr)) {
-    StatusOr<ApiResource> preferred = discovery.Resolve(r.gvr.resource);
-    if (preferred.ok() && preferred->gvr.group != r.gvr.group) {
-      *note = gr + ": the same objects as " + preferred->gvr.group_resource().String() +
+  if (SharesStorageAcrossGroups(r.gvr())) {
+    StatusOr<ApiResource> preferred = discovery.Resolve(r.resource);
+    if (preferred.ok() && preferred->group != r.group) {
+      *note = gr + ": the same objects as " + preferred->group_resource().String() +
               " (one storage served under two groups): synced once, as " +
-              preferred->gvr.group_resource().String();
+              preferred->group_resource().String();
       return false;
     }
   }
@@ -492,7 +492,7 @@ class SyncRun {
   std::shared_ptr<Cache> cache_;
   std::unique_ptr<InformerFactory> factory_;
   std::unique_ptr<FleetFeed> feed_;
-  std::unique_ptr<http::Server> metrics_;
+  std::unique_ptr<serve::http::Server> metrics_;
   std::chrono::steady_clock::time_point started_;
   // Sampled with every turn of WaitForStop's loop (20 a second, 100 until synced with
   // --until-synced).
@@ -554,7 +554,7 @@ Status SyncRun::OpenCache() {
     for (const std::string& name : options_.encrypt) {
       StatusOr<ApiResource> r = discovery_->Resolve(name);
       if (!r.ok()) return r.status().WithContext("--encrypt " + name);
-      cache_options.encryption.keyspaces.push_back(r->gvr.group_resource().String());
+      cache_options.encryption.keyspaces.push_back(r->group_resource().String());
     }
   }
   KCACHE_ASSIGN_OR_RETURN(cache_, Cache::Open(options_.cache_dir, cache_options));
@@ -562,13 +562,13 @@ Status SyncRun::OpenCache() {
 }
 
 Status SyncRun::RecordColumns(const ApiResource& r, const DeclaredColumns& of) {
-  const std::string keyspace = r.gvr.group_resource().String();
+  const std::string keyspace = r.group_resource().String();
   auto declared = of.find(keyspace);
   if (declared == of.end()) return Status::OK();
   KCACHE_ASSIGN_OR_RETURN(std::optional<ResourceInfo> info, cache_->GetResourceInfo(keyspace));
   if (!info) return Status::OK();
   info->custom = true;
-  auto version = declared->second.find(r.gvr.version);
+  auto version = declared->second.find(r.version);
   info->printer_columns =
       version == declared->second.end() ? std::vector<PrinterColumn>() : version->second;
   // A record that did not change is not written again.
@@ -592,7 +592,7 @@ Status SyncRun::MakeInformers() {
   };
   const bool any_custom =
       std::any_of(resources_.begin(), resources_.end(),
-                  [](const ApiResource& r) { return !serve::BuiltInGroup(r.gvr.group); });
+                  [](const ApiResource& r) { return !serve::BuiltInGroup(r.group); });
   // The definitions' columns are read while the cluster is checked and the
   // informers made (none starts before they are recorded): one round trip
   // less before the first watch.
@@ -622,13 +622,13 @@ Status SyncRun::FollowAllResources() {
     return selection.Takes(d, r, &note);
   };
   all.on_change = [this](const ApiResource& r, bool added, const Status& error) {
-    const std::string name = r.gvr.group_resource().String();
+    const std::string name = r.group_resource().String();
     if (!error.ok()) {
       Say("error: " + (name.empty() ? std::string("reading discovery again") : name) + ": " +
           error.ToString());
     } else if (added) {
       Say(name + ": new on the server: syncing it");
-      if (!serve::BuiltInGroup(r.gvr.group)) {
+      if (!serve::BuiltInGroup(r.group)) {
         if (Status st = RecordColumns(r, ListDeclaredColumns(*client_, false, say_)); !st.ok()) {
           Say("error: " + name + ": recording its columns: " + st.ToString());
         }

@@ -21,9 +21,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 }
 
 // "pods", "deployments.apps": how a grant names a resource.
-std::string GrantName(const serve::ResourceType& t) {
-  return t.group.empty() ? t.resource : t.resource + "." + t.group;
-}
+std::string GrantName(const serve::ResourceType& t) { return t.group_resource().String(); }
 
 bool IsCoreSecrets(const serve::ResourceType& t) {
   return t.group.empty() && t.resource == "secrets";

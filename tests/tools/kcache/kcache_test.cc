@@ -850,8 +850,10 @@ TEST(KcacheToolTest, TreeShowsOwnersAndDependents) {
     ASSERT_OK((*pods)->Add(obj("v1", "Pod", "web-1-a", "p1", "ReplicaSet", "web-1", "r1")));
     ASSERT_OK((*pods)->Add(obj("v1", "Pod", "web-1-b", "p2", "ReplicaSet", "web-1", "r1")));
     ASSERT_OK((*pods)->Add(obj("v1", "Pod", "orphan", "p3", "ReplicaSet", "gone", "r9")));
-    ASSERT_OK((*c)->SetResourceInfo("replicasets.apps",
-                                    {"apps", "v1", "replicasets", "ReplicaSet", true}));
+    ASSERT_OK((*c)->SetResourceInfo(
+        "replicasets.apps",
+        kcache::ResourceInfo(
+            {.group = "apps", .version = "v1", .resource = "replicasets", .kind = "ReplicaSet"})));
   }
   Result from_pod = Kcache("tree pod web-1-a --cache " + cache);
   ASSERT_EQ(from_pod.exit_code, 0) << from_pod.output;
@@ -1155,7 +1157,8 @@ TEST(KcacheToolTest, GetAllExpandsTheRecordedCategoryInDiscoveryOrder) {
           {"batch", "jobs", "Job", true},
       };
       for (const Row& row : rows) {
-        kcache::ResourceInfo info{row.group, "v1", row.resource, row.kind, true};
+        kcache::ResourceInfo info(
+            {.group = row.group, .version = "v1", .resource = row.resource, .kind = row.kind});
         if (recorded && row.all) info.categories = {"all"};
         const std::string keyspace = row.resource + (row.group.empty() ? "" : "." + row.group);
         ASSERT_OK((*cache)->SetResourceInfo(keyspace, info));
@@ -1215,7 +1218,7 @@ TEST(KcacheToolTest, SyncRecordsItsSelectionAndAnotherOneListsAgain) {
   {
     auto c = kcache::Cache::Open(cache);
     ASSERT_OK(c);
-    kcache::ResourceInfo info{"", "v1", "pods", "Pod", true};
+    kcache::ResourceInfo info({.version = "v1", .resource = "pods", .kind = "Pod"});
     info.selection = kcache::ResourceSelection{"", "app=x", ""};
     ASSERT_OK((*c)->SetResourceInfo("pods#mine", info));
     auto ks = (*c)->OpenKeyspace("pods#mine");

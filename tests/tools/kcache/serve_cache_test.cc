@@ -99,7 +99,7 @@ class ServeCacheTest : public ::testing::Test {
     ASSERT_OK(pods_->Commit(txn, nullptr));
     auto secrets = cache_->OpenKeyspace("secrets");
     ASSERT_OK(secrets);
-    ResourceInfo info{.version = "v1", .resource = "secrets", .kind = "Secret"};
+    ResourceInfo info({.version = "v1", .resource = "secrets", .kind = "Secret"});
     ASSERT_OK(cache_->SetResourceInfo("secrets", info));
     ASSERT_OK((*secrets)->Add(
         Object::Parse(

@@ -89,7 +89,7 @@ PathKind ParseTarget(const std::vector<ResourceType>& types, const std::string& 
   return PathKind::kResource;
 }
 
-std::optional<Reply> ParseQuery(const http::Request& req, const Target& t, Query* q) {
+std::optional<Reply> ParseQuery(const serve::http::Request& req, const Target& t, Query* q) {
   q->watch = t.legacy_watch || ParseBool(req.Query("watch").value_or("false"));
   q->rv = req.Query("resourceVersion");
   q->rv_match = req.Query("resourceVersionMatch").value_or("");

@@ -62,7 +62,7 @@ PathKind ParseTarget(const std::vector<ResourceType>& types, const std::string& 
 // Reads the list and watch parameters of `req` for `t` into `q`; a 400
 // BadRequest (as the apiserver words it) for a bad limit, timeout or
 // selector.
-std::optional<Reply> ParseQuery(const http::Request& req, const Target& t, Query* q);
+std::optional<Reply> ParseQuery(const serve::http::Request& req, const Target& t, Query* q);
 
 // The list (watch) options the apiserver refuses, with its answer.
 std::optional<Reply> CheckListOptions(const Query& q);

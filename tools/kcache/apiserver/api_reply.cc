@@ -43,9 +43,9 @@ std::string DetailsOf(const Reply& r) {
 
 }  // namespace
 
-void SendReply(http::ResponseWriter& w, const Reply& r) {
-  http::Headers headers = {{"Content-Type", "application/json"},
-                           {"Cache-Control", "no-cache, private"}};
+void SendReply(serve::http::ResponseWriter& w, const Reply& r) {
+  serve::http::Headers headers = {{"Content-Type", "application/json"},
+                                  {"Cache-Control", "no-cache, private"}};
   if (r.retry_after > 0) headers.emplace_back("Retry-After", std::to_string(r.retry_after));
   w.Send(r.code, headers, StatusJson(r.code, r.reason, r.message, DetailsOf(r)));
 }
@@ -69,7 +69,7 @@ Reply TooLargeResourceVersion(std::string_view rv, std::string_view current) {
           d.dump(), 1};
 }
 
-void SendContinueExpired(http::ResponseWriter& w, const std::string& recovery_token) {
+void SendContinueExpired(serve::http::ResponseWriter& w, const std::string& recovery_token) {
   w.Send(410, {{"Content-Type", "application/json"}},
          StatusJson(410, "Expired",
                     "The provided continue parameter is too old to display a consistent list "
@@ -81,7 +81,7 @@ void SendContinueExpired(http::ResponseWriter& w, const std::string& recovery_to
                     "", recovery_token));
 }
 
-void SendNotFoundPage(http::ResponseWriter& w) {
+void SendNotFoundPage(serve::http::ResponseWriter& w) {
   w.Send(404,
          {{"Content-Type", "text/plain; charset=utf-8"}, {"X-Content-Type-Options", "nosniff"}},
          kNotFoundPage);
@@ -150,7 +150,7 @@ std::string ErrorEvent(const Reply& r) {
          "}\n";
 }
 
-bool WriteBody(http::ResponseWriter& w, const std::vector<std::string_view>& pieces,
+bool WriteBody(serve::http::ResponseWriter& w, const std::vector<std::string_view>& pieces,
                size_t per_chunk, std::optional<size_t> stop_after) {
   size_t budget = stop_after.value_or(SIZE_MAX);
   for (size_t i = 0; i < pieces.size(); i += per_chunk) {
@@ -173,7 +173,7 @@ bool WriteBody(http::ResponseWriter& w, const std::vector<std::string_view>& pie
   return true;
 }
 
-void Stall(http::ResponseWriter& w) {
+void Stall(serve::http::ResponseWriter& w) {
   while (!w.PeerGone()) {
     exec::SleepUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(50), {});
   }

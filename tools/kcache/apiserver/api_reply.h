@@ -48,9 +48,9 @@ std::string StatusJson(int code, std::string_view reason, std::string_view messa
                        const std::string& continue_token = "");
 
 // Sends `r` as a Status (with Retry-After when it has one).
-void SendReply(http::ResponseWriter& w, const Reply& r);
+void SendReply(serve::http::ResponseWriter& w, const Reply& r);
 // The apiserver's plain-text 404 for paths it does not serve.
-void SendNotFoundPage(http::ResponseWriter& w);
+void SendNotFoundPage(serve::http::ResponseWriter& w);
 
 // 404 NotFound for object `name` of type `t`.
 Reply NotFound(const ResourceType& t, const std::string& name);
@@ -79,7 +79,7 @@ Reply ListTooOld();
 Reply TooLargeResourceVersion(std::string_view rv, std::string_view current);
 // 410 for a continue token from before the history, carrying the token that
 // continues the list from now.
-void SendContinueExpired(http::ResponseWriter& w, const std::string& recovery_token);
+void SendContinueExpired(serve::http::ResponseWriter& w, const std::string& recovery_token);
 
 // `json` with metadata.resourceVersion set to `rv`.
 std::string Restamp(std::string_view json, uint64_t rv);
@@ -91,11 +91,11 @@ std::string ErrorEvent(const Reply& r);
 // Sends `pieces` as chunks of up to `per_chunk` pieces; with `stop_after`,
 // sends only that many bytes and returns false (the caller cuts or stalls).
 // False also when the peer is gone.
-bool WriteBody(http::ResponseWriter& w, const std::vector<std::string_view>& pieces,
+bool WriteBody(serve::http::ResponseWriter& w, const std::vector<std::string_view>& pieces,
                size_t per_chunk, std::optional<size_t> stop_after = std::nullopt);
 // Holds the connection open without sending until the client leaves or
 // the server stops.
-void Stall(http::ResponseWriter& w);
+void Stall(serve::http::ResponseWriter& w);
 
 }  // namespace kcache::serve
 

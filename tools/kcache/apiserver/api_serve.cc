@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 // many bytes, whatever the size of the type.
 constexpr size_t kFlushBytes = size_t{1} << 20;
 
-const http::Headers kJson = {{"Content-Type", "application/json"}};
+const serve::http::Headers kJson = {{"Content-Type", "application/json"}};
 
 // Pieces of a body to send, and what keeps them alive until they are sent.
 class Body {
@@ -117,7 +117,7 @@ const char* FaultName(BodyFault fault) {
 }
 
 // Sends a list that has all its objects in `body`, with the call's fault.
-void SendListBody(const Body& body, const ListCall& call, http::ResponseWriter& w) {
+void SendListBody(const Body& body, const ListCall& call, serve::http::ResponseWriter& w) {
   if (!w.Begin(200, kJson)) return;
   const BodyFault fault = call.fault;
   if (fault == BodyFault::kNone) {
@@ -173,7 +173,7 @@ ObjectPtr Shown(const ObjectPtr& o, bool drop) {
 }
 
 size_t ServeList(ApiSource& source, const Target& t, const Query& q, const ListCall& call,
-                 http::ResponseWriter& w) {
+                 serve::http::ResponseWriter& w) {
   ListRequest request;
   if (std::optional<Reply> bad = PlanList(q, &request.plan)) return SendReply(w, *bad), 0;
   const ListPlan& plan = request.plan;
@@ -259,7 +259,7 @@ namespace {
 class WatchStream {
  public:
   WatchStream(ApiSource& source, const Target& t, const Query& q, const WatchCall& call,
-              http::ResponseWriter& w)
+              serve::http::ResponseWriter& w)
       : source_(source), t_(t), q_(q), call_(call), w_(w), selected_(Selection(t, q)) {}
 
   // The objects `pos` holds as ADDED events (and the bookmark that ends
@@ -282,7 +282,7 @@ class WatchStream {
   const Target& t_;
   const Query& q_;
   const WatchCall& call_;
-  http::ResponseWriter& w_;
+  serve::http::ResponseWriter& w_;
   const std::function<bool(const Object&)> selected_;
   bool columns_ = true;  // a Table's columns come with the first event only
   Body body_;
@@ -426,7 +426,7 @@ void WatchStream::Follow(uint64_t pos, Clock::time_point deadline) {
 }  // namespace
 
 void ServeWatch(ApiSource& source, const Target& t, const Query& q, const WatchCall& call,
-                http::ResponseWriter& w) {
+                serve::http::ResponseWriter& w) {
   std::optional<uint64_t> from;
   if (std::optional<Reply> bad = PlanWatch(q, &from)) return SendReply(w, *bad);
   const auto deadline = Clock::now() + (q.timeout_seconds && *q.timeout_seconds > 0

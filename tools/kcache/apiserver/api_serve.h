@@ -63,7 +63,7 @@ struct ListCall {
 // Answers a LIST of `t` with `q` from `source`; returns how many objects it
 // sent.
 size_t ServeList(ApiSource& source, const Target& t, const Query& q, const ListCall& call,
-                 http::ResponseWriter& w);
+                 serve::http::ResponseWriter& w);
 
 struct WatchCall {
   // How often a quiet watch that allows bookmarks gets one.
@@ -83,7 +83,7 @@ struct WatchCall {
 // Answers a WATCH of `t` with `q` from `source`, until its timeout, the
 // client leaves or the source stops.
 void ServeWatch(ApiSource& source, const Target& t, const Query& q, const WatchCall& call,
-                http::ResponseWriter& w);
+                serve::http::ResponseWriter& w);
 
 }  // namespace kcache::serve
 

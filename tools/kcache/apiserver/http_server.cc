@@ -29,7 +29,7 @@
 
 #include "exec/poller.h"
 
-namespace kcache::http {
+namespace kcache::serve::http {
 namespace {
 
 constexpr size_t kMaxHeaderBytes = 64 << 10;
@@ -806,4 +806,4 @@ void Server::Serve(Connection* conn) {
   conn->done = true;
 }
 
-}  // namespace kcache::http
+}  // namespace kcache::serve::http

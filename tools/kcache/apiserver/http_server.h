@@ -37,7 +37,7 @@
 struct ssl_st;
 struct ssl_ctx_st;
 
-namespace kcache::http {
+namespace kcache::serve::http {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -219,6 +219,6 @@ std::string PercentDecode(std::string_view s, bool plus_is_space);
 // The standard reason phrase of an HTTP status code ("Not Found").
 std::string_view ReasonPhrase(int status);
 
-}  // namespace kcache::http
+}  // namespace kcache::serve::http
 
 #endif  // KCACHE_TOOLS_KCACHE_APISERVER_HTTP_SERVER_H_

@@ -11,22 +11,17 @@
 #include <string_view>
 #include <vector>
 
+#include "kcache/api_resource.h"
+
 namespace kcache::serve {
 
-struct ResourceType {
-  std::string group;     // "" for the core group
-  std::string version;   // "v1"
-  std::string resource;  // plural, "pods"
-  std::string singular;  // "pod"
-  std::string kind;      // "Pod"
-  bool namespaced = true;
-  std::vector<std::string> short_names;
-  std::vector<std::string> categories;  // "all"
+// A resource type as discovery reports it, and the fields its field
+// selectors accept.
+struct ResourceType : ApiResource {
   // Accepted by field selectors besides metadata.name (and
   // metadata.namespace for namespaced types).
   std::vector<std::string> fields;
 
-  std::string api_version() const { return group.empty() ? version : group + "/" + version; }
   std::string group_version_path() const {
     return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
   }

@@ -27,7 +27,7 @@ std::string TableVersion(const std::string& accept) {
   return "";
 }
 
-std::optional<Reply> ParseOutput(const http::Request& req, Output* out) {
+std::optional<Reply> ParseOutput(const serve::http::Request& req, Output* out) {
   out->table_version = TableVersion(req.Header("Accept"));
   out->drop_managed_fields = AcceptDropsManagedFields(req.Header("Accept"));
   out->include_object = req.Query("includeObject").value_or("Metadata");
@@ -86,9 +86,9 @@ std::string TableRows::Row(const Object& o) const {
   return row.dump();
 }
 
-void SendObject(http::ResponseWriter& w, const ObjectPtr& o, const tool::TableSpec* spec,
+void SendObject(serve::http::ResponseWriter& w, const ObjectPtr& o, const tool::TableSpec* spec,
                 const Output& out) {
-  const http::Headers json = {{"Content-Type", "application/json"}};
+  const serve::http::Headers json = {{"Content-Type", "application/json"}};
   if (!out.tables()) return (void)w.Send(200, json, Shown(o, out.drop_managed_fields)->json());
   TableRows rows(spec, out);
   w.Send(200, json,

@@ -33,7 +33,7 @@ struct Output {
 
 // Reads `req`'s Accept header and includeObject; a 400 for an includeObject
 // kube-apiserver does not know.
-std::optional<Reply> ParseOutput(const http::Request& req, Output* out);
+std::optional<Reply> ParseOutput(const serve::http::Request& req, Output* out);
 
 // Table rows of one resource, as one request asks for them. `spec` null:
 // rows without cells (a resource whose printer is unknown).
@@ -52,7 +52,7 @@ class TableRows : public TableWriter {
 };
 
 // A GET's answer: `o` itself, or its one-row Table.
-void SendObject(http::ResponseWriter& w, const ObjectPtr& o, const tool::TableSpec* spec,
+void SendObject(serve::http::ResponseWriter& w, const ObjectPtr& o, const tool::TableSpec* spec,
                 const Output& out);
 
 }  // namespace kcache::serve

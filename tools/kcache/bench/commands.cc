@@ -35,13 +35,13 @@ int RunBench(const Command& self, const std::vector<std::string>& args,
 }
 
 int Demo(const Command& self, const std::vector<std::string>& args) {
-  return RunBench<demo::DemoOptions>(
+  return RunBench<bench::demo::DemoOptions>(
       self, args,
-      [](FlagSet& f, demo::DemoOptions* o) {
+      [](FlagSet& f, bench::demo::DemoOptions* o) {
         f.Int("pods", '\0', &o->pods, "pods in the synthetic cluster");
         f.Int("namespaces", '\0', &o->namespaces, "namespaces they are spread over");
       },
-      demo::RunDemo);
+      bench::demo::RunDemo);
 }
 
 int Decode(const Command& self, const std::vector<std::string>& args) {

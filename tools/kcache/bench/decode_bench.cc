@@ -167,7 +167,8 @@ Status RunDecodeBench(const DecodeBenchOptions& options, std::ostream& out) {
   std::vector<std::string> docs;
   size_t bytes = 0;
   for (int i = 0; i < options.objects; ++i) {
-    docs.push_back(synth::PodJson({}, static_cast<uint64_t>(i), 1000 + static_cast<uint64_t>(i)));
+    docs.push_back(
+        serve::synth::PodJson({}, static_cast<uint64_t>(i), 1000 + static_cast<uint64_t>(i)));
     bytes += docs.back().size();
   }
   // Every method must accept every document before anything is timed.

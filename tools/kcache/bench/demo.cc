@@ -16,7 +16,7 @@
 #include "tools/kcache/scratch_dir.h"
 #include "tools/kcache/testcluster/pods.h"
 
-namespace kcache::demo {
+namespace kcache::bench::demo {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -35,14 +35,14 @@ StatusOr<std::vector<std::string>> ByApp(const Object& o) {
 // added at each later generation.
 StatusOr<std::vector<ObjectPtr>> Cluster(const DemoOptions& o, int generation, size_t* json_bytes,
                                          size_t* stored_bytes) {
-  synth::PodOptions po{.seed = 7, .namespaces = o.namespaces};
+  serve::synth::PodOptions po{.seed = 7, .namespaces = o.namespaces};
   std::vector<ObjectPtr> pods;
   int total = o.pods + generation * (o.pods / 100);  // 1% new pods per generation
   for (int i = 0; i < total; ++i) {
     if (generation > 0 && i % 97 == 0) continue;  // deleted since
     uint64_t rv = 1000 + static_cast<uint64_t>(i);
     if (generation > 0 && i % 31 == 0) rv += 1000000;  // changed since
-    std::string json = synth::PodJson(po, static_cast<uint64_t>(i), rv);
+    std::string json = serve::synth::PodJson(po, static_cast<uint64_t>(i), rv);
     if (json_bytes) *json_bytes += json.size();
     KCACHE_ASSIGN_OR_RETURN(ObjectPtr pod,
                             Object::Parse(std::move(json), {.drop_managed_fields = true}));
@@ -166,4 +166,4 @@ Status RunDemo(const DemoOptions& o, std::ostream& out) {
   return Status::OK();
 }
 
-}  // namespace kcache::demo
+}  // namespace kcache::bench::demo

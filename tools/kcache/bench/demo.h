@@ -11,7 +11,7 @@
 
 #include "kcache/status.h"
 
-namespace kcache::demo {
+namespace kcache::bench::demo {
 
 struct DemoOptions {
   // Pods in the synthetic cluster. Default: 20000.
@@ -22,6 +22,6 @@ struct DemoOptions {
 
 Status RunDemo(const DemoOptions& options, std::ostream& out);
 
-}  // namespace kcache::demo
+}  // namespace kcache::bench::demo
 
 #endif  // KCACHE_TOOLS_KCACHE_BENCH_DEMO_H_

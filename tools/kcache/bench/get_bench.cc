@@ -101,7 +101,7 @@ Status RunGetBench(const GetBenchOptions& o, std::ostream& out) {
   out << line;
   std::vector<std::vector<double>> rss(forms.size());
   int loaded = 0;
-  synth::PodOptions po{.seed = 7, .namespaces = 10};
+  serve::synth::PodOptions po{.seed = 7, .namespaces = 10};
   for (int size : o.sizes) {
     {
       // Pods in commits of 1,000, as a sync writes them.
@@ -115,7 +115,8 @@ Status RunGetBench(const GetBenchOptions& o, std::ostream& out) {
       for (; loaded < size; loaded += 1000) {
         Transaction txn;
         for (int i = loaded; i < std::min(size, loaded + 1000); ++i) {
-          KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(synth::PodJson(po, i, 1000 + i)));
+          KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj,
+                                  Object::Parse(serve::synth::PodJson(po, i, 1000 + i)));
           txn.Add(std::move(obj));
         }
         KCACHE_RETURN_IF_ERROR(pods->Commit(txn, nullptr));

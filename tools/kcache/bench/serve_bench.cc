@@ -90,18 +90,19 @@ Read Loopback(size_t bytes) {
 
 // kcache's HTTP server answering every request with `bytes` bytes from
 // memory, chunked in 1 MiB writes, as a LIST is sent.
-StatusOr<std::unique_ptr<http::Server>> StaticServer() {
-  return http::Server::Start("127.0.0.1:0", [](const http::Request& req, http::ResponseWriter& w) {
-    static const std::string block(1 << 20, 'x');
-    const size_t bytes = std::stoull(req.Query("bytes").value_or("0"));
-    if (!w.Begin(200, {{"Content-Type", "application/json"}})) return;
-    for (size_t sent = 0; sent < bytes; sent += block.size()) {
-      if (!w.Write(std::string_view(block).substr(0, std::min(block.size(), bytes - sent)))) {
-        return;
-      }
-    }
-    w.End();
-  });
+StatusOr<std::unique_ptr<serve::http::Server>> StaticServer() {
+  return serve::http::Server::Start(
+      "127.0.0.1:0", [](const serve::http::Request& req, serve::http::ResponseWriter& w) {
+        static const std::string block(1 << 20, 'x');
+        const size_t bytes = std::stoull(req.Query("bytes").value_or("0"));
+        if (!w.Begin(200, {{"Content-Type", "application/json"}})) return;
+        for (size_t sent = 0; sent < bytes; sent += block.size()) {
+          if (!w.Write(std::string_view(block).substr(0, std::min(block.size(), bytes - sent)))) {
+            return;
+          }
+        }
+        w.End();
+      });
 }
 
 int PortOf(const std::string& host_port) {
@@ -144,7 +145,7 @@ Status RunServeBench(const ServeBenchOptions& o, std::ostream& out) {
       " HTTP/1.1\r\nHost: bench\r\n\r\n";
   std::vector<double> loop_rate, list_rate, watch_rate, own_rate, peer_rate;
   size_t list_bytes = 0, watch_bytes = 0;
-  std::unique_ptr<http::Server> own;
+  std::unique_ptr<serve::http::Server> own;
   if (!o.http_peer.empty()) {
     KCACHE_ASSIGN_OR_RETURN(own, StaticServer());
   }

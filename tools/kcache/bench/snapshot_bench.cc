@@ -72,12 +72,13 @@ Status LoadCache(const SnapshotBenchOptions& o, const std::string& cache_dir, st
   auto start = Clock::now();
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Cache> cache, Cache::Open(cache_dir));
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> pods, cache->OpenKeyspace("pods"));
-  KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo("pods", {"", "v1", "pods", "Pod", true}));
-  synth::PodOptions po{.seed = 3, .namespaces = 10};
+  KCACHE_RETURN_IF_ERROR(cache->SetResourceInfo(
+      "pods", ResourceInfo({.version = "v1", .resource = "pods", .kind = "Pod"})));
+  serve::synth::PodOptions po{.seed = 3, .namespaces = 10};
   for (int first = 0; first < o.objects; first += 1000) {
     Transaction txn;
     for (int i = first; i < std::min(o.objects, first + 1000); ++i) {
-      KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(synth::PodJson(po, i, 1000 + i)));
+      KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(serve::synth::PodJson(po, i, 1000 + i)));
       txn.Add(std::move(obj));
     }
     KCACHE_RETURN_IF_ERROR(pods->Commit(txn, nullptr));
@@ -160,9 +161,9 @@ Status TimeFirstGet(const SnapshotBenchOptions& o, const std::string& cache_dir,
   // An object from the middle of the cache, as a user would name it.
   std::string ns, name;
   {
-    synth::PodOptions po{.seed = 3, .namespaces = 10};
-    KCACHE_ASSIGN_OR_RETURN(
-        ObjectPtr obj, Object::Parse(synth::PodJson(po, static_cast<uint64_t>(o.objects / 2), 1)));
+    serve::synth::PodOptions po{.seed = 3, .namespaces = 10};
+    KCACHE_ASSIGN_OR_RETURN(ObjectPtr obj, Object::Parse(serve::synth::PodJson(
+                                               po, static_cast<uint64_t>(o.objects / 2), 1)));
     ns = obj->namespace_();
     name = obj->name();
   }

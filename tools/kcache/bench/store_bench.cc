@@ -27,9 +27,10 @@ namespace {
 std::vector<std::string> Batch(int first, int n) {
   std::vector<std::string> out;
   out.reserve(static_cast<size_t>(n));
-  synth::PodOptions po{.seed = 3, .namespaces = 10};
+  serve::synth::PodOptions po{.seed = 3, .namespaces = 10};
   for (int i = first; i < first + n; ++i) {
-    out.push_back(synth::PodJson(po, static_cast<uint64_t>(i), 1000 + static_cast<uint64_t>(i)));
+    out.push_back(
+        serve::synth::PodJson(po, static_cast<uint64_t>(i), 1000 + static_cast<uint64_t>(i)));
   }
   return out;
 }
@@ -79,13 +80,13 @@ Status RunWatchEvents(const StoreBenchOptions& o, CacheOptions copts, const std:
     }
     const uint64_t list_rv = 1000 + static_cast<uint64_t>(pods);
     KCACHE_RETURN_IF_ERROR(store->Replace(std::move(listed), std::to_string(list_rv)).status());
-    synth::PodOptions po{.seed = 3, .namespaces = 10};
+    serve::synth::PodOptions po{.seed = 3, .namespaces = 10};
     double seconds = 0;
     for (int first = 0; first < events; first += kPerCommit) {
       std::vector<std::string> docs;
       for (int i = first; i < std::min(events, first + kPerCommit); ++i) {
-        docs.push_back(synth::PodJson(po, static_cast<uint64_t>(i % pods),
-                                      list_rv + 1 + static_cast<uint64_t>(i)));
+        docs.push_back(serve::synth::PodJson(po, static_cast<uint64_t>(i % pods),
+                                             list_rv + 1 + static_cast<uint64_t>(i)));
       }
       auto start = Clock::now();
       Transaction txn;

@@ -108,12 +108,7 @@ Api::Api(ClusterState* state, ApiOptions options)
   // kube-apiserver's printers for the built-in types; a custom resource
   // without printer columns gets Name and Age.
   for (const ResourceType& rt : state_->types()) {
-    ResourceInfo info;
-    info.group = rt.group;
-    info.version = rt.version;
-    info.resource = rt.resource;
-    info.kind = rt.kind;
-    info.namespaced = rt.namespaced;
+    ResourceInfo info(rt);
     info.custom = !BuiltInGroup(rt.group);
     StatusOr<tool::TableSpec> spec = tool::TableSpec::For(info);
     tables_.push_back(spec.ok() ? std::optional<tool::TableSpec>(*std::move(spec)) : std::nullopt);
@@ -219,9 +214,9 @@ std::string Api::Metrics() const {
   return out;
 }
 
-void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
+void Api::Handle(const serve::http::Request& req, serve::http::ResponseWriter& w) {
   const std::string& path = req.path;
-  const http::Headers json = {{"Content-Type", "application/json"}};
+  const serve::http::Headers json = {{"Content-Type", "application/json"}};
   if (req.method == "GET") {
     if (path == "/api" || path == "/api/")
       return (void)w.Send(200, json, ApiVersionsJson(address_));
@@ -259,7 +254,8 @@ void Api::Handle(const http::Request& req, http::ResponseWriter& w) {
   HandleResource(req, t, w);
 }
 
-void Api::HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w) {
+void Api::HandleResource(const serve::http::Request& req, const Target& t,
+                         serve::http::ResponseWriter& w) {
   const uint64_t n = ++requests_;
   const bool watch =
       req.method == "GET" && (t.legacy_watch || ParseBool(req.Query("watch").value_or("false")));
@@ -296,7 +292,7 @@ void Api::HandleResource(const http::Request& req, const Target& t, http::Respon
                 "the server does not allow this method on the requested resource", ""});
 }
 
-bool Api::InjectRequestFault(uint64_t n, bool watch, http::ResponseWriter& w) {
+bool Api::InjectRequestFault(uint64_t n, bool watch, serve::http::ResponseWriter& w) {
   const Faults& f = options_.faults;
   if (f.slow_bytes_per_second > 0) w.SetRateLimit(f.slow_bytes_per_second);
   if (f.throttle.Contains(n)) {
@@ -328,7 +324,7 @@ BodyFault BodyFaultOf(const Faults& f, uint64_t n, bool watch) {
 }  // namespace
 
 void Api::List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
-               const TableWriter* tables, http::ResponseWriter& w) {
+               const TableWriter* tables, serve::http::ResponseWriter& w) {
   if (options_.faults.expire.Contains(n)) {
     NoteFault("expire");
     return SendReply(w, ListTooOld());
@@ -344,7 +340,7 @@ void Api::List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fi
 }
 
 void Api::Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
-                const TableWriter* tables, http::ResponseWriter& w) {
+                const TableWriter* tables, serve::http::ResponseWriter& w) {
   if (q.send_initial_events.value_or(false)) {
     std::lock_guard<std::mutex> lock(mu_);
     ++watch_lists_[t.rt->resource];
@@ -371,7 +367,7 @@ void Api::Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_f
   ServeWatch(source_, t, q, call, w);
 }
 
-void Api::Get(const Target& t, const Output& out, http::ResponseWriter& w) {
+void Api::Get(const Target& t, const Output& out, serve::http::ResponseWriter& w) {
   StoredPtr o = state_->Get(t.type, StateKey(*t.rt, t.namespace_, t.name));
   if (!o) return SendReply(w, NotFound(*t.rt, t.name));
   SendObject(w, o->object, TableOf(t.type), out);
@@ -385,7 +381,7 @@ Reply Internal(const Status& st) {
 
 // The answer to a write: the reply its check made, or the server's error,
 // or the stored object with `code`.
-void SendWritten(http::ResponseWriter& w, const std::optional<Reply>& reply,
+void SendWritten(serve::http::ResponseWriter& w, const std::optional<Reply>& reply,
                  const StatusOr<StoredPtr>& stored, int code) {
   if (reply) return SendReply(w, *reply);
   if (!stored.ok()) return SendReply(w, Internal(stored.status()));
@@ -416,7 +412,7 @@ const char kModified[] =
 
 // Parses a create or update body and checks what the URL fixes: kind,
 // apiVersion, namespace (and name, for an update).
-std::optional<Reply> ParseBody(const http::Request& req, const ResourceType& rt,
+std::optional<Reply> ParseBody(const serve::http::Request& req, const ResourceType& rt,
                                const std::string& namespace_, ojson* out) {
   const std::string type = req.Header("Content-Type");
   ojson j;
@@ -504,7 +500,7 @@ void DefaultNamespace(ojson& j) {
 
 }  // namespace
 
-void Api::Create(const http::Request& req, const Target& t, http::ResponseWriter& w) {
+void Api::Create(const serve::http::Request& req, const Target& t, serve::http::ResponseWriter& w) {
   ojson j;
   if (auto err = ParseBody(req, *t.rt, t.namespace_, &j)) return SendReply(w, *err);
   ojson& meta = j["metadata"];
@@ -549,7 +545,7 @@ void Api::Create(const http::Request& req, const Target& t, http::ResponseWriter
   SendWritten(w, reply, stored, 201);
 }
 
-void Api::Update(const http::Request& req, const Target& t, http::ResponseWriter& w) {
+void Api::Update(const serve::http::Request& req, const Target& t, serve::http::ResponseWriter& w) {
   ojson j;
   if (auto err = ParseBody(req, *t.rt, t.namespace_, &j)) return SendReply(w, *err);
   std::string name = j["metadata"].value("name", "");
@@ -589,7 +585,7 @@ void Api::Update(const http::Request& req, const Target& t, http::ResponseWriter
   SendWritten(w, reply, stored, 200);
 }
 
-void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter& w) {
+void Api::Delete(const serve::http::Request& req, const Target& t, serve::http::ResponseWriter& w) {
   std::string want_uid, want_rv;
   if (!req.body.empty()) {
     ojson opts = ojson::parse(req.body, nullptr, false);
@@ -639,7 +635,7 @@ void Api::Delete(const http::Request& req, const Target& t, http::ResponseWriter
 // configuration as a strategic merge patch would; it keeps no field
 // ownership (no managedFields, no conflicts, and fields a manager stops
 // applying stay): docs/serve.md.
-void Api::Patch(const http::Request& req, const Target& t, http::ResponseWriter& w) {
+void Api::Patch(const serve::http::Request& req, const Target& t, serve::http::ResponseWriter& w) {
   const std::string type = req.Header("Content-Type");
   const bool builtin = BuiltInGroup(t.rt->group);
   const bool merge = type.starts_with("application/merge-patch+json");

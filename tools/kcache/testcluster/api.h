@@ -48,7 +48,7 @@ class Api {
  public:
   Api(ClusterState* state, ApiOptions options);
 
-  void Handle(const http::Request& req, http::ResponseWriter& w);
+  void Handle(const serve::http::Request& req, serve::http::ResponseWriter& w);
 
   // "HOST:PORT" reported by /api.
   void set_address(std::string address) { address_ = std::move(address); }
@@ -59,19 +59,20 @@ class Api {
  private:
   // Routing leads to a resource's verbs: list and watch (the front end of
   // api_serve.h, with request `n`'s faults), get, create, update, delete.
-  void HandleResource(const http::Request& req, const Target& t, http::ResponseWriter& w);
+  void HandleResource(const serve::http::Request& req, const Target& t,
+                      serve::http::ResponseWriter& w);
   // `drop_managed_fields`: the request's Accept asked for objects without
   // metadata.managedFields.
   // `tables`: rows of a Table, not objects (null: objects).
   void List(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
-            const TableWriter* tables, http::ResponseWriter& w);
+            const TableWriter* tables, serve::http::ResponseWriter& w);
   void Watch(const Target& t, const Query& q, uint64_t n, bool drop_managed_fields,
-             const TableWriter* tables, http::ResponseWriter& w);
-  void Get(const Target& t, const Output& out, http::ResponseWriter& w);
-  void Create(const http::Request& req, const Target& t, http::ResponseWriter& w);
-  void Update(const http::Request& req, const Target& t, http::ResponseWriter& w);
-  void Delete(const http::Request& req, const Target& t, http::ResponseWriter& w);
-  void Patch(const http::Request& req, const Target& t, http::ResponseWriter& w);
+             const TableWriter* tables, serve::http::ResponseWriter& w);
+  void Get(const Target& t, const Output& out, serve::http::ResponseWriter& w);
+  void Create(const serve::http::Request& req, const Target& t, serve::http::ResponseWriter& w);
+  void Update(const serve::http::Request& req, const Target& t, serve::http::ResponseWriter& w);
+  void Delete(const serve::http::Request& req, const Target& t, serve::http::ResponseWriter& w);
+  void Patch(const serve::http::Request& req, const Target& t, serve::http::ResponseWriter& w);
   // The printer of type `type`; null if none could be made.
   const tool::TableSpec* TableOf(int type) const;
   // GET /openapi/v3 and /openapi/v3/GROUP-VERSION (nullopt: no such one).
@@ -81,7 +82,7 @@ class Api {
   void NoteFault(const char* kind);
   // Throttles, slows or fails request `n` as the faults say; true if it
   // answered the request.
-  bool InjectRequestFault(uint64_t n, bool watch, http::ResponseWriter& w);
+  bool InjectRequestFault(uint64_t n, bool watch, serve::http::ResponseWriter& w);
 
   ClusterState* const state_;
   StateSource source_;

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string_view>
 
-namespace kcache::synth {
+namespace kcache::serve::synth {
 namespace {
 
 // SplitMix64: a small, good, seedable generator.
@@ -170,4 +170,4 @@ std::string PadJson(std::string json, size_t bytes) {
   return json;
 }
 
-}  // namespace kcache::synth
+}  // namespace kcache::serve::synth

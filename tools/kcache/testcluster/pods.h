@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace kcache::synth {
+namespace kcache::serve::synth {
 
 struct PodOptions {
   uint64_t seed = 1;
@@ -41,6 +41,6 @@ std::string WidgetJson(const PodOptions& options, uint64_t app_index, uint64_t r
 // filler annotation; unchanged if it is already that large.
 std::string PadJson(std::string json, size_t bytes);
 
-}  // namespace kcache::synth
+}  // namespace kcache::serve::synth
 
 #endif  // KCACHE_TOOLS_KCACHE_TESTCLUSTER_PODS_H_

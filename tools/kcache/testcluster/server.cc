@@ -28,8 +28,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options) {
   s->api_ = std::make_unique<Api>(s->state_.get(), options.api);
   Api* api = s->api_.get();
   KCACHE_ASSIGN_OR_RETURN(
-      s->http_,
-      http::Server::Start(options.listen, [api](const http::Request& req, http::ResponseWriter& w) {
+      s->http_, serve::http::Server::Start(options.listen, [api](const serve::http::Request& req,
+                                                                 serve::http::ResponseWriter& w) {
         api->Handle(req, w);
       }));
   api->set_address(s->http_->url().substr(std::string_view("http://").size()));

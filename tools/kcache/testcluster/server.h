@@ -53,7 +53,7 @@ class Server {
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<Churn> churn_;
-  std::unique_ptr<http::Server> http_;
+  std::unique_ptr<serve::http::Server> http_;
 };
 
 // Runs a server until SIGINT or SIGTERM, reporting to `out`.

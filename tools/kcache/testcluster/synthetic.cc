@@ -13,8 +13,8 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-synth::PodOptions PodOptionsOf(const SyntheticOptions& o) {
-  synth::PodOptions p;
+serve::synth::PodOptions PodOptionsOf(const SyntheticOptions& o) {
+  serve::synth::PodOptions p;
   p.seed = o.seed;
   p.namespaces = static_cast<int>(std::max<int64_t>(1, o.namespaces));
   p.nodes = static_cast<int>(std::max<int64_t>(1, o.nodes));
@@ -43,7 +43,7 @@ std::string StampResourceVersion(std::string json, uint64_t rv) {
 }
 
 Status LoadSyntheticCluster(ClusterState& state, const SyntheticOptions& o) {
-  const synth::PodOptions p = PodOptionsOf(o);
+  const serve::synth::PodOptions p = PodOptionsOf(o);
   auto type = [&](const char* group, const char* resource) -> StatusOr<int> {
     int t = state.Find(group, resource);
     if (t < 0) return Status::Internal(std::string("the server has no type ") + resource);
@@ -59,19 +59,20 @@ Status LoadSyntheticCluster(ClusterState& state, const SyntheticOptions& o) {
   std::vector<std::string> names = {"default", "kube-system"};
   for (int i = 0; i < p.namespaces; ++i) names.push_back("ns-" + std::to_string(i));
   KCACHE_RETURN_IF_ERROR(state.Load(*ns, names.size(), [&](size_t i, uint64_t rv) {
-    return synth::NamespaceJson(p, names[i], rv);
+    return serve::synth::NamespaceJson(p, names[i], rv);
   }));
   KCACHE_RETURN_IF_ERROR(state.Load(
       *nodes, static_cast<size_t>(p.nodes),
-      [&](size_t i, uint64_t rv) { return synth::NodeJson(p, static_cast<int>(i), rv); }));
+      [&](size_t i, uint64_t rv) { return serve::synth::NodeJson(p, static_cast<int>(i), rv); }));
   const size_t pod_bytes = static_cast<size_t>(std::max<int64_t>(0, o.object_bytes));
   KCACHE_RETURN_IF_ERROR(state.Load(
-      *pods, static_cast<size_t>(std::max<int64_t>(0, o.pods)),
-      [&](size_t i, uint64_t rv) { return synth::PadJson(synth::PodJson(p, i, rv), pod_bytes); }));
+      *pods, static_cast<size_t>(std::max<int64_t>(0, o.pods)), [&](size_t i, uint64_t rv) {
+        return serve::synth::PadJson(serve::synth::PodJson(p, i, rv), pod_bytes);
+      }));
   const size_t apps =
       static_cast<size_t>((std::max<int64_t>(0, o.pods) + p.pods_per_app - 1) / p.pods_per_app);
   return state.Load(*widgets, apps,
-                    [&](size_t i, uint64_t rv) { return synth::WidgetJson(p, i, rv); });
+                    [&](size_t i, uint64_t rv) { return serve::synth::WidgetJson(p, i, rv); });
 }
 
 Churn::Churn(ClusterState* state, SyntheticOptions synthetic, ChurnOptions options)
@@ -132,13 +133,13 @@ void Churn::Run() {
 }
 
 bool Churn::Step(int kind) {
-  const synth::PodOptions& p = pod_options_;
+  const serve::synth::PodOptions& p = pod_options_;
   StatusOr<StoredPtr> result = StoredPtr();
   if (kind == kCreate) {
     const uint64_t index = next_index_++;
     std::string json =
-        synth::PadJson(synth::PodJson(p, index, 0),
-                       static_cast<size_t>(std::max<int64_t>(0, synthetic_.object_bytes)));
+        serve::synth::PadJson(serve::synth::PodJson(p, index, 0),
+                              static_cast<size_t>(std::max<int64_t>(0, synthetic_.object_bytes)));
     StatusOr<ObjectPtr> parsed = Object::Parse(json);
     if (!parsed.ok()) return false;
     std::string key = (*parsed)->namespace_() + "/" + (*parsed)->name();

@@ -60,7 +60,7 @@ class Churn {
 
   ClusterState* const state_;
   const SyntheticOptions synthetic_;
-  const synth::PodOptions pod_options_;
+  const serve::synth::PodOptions pod_options_;
   const ChurnOptions options_;
   int pods_ = -1;
   uint64_t rng_;

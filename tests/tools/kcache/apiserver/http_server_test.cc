@@ -22,7 +22,7 @@
 #include "testing/loopback.h"
 #include "testing/status_matchers.h"
 
-namespace kcache::http {
+namespace kcache::serve::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -226,4 +226,4 @@ TEST_P(HttpServerTest, ZeroLimitsAreRefused) {
 }
 
 }  // namespace
-}  // namespace kcache::http
+}  // namespace kcache::serve::http

@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "cache/backoff.h"
+#include "informer/backoff.h"
 #include "kcache/cache.h"
 #include "kcache/indexer.h"
 #include "testing/eventually.h"

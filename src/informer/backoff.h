@@ -7,8 +7,8 @@
 // cap ends the growth). It is back at `initial` when the previous delay was
 // asked for more than `reset_after` ago.
 
-#ifndef KCACHE_SRC_CACHE_BACKOFF_H_
-#define KCACHE_SRC_CACHE_BACKOFF_H_
+#ifndef KCACHE_SRC_INFORMER_BACKOFF_H_
+#define KCACHE_SRC_INFORMER_BACKOFF_H_
 
 #include <chrono>
 #include <memory>
@@ -46,4 +46,4 @@ class Backoff {
 
 }  // namespace kcache::informer
 
-#endif  // KCACHE_SRC_CACHE_BACKOFF_H_
+#endif  // KCACHE_SRC_INFORMER_BACKOFF_H_

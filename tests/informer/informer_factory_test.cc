@@ -108,7 +108,7 @@ TEST(InformerFactoryTest, WaitForCacheSyncNamesTheInformersNotSynced) {
   auto factory = f.NewFactory();
   ASSERT_OK(factory->ForResource("pods"));
   // A resource the server does not have: its informer never syncs.
-  ApiResource gizmos{{"", "v1", "gizmos"}, "Gizmo", "gizmo", true, {}, {"list", "watch"}};
+  ApiResource gizmos{"", "v1", "gizmos", "Gizmo", "gizmo", true, {}, {"list", "watch"}};
   ASSERT_OK(factory->ForResource(gizmos));
   ASSERT_OK(factory->Start());
   EXPECT_THAT(

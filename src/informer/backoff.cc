@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-#include "cache/backoff.h"
+#include "informer/backoff.h"
 
 #include <algorithm>
 

@@ -2,8 +2,8 @@
 
 // Watch events as store operations.
 
-#ifndef KCACHE_SRC_CACHE_EVENTS_H_
-#define KCACHE_SRC_CACHE_EVENTS_H_
+#ifndef KCACHE_SRC_INFORMER_EVENTS_H_
+#define KCACHE_SRC_INFORMER_EVENTS_H_
 
 #include "kcache/store.h"
 #include "kcache/watch.h"
@@ -30,4 +30,4 @@ inline void AppendToTransaction(WatchEvent event, Transaction* txn) {
 
 }  // namespace kcache::informer
 
-#endif  // KCACHE_SRC_CACHE_EVENTS_H_
+#endif  // KCACHE_SRC_INFORMER_EVENTS_H_

@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/read_ahead.h"
-#include "cache/reflector_impl.h"
-#include "cache/watch_errors.h"
+#include "informer/read_ahead.h"
+#include "informer/reflector_impl.h"
+#include "informer/watch_errors.h"
 #include "util/scope_guard.h"
 
 namespace kcache::informer {

@@ -12,10 +12,10 @@
 #include <mutex>
 #include <thread>
 
-#include "cache/events.h"
 #include "core/resource_version.h"
 #include "exec/fiber.h"
 #include "exec/thread_pool.h"
+#include "informer/events.h"
 
 namespace kcache {
 namespace {

@@ -6,8 +6,8 @@
 // reflector.cc runs the loop around them (resume, probe, watch, backoff).
 //
 // Thread-safety: as Reflector's; the members say which lock guards them.
-#ifndef KCACHE_SRC_CACHE_REFLECTOR_IMPL_H_
-#define KCACHE_SRC_CACHE_REFLECTOR_IMPL_H_
+#ifndef KCACHE_SRC_INFORMER_REFLECTOR_IMPL_H_
+#define KCACHE_SRC_INFORMER_REFLECTOR_IMPL_H_
 
 #include <atomic>
 #include <memory>
@@ -17,7 +17,7 @@
 #include <stop_token>
 #include <string>
 
-#include "cache/backoff.h"
+#include "informer/backoff.h"
 #include "kcache/clock.h"
 #include "kcache/reflector.h"
 
@@ -229,4 +229,4 @@ class ReflectorImpl final : public Reflector {
 
 }  // namespace kcache::informer
 
-#endif  // KCACHE_SRC_CACHE_REFLECTOR_IMPL_H_
+#endif  // KCACHE_SRC_INFORMER_REFLECTOR_IMPL_H_

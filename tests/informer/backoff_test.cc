@@ -2,7 +2,7 @@
 
 // cache/backoff.h with an injected clock: client-go's backoff managers.
 
-#include "cache/backoff.h"
+#include "informer/backoff.h"
 
 #include <gtest/gtest.h>
 

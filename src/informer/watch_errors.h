@@ -3,8 +3,8 @@
 // How a reflector reads a failed request: which failures it lists again
 // after, watches again after, retries for a while, or stops on.
 
-#ifndef KCACHE_SRC_CACHE_WATCH_ERRORS_H_
-#define KCACHE_SRC_CACHE_WATCH_ERRORS_H_
+#ifndef KCACHE_SRC_INFORMER_WATCH_ERRORS_H_
+#define KCACHE_SRC_INFORMER_WATCH_ERRORS_H_
 
 #include "client/http_error.h"
 #include "kcache/clock.h"
@@ -78,4 +78,4 @@ inline bool IsRefusedAsInvalid(const Status& st) {
 
 }  // namespace kcache::informer
 
-#endif  // KCACHE_SRC_CACHE_WATCH_ERRORS_H_
+#endif  // KCACHE_SRC_INFORMER_WATCH_ERRORS_H_

@@ -6,8 +6,8 @@
 // stream gave them; its end or error comes after the events before it.
 //
 // Thread-safety: as WatchStream: one consumer thread; Cancel() from any.
-#ifndef KCACHE_SRC_CACHE_READ_AHEAD_H_
-#define KCACHE_SRC_CACHE_READ_AHEAD_H_
+#ifndef KCACHE_SRC_INFORMER_READ_AHEAD_H_
+#define KCACHE_SRC_INFORMER_READ_AHEAD_H_
 
 #include <deque>
 #include <memory>
@@ -50,4 +50,4 @@ class ReadAheadStream final : public WatchStream {
 
 }  // namespace kcache::informer
 
-#endif  // KCACHE_SRC_CACHE_READ_AHEAD_H_
+#endif  // KCACHE_SRC_INFORMER_READ_AHEAD_H_

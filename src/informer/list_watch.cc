@@ -7,8 +7,8 @@
 
 #include <mutex>
 
-#include "cache/events.h"
 #include "exec/fiber.h"
+#include "informer/events.h"
 #include "kcache/reflector.h"
 
 namespace kcache {

@@ -89,18 +89,7 @@ StatusOr<std::string> KubeSystemUid(RestClient& client) {
   return ns["metadata"]["uid"].get<std::string>();
 }
 
-ResourceInfo ResourceInfoOf(const ApiResource& resource) {
-  ResourceInfo info;
-  info.group = resource.gvr.group;
-  info.version = resource.gvr.version;
-  info.resource = resource.gvr.resource;
-  info.kind = resource.kind;
-  info.namespaced = resource.namespaced;
-  info.singular = resource.singular;
-  info.short_names = resource.short_names;
-  info.categories = resource.categories;
-  return info;
-}
+ResourceInfo ResourceInfoOf(const ApiResource& resource) { return ResourceInfo(resource); }
 
 StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::ForResource(std::string_view name) {
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<const Discovery> d, discovery());
@@ -238,7 +227,7 @@ namespace {
 // selection it lists (`want`: the factory's, before `options`).
 StatusOr<std::string> KeyspaceOf(const ApiResource& resource, const ForResourceOptions* options,
                                  ResourceSelection* want) {
-  std::string name = resource.gvr.group_resource().String();
+  std::string name = resource.group_resource().String();
   if (options) {
     for (char c : options->name) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
@@ -356,9 +345,7 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
   // Same connection and thread; only the decoding defaults differ.
   ParseOptions parse = options_.client.parse;
   parse.default_kind = resource.kind;
-  parse.default_api_version = resource.gvr.group.empty()
-                                  ? resource.gvr.version
-                                  : resource.gvr.group + "/" + resource.gvr.version;
+  parse.default_api_version = resource.api_version();
   std::shared_ptr<RestClient> client = base->WithParseOptions(parse);
   KCACHE_ASSIGN_OR_RETURN(std::shared_ptr<Indexer> indexer,
                           cache_->OpenKeyspace(name, options_.keyspace));
@@ -439,7 +426,7 @@ Status InformerFactory::ForAllResources(AllResourcesOptions options) {
     // Definitions already served when discovery was read are no news; one
     // made between that read and the informer's first list is.
     std::set<std::string> known;
-    for (const ApiResource& r : first->resources()) known.insert(r.gvr.group_resource().String());
+    for (const ApiResource& r : first->resources()) known.insert(r.group_resource().String());
     auto handler = std::make_shared<ResourceEventHandlerFuncs>();
     handler->add = [poke, served, known = std::move(known)](const ObjectPtr& o, bool initial) {
       if (!initial || !known.count(served(o))) poke(nullptr);
@@ -471,7 +458,7 @@ Status InformerFactory::FollowPass(const Discovery& discovery, bool first) {
   std::set<std::string> listed;
   for (const ApiResource& r : discovery.resources()) {
     if (!r.Supports("list") || !r.Supports("watch")) continue;
-    const std::string name = r.gvr.group_resource().String();
+    const std::string name = r.group_resource().String();
     listed.insert(name);
     if (f->managed.count(name) || (o.select && !o.select(discovery, r))) continue;
     StatusOr<std::shared_ptr<SharedIndexInformer>> made = ForResource(r);

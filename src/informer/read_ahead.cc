@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-#include "cache/read_ahead.h"
+#include "informer/read_ahead.h"
 
 #include <pthread.h>
 

@@ -2,7 +2,7 @@
 
 #include "kcache/reflector.h"
 
-#include "cache/reflector_impl.h"
+#include "informer/reflector_impl.h"
 
 #include <atomic>
 #include <mutex>
@@ -12,13 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/backoff.h"
-#include "cache/events.h"
-#include "cache/read_ahead.h"
-#include "cache/watch_errors.h"
 #include "client/http_error.h"
 #include "core/resource_version.h"
 #include "exec/fiber.h"
+#include "informer/backoff.h"
+#include "informer/events.h"
+#include "informer/read_ahead.h"
+#include "informer/watch_errors.h"
 #include "util/scope_guard.h"
 
 namespace kcache::informer {
