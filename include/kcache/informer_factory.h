@@ -96,7 +96,9 @@ struct KCACHE_EXPORT ForResourceOptions {
 KCACHE_EXPORT StatusOr<std::string> KubeSystemUid(RestClient& client);
 
 // What ForResource records about `resource` in the cache for offline
-// readers: ResourceInfo(resource), its names and scope without its verbs.
+// readers: its names and scope without its verbs.
+// Deprecated: use ResourceInfo(resource) (cache.h); this goes in the release
+// after 0.1.0.
 KCACHE_EXPORT ResourceInfo ResourceInfoOf(const ApiResource& resource);
 
 // What InformerFactory::ForAllResources syncs and how it follows the

@@ -356,7 +356,7 @@ StatusOr<std::shared_ptr<SharedIndexInformer>> InformerFactory::Make(
   const bool reselect = held && *held != want;
   // Offline readers (kcache get, tree, snapshots) learn kinds and scopes
   // here. A new selection is recorded only once listed (below).
-  ResourceInfo info = ResourceInfoOf(resource);
+  ResourceInfo info(resource);
   info.selection = reselect ? held : want;
   if (recorded) {
     // What others added to the record is kept (kcache sync: a custom

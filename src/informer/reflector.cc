@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 
-#include "kcache/reflector.h"
-
 #include "informer/reflector_impl.h"
 
 #include <atomic>
@@ -10,16 +8,11 @@
 #include <random>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "client/http_error.h"
 #include "core/resource_version.h"
-#include "exec/fiber.h"
 #include "informer/backoff.h"
-#include "informer/events.h"
 #include "informer/read_ahead.h"
 #include "informer/watch_errors.h"
-#include "util/scope_guard.h"
 
 namespace kcache::informer {
 namespace {

@@ -3,11 +3,12 @@
 // The reflector's lists: client-go's ladder from a streaming list to a
 // paginated LIST, a list cut short continued, and the progress of each.
 
+#include "informer/reflector_impl.h"
+
 #include <nlohmann/json.hpp>
 
-#include "informer/read_ahead.h"
-#include "informer/reflector_impl.h"
 #include "informer/watch_errors.h"
+#include "kcache/pager.h"
 #include "util/scope_guard.h"
 
 namespace kcache::informer {

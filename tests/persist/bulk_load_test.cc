@@ -102,7 +102,8 @@ TEST(BulkLoadTest, AnAbandonedLoadLeavesNothingBehind) {
     const bool empty_target = e.path() == to && fs::is_empty(to);
     EXPECT_TRUE(e.path().filename() == "from" || empty_target) << "left behind: " << e.path();
   }
-  // A target that holds something else is refused, and left untouched.
+  // Invariant 6 (bad input loses nothing): a target that holds something
+  // else is refused, and left untouched.
   fs::create_directories(to);
   { std::ofstream(to + "/mine") << "x"; }
   EXPECT_FALSE(BulkLoader::Create(to).ok());

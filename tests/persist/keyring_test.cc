@@ -75,7 +75,8 @@ TEST(KeyringTest, TheStoredRowOpensOnlyWithItsWrappingKey) {
   EXPECT_FALSE(locked->unlocked());
   EXPECT_EQ(locked->Describe().key_fingerprint, again->Describe().key_fingerprint);
   EXPECT_THAT(locked->Open(sealed, context, "ns/a"), StatusIs(StatusCode::kFailedPrecondition));
-  // Another key is refused as the wrong key, not taken for damage.
+  // Invariant 6 (bad input gets a clear error): another key is refused as
+  // the wrong key, not taken for damage; a row that does not parse is.
   EXPECT_THAT(Keyring::Load(row, NewKey()), StatusIs(StatusCode::kFailedPrecondition));
   EXPECT_THAT(Keyring::Load(std::string("not a keyring"), kek), StatusIs(StatusCode::kCorruption));
 }
